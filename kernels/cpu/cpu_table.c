@@ -1,0 +1,10 @@
+/* cpu_table.c — every CPU kernel list, for the CPU backend to index by kernel name. */
+#include "cpu_kernel.h"
+
+#include <stddef.h>
+
+const struct xpu_cpu_entry *const xpu_cpu_entry_lists[] = {
+	xpu_cpu_entries_base,
+	xpu_cpu_entries_quant,
+	NULL,
+};

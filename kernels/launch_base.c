@@ -1,0 +1,47 @@
+/* launch_base.c — launchers of the basic kernels and the helpers every launcher shares:
+ * they read a routed call's operands and facts, compute grid and block, and launch. */
+#include "launch.h"
+#include "table.h"
+
+const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name)
+{
+	const struct xpu_karg *a = xpu_call_operand(c, name);
+	if (!a || a->kind != XPU_ARG_BUF) {
+		xpu_fail("kernel '%s' needs a buffer operand '%s' in the call", kernel, name);
+		return NULL;
+	}
+	return a;
+}
+
+int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key, int64_t *out)
+{
+	if (!xpu_query_get(c->query, key, out))
+		return xpu_fail("kernel '%s' needs the query fact '%s'", kernel, key);
+	return 0;
+}
+
+int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const char *name,
+		     uint32_t groups, uint32_t block, const struct xpu_karg *args, int nargs)
+{
+	if (!*cache && !(*cache = xpu_kernel_find(name)))
+		return xpu_fail("kernel '%s' is not in the kernel table", name);
+	uint32_t grid[3] = { groups, 1, 1 }, blk[3] = { block, 1, 1 };
+	return xpu_launch(c->stream, *cache, grid, blk, args, nargs);
+}
+
+/* copy_bytes: operands dst and src; copies all of src (dst must hold it). */
+int xpu_launch_copy_bytes(const struct xpu_call *c)
+{
+	static struct xpu_kernel *k;
+	const struct xpu_karg *dst = xpu_operand_buffer(c, "copy_bytes", "dst");
+	const struct xpu_karg *src = dst ? xpu_operand_buffer(c, "copy_bytes", "src") : NULL;
+	if (!src)
+		return -1;
+	uint64_t n = src->b.bytes;
+	if (n == 0)
+		return 0;
+	if ((n + 255) / 256 > UINT32_MAX)
+		return xpu_fail("copy_bytes: %llu bytes is more than one launch covers", (unsigned long long)n);
+	struct xpu_karg args[3] = { *dst, *src, { .kind = XPU_ARG_U64, .u = n } };
+	return xpu_launch_named(c, &k, "copy_bytes", (uint32_t)((n + 255) / 256), 256, args, 3);
+}

@@ -1,0 +1,10 @@
+/* table.c — gathers the kernel groups into the one table the registry reads. */
+#include "table.h"
+
+#include <stddef.h>
+
+const struct xpu_kernel_def *const xpu_kernel_groups[] = {
+	xpu_kernel_defs_base,
+	xpu_kernel_defs_quant,
+	NULL,
+};

@@ -1,0 +1,15 @@
+/* table.h — the kernel table: every kernel's name and argument signature, shared by all
+ * backends (a backend provides an entry under the same name, or the kernel is "not built"
+ * there). Each group of kernels exports a NULL-terminated list; table.c gathers them. */
+#ifndef XPU_KERNEL_TABLE_H
+#define XPU_KERNEL_TABLE_H
+
+#include "core/device.h"
+
+extern const struct xpu_kernel_def xpu_kernel_defs_base[];
+extern const struct xpu_kernel_def xpu_kernel_defs_quant[];
+
+/* All groups, NULL-terminated. */
+extern const struct xpu_kernel_def *const xpu_kernel_groups[];
+
+#endif

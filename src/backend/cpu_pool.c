@@ -1,0 +1,112 @@
+/* cpu_pool.c — a fixed pool of worker threads taking chunks of workgroups from an atomic
+ * counter. One job at a time (launches on the CPU are in order); the caller joins in. */
+#include "cpu_pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct job {
+	xpu_cpu_fn fn;
+	const struct xpu_karg *args;
+	struct xpu_cpu_launch launch;
+	uint64_t ngroups, chunk;
+	atomic_uint_fast64_t next;
+	atomic_int pending; /* workers still inside this job */
+};
+
+static struct job job;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER; /* one launch at a time */
+static uint64_t generation;
+static int nworkers; /* threads besides the caller */
+
+static void work(int worker)
+{
+	struct xpu_cpu_launch l = job.launch;
+	l.worker = worker;
+	for (;;) {
+		uint64_t g0 = atomic_fetch_add(&job.next, job.chunk);
+		if (g0 >= job.ngroups)
+			break;
+		uint64_t g1 = g0 + job.chunk < job.ngroups ? g0 + job.chunk : job.ngroups;
+		job.fn(job.args, g0, g1, &l);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	uint64_t seen = 0;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		while (generation == seen)
+			pthread_cond_wait(&wake, &lock);
+		seen = generation;
+		pthread_mutex_unlock(&lock);
+		work(id);
+		if (atomic_fetch_sub(&job.pending, 1) == 1) {
+			pthread_mutex_lock(&lock);
+			pthread_cond_signal(&done);
+			pthread_mutex_unlock(&lock);
+		}
+	}
+	return NULL;
+}
+
+int xpu_pool_start(int workers)
+{
+	pthread_mutex_lock(&lock);
+	int rc = 0;
+	if (nworkers == 0) {
+		for (int i = 1; i < workers; i++) {
+			pthread_t t;
+			pthread_attr_t attr;
+			pthread_attr_init(&attr);
+			pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+			if (pthread_create(&t, &attr, worker_main, (void *)(intptr_t)i)) {
+				rc = xpu_fail("cannot start CPU worker %d", i);
+				break;
+			}
+			nworkers++;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+int xpu_pool_workers(void)
+{
+	return nworkers + 1;
+}
+
+void xpu_pool_run(xpu_cpu_fn fn, const struct xpu_karg *args, uint64_t ngroups,
+		  const struct xpu_cpu_launch *launch)
+{
+	struct xpu_cpu_launch l = *launch;
+	if (nworkers == 0 || ngroups == 1) {
+		l.worker = 0;
+		fn(args, 0, ngroups, &l);
+		return;
+	}
+	pthread_mutex_lock(&run_lock);
+	uint64_t parts = (uint64_t)(nworkers + 1) * 4;
+	job.fn = fn;
+	job.args = args;
+	job.launch = l;
+	job.ngroups = ngroups;
+	job.chunk = ngroups / parts ? ngroups / parts : 1;
+	atomic_store(&job.next, 0);
+	atomic_store(&job.pending, nworkers);
+	pthread_mutex_lock(&lock);
+	generation++;
+	pthread_cond_broadcast(&wake);
+	pthread_mutex_unlock(&lock);
+	work(0);
+	pthread_mutex_lock(&lock);
+	while (atomic_load(&job.pending) > 0)
+		pthread_cond_wait(&done, &lock);
+	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&run_lock);
+}

@@ -1,0 +1,346 @@
+/* l_buffer.c — xpu.Buffer (allocations and views, upload / download, bounds checked) and
+ * xpu.Stream (in-order launches, sync, deferral, timing marks); launch arguments from Lua. */
+#include "lx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct lbuffer {
+	struct xpu_buffer *b; /* NULL once released */
+};
+
+struct lstream {
+	struct xpu_stream *s;
+	bool owned; /* a device's default stream belongs to the device */
+};
+
+static struct lbuffer *tobuffer(lua_State *L, int i)
+{
+	return luaL_checkudata(L, i, XPU_BUFFER_MT);
+}
+
+struct xpu_buffer *lx_checkbuffer(lua_State *L, int i)
+{
+	struct lbuffer *u = tobuffer(L, i);
+	if (!u->b)
+		luaL_argerror(L, i, "buffer was released");
+	return u->b;
+}
+
+static void push_buffer(lua_State *L, struct xpu_buffer *b)
+{
+	struct lbuffer *u = lua_newuserdatauv(L, sizeof *u, 0);
+	u->b = b;
+	luaL_setmetatable(L, XPU_BUFFER_MT);
+}
+
+/* d:buffer(bytes) or d:buffer(string): a new allocation (filled from the string). */
+static int l_buffer_new(lua_State *L)
+{
+	struct xpu_device *d = lx_checkdevice(L, 1);
+	size_t len = 0;
+	const char *init = NULL;
+	lua_Integer bytes;
+	if (lua_type(L, 2) == LUA_TSTRING) {
+		init = lua_tolstring(L, 2, &len);
+		bytes = (lua_Integer)len;
+	} else {
+		bytes = luaL_checkinteger(L, 2);
+		luaL_argcheck(L, bytes >= 0, 2, "size is negative");
+	}
+	struct xpu_buffer *b = xpu_buffer_new(d, (uint64_t)bytes);
+	if (!b)
+		return lx_error(L);
+	push_buffer(L, b);
+	if (init && xpu_buffer_upload(b, 0, init, len))
+		return lx_error(L);
+	return 1;
+}
+
+static int b_upload(lua_State *L)
+{
+	struct xpu_buffer *b = lx_checkbuffer(L, 1);
+	size_t len;
+	const char *s = luaL_checklstring(L, 2, &len);
+	lua_Integer off = luaL_optinteger(L, 3, 0);
+	luaL_argcheck(L, off >= 0, 3, "offset is negative");
+	if (xpu_buffer_upload(b, (uint64_t)off, s, len))
+		return lx_error(L);
+	lua_settop(L, 1);
+	return 1;
+}
+
+static int b_download(lua_State *L)
+{
+	struct xpu_buffer *b = lx_checkbuffer(L, 1);
+	lua_Integer off = luaL_optinteger(L, 2, 0);
+	lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)b->bytes - off);
+	luaL_argcheck(L, off >= 0, 2, "offset is negative");
+	luaL_argcheck(L, n >= 0, 3, "length is negative");
+	if ((uint64_t)off > b->bytes || (uint64_t)n > b->bytes - (uint64_t)off)
+		return luaL_error(L, "download of %d bytes at offset %d is outside the %d-byte buffer",
+				  (int)n, (int)off, (int)b->bytes);
+	luaL_Buffer lb;
+	char *dst = luaL_buffinitsize(L, &lb, (size_t)n);
+	if (xpu_buffer_download(b, (uint64_t)off, dst, (uint64_t)n))
+		return lx_error(L);
+	luaL_pushresultsize(&lb, (size_t)n);
+	return 1;
+}
+
+/* b:slice(offset, bytes): a view; it keeps the allocation alive. */
+static int b_slice(lua_State *L)
+{
+	struct xpu_buffer *b = lx_checkbuffer(L, 1);
+	lua_Integer off = luaL_checkinteger(L, 2);
+	lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)b->bytes - off);
+	if (off < 0 || n < 0)
+		return luaL_error(L, "slice: offset and length must not be negative");
+	struct xpu_buffer *v = xpu_buffer_view(b, (uint64_t)off, (uint64_t)n);
+	if (!v)
+		return lx_error(L);
+	push_buffer(L, v);
+	return 1;
+}
+
+/* b:words(): the same bytes as a view for word access; refused unless 4-aligned whole words. */
+static int b_words(lua_State *L)
+{
+	struct xpu_buffer *b = lx_checkbuffer(L, 1);
+	if (b->offset % 4)
+		return luaL_error(L, "word view: base not aligned (offset %d is not a multiple of 4)",
+				  (int)b->offset);
+	if (b->bytes % 4)
+		return luaL_error(L, "word view: %d bytes is not a whole number of words", (int)b->bytes);
+	struct xpu_buffer *v = xpu_buffer_view(b, 0, b->bytes);
+	if (!v)
+		return lx_error(L);
+	push_buffer(L, v);
+	return 1;
+}
+
+static int b_release(lua_State *L)
+{
+	struct lbuffer *u = tobuffer(L, 1);
+	xpu_buffer_release(u->b);
+	u->b = NULL;
+	return 0;
+}
+
+static int b_index(lua_State *L)
+{
+	struct lbuffer *u = tobuffer(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	luaL_getmetafield(L, 1, "methods");
+	if (lua_getfield(L, -1, k) != LUA_TNIL)
+		return 1;
+	if (!u->b)
+		return luaL_error(L, "buffer was released");
+	if (strcmp(k, "bytes") == 0)
+		lua_pushinteger(L, (lua_Integer)u->b->bytes);
+	else if (strcmp(k, "offset") == 0)
+		lua_pushinteger(L, (lua_Integer)u->b->offset);
+	else if (strcmp(k, "device") == 0)
+		lx_pushdevice(L, u->b->alloc->dev);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+static int b_len(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)lx_checkbuffer(L, 1)->bytes);
+	return 1;
+}
+
+static int b_tostring(lua_State *L)
+{
+	struct lbuffer *u = tobuffer(L, 1);
+	if (!u->b)
+		lua_pushliteral(L, "buffer (released)");
+	else
+		lua_pushfstring(L, "buffer %d bytes at +%d on %s", (int)u->b->bytes, (int)u->b->offset,
+				u->b->alloc->dev->id);
+	return 1;
+}
+
+/* ---- streams ----------------------------------------------------------------------------- */
+
+struct xpu_stream *lx_checkstream(lua_State *L, int i)
+{
+	struct lstream *u = luaL_checkudata(L, i, XPU_STREAM_MT);
+	if (!u->s)
+		luaL_argerror(L, i, "stream was released");
+	return u->s;
+}
+
+static void push_stream(lua_State *L, struct xpu_stream *s, bool owned)
+{
+	struct lstream *u = lua_newuserdatauv(L, sizeof *u, 0);
+	u->s = s;
+	u->owned = owned;
+	luaL_setmetatable(L, XPU_STREAM_MT);
+}
+
+static int l_stream_new(lua_State *L)
+{
+	struct xpu_stream *s = xpu_stream_new(lx_checkdevice(L, 1));
+	if (!s)
+		return lx_error(L);
+	push_stream(L, s, true);
+	return 1;
+}
+
+static int l_default_stream(lua_State *L)
+{
+	push_stream(L, lx_checkdevice(L, 1)->default_stream, false);
+	return 1;
+}
+
+static int s_sync(lua_State *L)
+{
+	if (xpu_stream_sync(lx_checkstream(L, 1)))
+		return lx_error(L);
+	return 0;
+}
+
+static int s_set_deferred(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	luaL_checktype(L, 2, LUA_TBOOLEAN);
+	if (xpu_stream_set_deferred(s, lua_toboolean(L, 2)))
+		return lx_error(L);
+	return 0;
+}
+
+/* s:timer_begin() -> mark; s:timer_end(mark) -> seconds (device events where the backend has
+ * them, the host clock on the CPU). */
+static int s_timer_begin(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	void *mark;
+	if (!s->dev->ops->time_begin)
+		return luaL_error(L, "%s has no timer", s->dev->id);
+	if (s->dev->ops->time_begin(s, &mark))
+		return lx_error(L);
+	lua_pushlightuserdata(L, mark);
+	return 1;
+}
+
+static int s_timer_end(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	luaL_checktype(L, 2, LUA_TLIGHTUSERDATA);
+	double sec;
+	if (s->dev->ops->time_end(s, lua_touserdata(L, 2), &sec))
+		return lx_error(L);
+	lua_pushnumber(L, sec);
+	return 1;
+}
+
+static int s_release(lua_State *L)
+{
+	struct lstream *u = luaL_checkudata(L, 1, XPU_STREAM_MT);
+	if (u->owned && u->s)
+		xpu_stream_release(u->s);
+	u->s = NULL;
+	return 0;
+}
+
+static int s_index(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	luaL_getmetafield(L, 1, "methods");
+	if (lua_getfield(L, -1, k) != LUA_TNIL)
+		return 1;
+	if (strcmp(k, "deferred") == 0)
+		lua_pushboolean(L, s->deferred);
+	else if (strcmp(k, "device") == 0)
+		lx_pushdevice(L, s->dev);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+static int s_tostring(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	lua_pushfstring(L, "stream on %s%s", s->dev->id, s->deferred ? " (deferred)" : "");
+	return 1;
+}
+
+/* ---- launch arguments -------------------------------------------------------------------- */
+
+int lx_get_karg(lua_State *L, int i, const struct xpu_arg_spec *spec, struct xpu_karg *out,
+		char *err, size_t n)
+{
+	out->kind = spec->kind;
+	if (spec->kind == XPU_ARG_BUF) {
+		struct lbuffer *u = luaL_testudata(L, i, XPU_BUFFER_MT);
+		if (!u || !u->b)
+			return snprintf(err, n, "expected a buffer, got %s", u ? "a released buffer" : luaL_typename(L, i)), -1;
+		out->b.buf = u->b;
+		out->b.offset = u->b->offset;
+		out->b.bytes = u->b->bytes;
+		return 0;
+	}
+	if (spec->kind == XPU_ARG_F32) {
+		if (!lua_isnumber(L, i))
+			return snprintf(err, n, "expected a number, got %s", luaL_typename(L, i)), -1;
+		out->f = (float)lua_tonumber(L, i);
+		return 0;
+	}
+	if (!lua_isinteger(L, i))
+		return snprintf(err, n, "expected an integer, got %s", luaL_typename(L, i)), -1;
+	lua_Integer v = lua_tointeger(L, i);
+	bool ok = spec->kind == XPU_ARG_U32 ? v >= 0 && v <= UINT32_MAX
+		: spec->kind == XPU_ARG_I32 ? v >= INT32_MIN && v <= INT32_MAX
+		: spec->kind == XPU_ARG_U64 ? v >= 0 : true;
+	if (!ok)
+		return snprintf(err, n, "%lld is out of range for %s", (long long)v,
+				xpu_arg_kind_name(spec->kind)), -1;
+	if (spec->kind == XPU_ARG_I32 || spec->kind == XPU_ARG_I64)
+		out->i = v;
+	else
+		out->u = (uint64_t)v;
+	return 0;
+}
+
+static const luaL_Reg buffer_methods[] = {
+	{ "upload", b_upload }, { "download", b_download }, { "slice", b_slice },
+	{ "words", b_words }, { "release", b_release }, { NULL, NULL },
+};
+
+static const luaL_Reg buffer_meta[] = {
+	{ "__index", b_index }, { "__len", b_len }, { "__tostring", b_tostring },
+	{ "__gc", b_release }, { "__close", b_release }, { NULL, NULL },
+};
+
+static const luaL_Reg stream_methods[] = {
+	{ "sync", s_sync }, { "set_deferred", s_set_deferred }, { "timer_begin", s_timer_begin },
+	{ "timer_end", s_timer_end }, { "release", s_release }, { NULL, NULL },
+};
+
+static const luaL_Reg stream_meta[] = {
+	{ "__index", s_index }, { "__tostring", s_tostring }, { "__gc", s_release },
+	{ "__close", s_release }, { NULL, NULL },
+};
+
+
+void lx_open_buffer(lua_State *L, int t)
+{
+	lx_newclass(L, XPU_BUFFER_MT, buffer_methods, buffer_meta);
+	lx_newclass(L, XPU_STREAM_MT, stream_methods, stream_meta);
+	/* Buffers and streams are made by their device: d:buffer(n), d:stream(). */
+	luaL_getmetatable(L, XPU_DEVICE_MT);
+	lua_getfield(L, -1, "methods");
+	lua_pushcfunction(L, l_buffer_new);
+	lua_setfield(L, -2, "buffer");
+	lua_pushcfunction(L, l_stream_new);
+	lua_setfield(L, -2, "stream");
+	lua_pushcfunction(L, l_default_stream);
+	lua_setfield(L, -2, "default_stream");
+	lua_pop(L, 2);
+	(void)t;
+}

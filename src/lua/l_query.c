@@ -1,0 +1,313 @@
+/* l_query.c — xpu.Query (regime, format, static facts: plain data), the read-only view the
+ * shape half is handed, and xpu.Call (a query plus receiver, operands, device, stream). */
+#include "lx.h"
+
+#include <string.h>
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+static bool fact_value(lua_State *L, int i, int64_t *v)
+{
+	if (lua_isinteger(L, i))
+		*v = lua_tointeger(L, i);
+	else if (lua_isboolean(L, i))
+		*v = lua_toboolean(L, i);
+	else
+		return false;
+	return true;
+}
+
+/* Fills q from table t: format and regime (required unless pattern), the rest are facts. */
+int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
+{
+	t = lua_absindex(L, t);
+	memset(q, 0, sizeof *q);
+	q->format = q->regime = -1;
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		if (lua_type(L, -2) != LUA_TSTRING)
+			return luaL_error(L, "query: keys must be names, got a %s key", luaL_typename(L, -2));
+		const char *k = lua_tostring(L, -2);
+		int64_t v;
+		if (strcmp(k, "format") == 0)
+			q->format = lx_checkname(L, lua_gettop(L), XPU_NAME_FORMAT);
+		else if (strcmp(k, "regime") == 0)
+			q->regime = lx_checkname(L, lua_gettop(L), XPU_NAME_REGIME);
+		else if (!fact_value(L, -1, &v))
+			return luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k,
+					  luaL_typename(L, -1));
+		else if (xpu_query_set(q, xpu_name_id(XPU_NAME_KEY, k), v))
+			return lx_error(L);
+		lua_pop(L, 1);
+	}
+	if (!pattern && (q->format < 0 || q->regime < 0))
+		return luaL_error(L, "query: '%s' is required", q->format < 0 ? "format" : "regime");
+	return 0;
+}
+
+struct qview {
+	const struct xpu_query *q; /* NULL once the half that got it has returned */
+};
+
+struct xpu_query *lx_checkquery(lua_State *L, int i)
+{
+	struct qview *v = luaL_testudata(L, i, XPU_QVIEW_MT);
+	if (v) {
+		if (!v->q)
+			luaL_error(L, "query view used after its shape call returned");
+		return (struct xpu_query *)v->q;
+	}
+	return luaL_checkudata(L, i, XPU_QUERY_MT);
+}
+
+static int l_query(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q, 0);
+	lx_fill_query(L, 1, q, false);
+	luaL_setmetatable(L, XPU_QUERY_MT);
+	return 1;
+}
+
+static int q_index(lua_State *L)
+{
+	const struct xpu_query *q = lx_checkquery(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	int64_t v;
+	if (strcmp(k, "format") == 0)
+		lx_pushname(L, XPU_NAME_FORMAT, q->format);
+	else if (strcmp(k, "regime") == 0)
+		lx_pushname(L, XPU_NAME_REGIME, q->regime);
+	else if (xpu_query_get(q, k, &v))
+		lua_pushinteger(L, v);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+static int q_newindex(lua_State *L)
+{
+	return luaL_error(L, "a query is read-only (tried to set '%s')", luaL_tolstring(L, 2, NULL));
+}
+
+static int q_tostring(lua_State *L)
+{
+	const struct xpu_query *q = lx_checkquery(L, 1);
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	lua_pushfstring(L, "query %s %s {", xpu_name_of(XPU_NAME_FORMAT, q->format),
+			xpu_name_of(XPU_NAME_REGIME, q->regime));
+	luaL_addvalue(&b);
+	for (int i = 0; i < q->nfacts; i++) {
+		lua_pushfstring(L, "%s%s=%I", i ? ", " : "", xpu_name_of(XPU_NAME_KEY, q->facts[i].key),
+				(lua_Integer)q->facts[i].value);
+		luaL_addvalue(&b);
+	}
+	luaL_addchar(&b, '}');
+	luaL_pushresult(&b);
+	return 1;
+}
+
+/* The view handed to a shape half: one reusable userdata, so handing it costs nothing;
+ * a nested call (a half that resolves again) gets a fresh one. */
+void lx_push_query_view(lua_State *L, const struct xpu_query *q)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, XPU_QVIEW_MT ".spare");
+	struct qview *v = lua_touserdata(L, -1);
+	if (!v || v->q) {
+		lua_pop(L, 1);
+		v = lua_newuserdatauv(L, sizeof *v, 0);
+		luaL_setmetatable(L, XPU_QVIEW_MT);
+	}
+	v->q = q;
+}
+
+void lx_release_view(lua_State *L, int i)
+{
+	struct qview *v = luaL_testudata(L, i, XPU_QVIEW_MT);
+	if (v)
+		v->q = NULL;
+}
+
+/* ---- calls ------------------------------------------------------------------------------- */
+
+/* uservalues: 1 the Query object, 2 the receiver table, 3 the operands table, 4 the stream */
+struct xpu_call *lx_checkcall(lua_State *L, int i)
+{
+	return luaL_checkudata(L, i, XPU_CALL_MT);
+}
+
+/* Receiver facts are re-read at every pick, so C ready halves see the state of now. */
+static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
+{
+	c->nreceiver = 0;
+	if (lua_getiuservalue(L, ud, 2) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		return;
+	}
+	lua_pushnil(L);
+	while (lua_next(L, -2)) {
+		int64_t v;
+		int32_t key = lua_type(L, -2) == LUA_TSTRING ? xpu_name_find(XPU_NAME_KEY, lua_tostring(L, -2)) : -1;
+		if (key >= 0 && c->nreceiver < XPU_QUERY_MAX_FACTS && fact_value(L, -1, &v)) {
+			c->receiver[c->nreceiver].key = key;
+			c->receiver[c->nreceiver++].value = v;
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+void lx_refresh_call(lua_State *L, int i)
+{
+	struct xpu_call *c = lx_checkcall(L, i);
+	c->host = L;
+	snapshot_receiver(L, lua_absindex(L, i), c);
+}
+
+static void add_operand(lua_State *L, struct xpu_call *c, const char *name, int vi)
+{
+	if (c->noperands == XPU_CALL_MAX_OPERANDS)
+		luaL_error(L, "call: at most %d operands", XPU_CALL_MAX_OPERANDS);
+	struct xpu_operand *op = &c->operands[c->noperands];
+	op->key = xpu_name_id(XPU_NAME_KEY, name);
+	if (op->key < 0)
+		lx_error(L);
+	if (lua_isinteger(L, vi)) {
+		op->arg.kind = XPU_ARG_I64;
+		op->arg.i = lua_tointeger(L, vi);
+	} else {
+		struct xpu_buffer *b = lx_checkbuffer(L, vi);
+		if (b->alloc->dev != c->dev)
+			luaL_error(L, "call: operand '%s' lives on %s, the call runs on %s", name,
+				   b->alloc->dev->id, c->dev->id);
+		op->arg.kind = XPU_ARG_BUF;
+		op->arg.b.buf = b;
+		op->arg.b.offset = b->offset;
+		op->arg.b.bytes = b->bytes;
+	}
+	c->noperands++;
+}
+
+static void check_call_keys(lua_State *L)
+{
+	static const char *const known[] = { "query", "device", "stream", "receiver", "operands", NULL };
+	lua_pushnil(L);
+	while (lua_next(L, 1)) {
+		const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+		int ok = 0;
+		for (int i = 0; known[i]; i++)
+			ok |= strcmp(k, known[i]) == 0;
+		if (!ok)
+			luaL_error(L, "call: unknown key '%s' (known: query, device, stream, receiver, operands)", k);
+		lua_pop(L, 1);
+	}
+}
+
+/* xpu.call{ query = q, device = d, stream = s, receiver = {...}, operands = { y = buf } } */
+static int l_call(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	check_call_keys(L);
+	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 4);
+	int ud = lua_gettop(L);
+	memset(c, 0, sizeof *c);
+	luaL_setmetatable(L, XPU_CALL_MT);
+	lua_getfield(L, 1, "query");
+	c->query = lx_checkquery(L, -1);
+	if (luaL_testudata(L, -1, XPU_QVIEW_MT))
+		return luaL_error(L, "call: a query view cannot be kept in a call");
+	lua_setiuservalue(L, ud, 1);
+	lua_getfield(L, 1, "device");
+	c->dev = lx_optdevice(L, -1);
+	lua_pop(L, 1);
+	lua_getfield(L, 1, "stream");
+	c->stream = lua_isnil(L, -1) ? c->dev->default_stream : lx_checkstream(L, -1);
+	if (c->stream->dev != c->dev)
+		return luaL_error(L, "call: the stream is on %s, the call on %s", c->stream->dev->id, c->dev->id);
+	lua_setiuservalue(L, ud, 4);
+	lua_getfield(L, 1, "receiver");
+	if (!lua_isnil(L, -1))
+		luaL_checktype(L, -1, LUA_TTABLE);
+	lua_setiuservalue(L, ud, 2);
+	lua_getfield(L, 1, "operands");
+	if (!lua_isnil(L, -1)) {
+		luaL_checktype(L, -1, LUA_TTABLE);
+		lua_pushnil(L);
+		while (lua_next(L, -2)) {
+			if (lua_type(L, -2) != LUA_TSTRING)
+				return luaL_error(L, "call: operand keys must be names");
+			add_operand(L, c, lua_tostring(L, -2), lua_gettop(L));
+			lua_pop(L, 1);
+		}
+	}
+	lua_setiuservalue(L, ud, 3);
+	lx_refresh_call(L, ud);
+	lua_getfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".objects");
+	lua_pushvalue(L, ud);
+	lua_rawsetp(L, -2, c);
+	lua_pop(L, 1);
+	lua_settop(L, ud);
+	return 1;
+}
+
+void lx_push_call_object(lua_State *L, const struct xpu_call *c)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".objects");
+	lua_rawgetp(L, -1, c);
+	lua_remove(L, -2);
+}
+
+static int c_index(lua_State *L)
+{
+	struct xpu_call *c = lx_checkcall(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	static const char *const uv[] = { "query", "receiver", "operands", "stream" };
+	for (int i = 0; i < 4; i++)
+		if (strcmp(k, uv[i]) == 0) {
+			lua_getiuservalue(L, 1, i + 1);
+			return 1;
+		}
+	if (strcmp(k, "device") == 0)
+		lx_pushdevice(L, c->dev);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+static int c_tostring(lua_State *L)
+{
+	struct xpu_call *c = lx_checkcall(L, 1);
+	lua_pushfstring(L, "call %s %s on %s, %d operands", xpu_name_of(XPU_NAME_FORMAT, c->query->format),
+			xpu_name_of(XPU_NAME_REGIME, c->query->regime), c->dev->id, c->noperands);
+	return 1;
+}
+
+static const luaL_Reg query_meta[] = {
+	{ "__index", q_index }, { "__newindex", q_newindex }, { "__tostring", q_tostring }, { NULL, NULL },
+};
+
+static const luaL_Reg call_meta[] = {
+	{ "__index", c_index }, { "__newindex", q_newindex }, { "__tostring", c_tostring }, { NULL, NULL },
+};
+
+void lx_open_query(lua_State *L, int t)
+{
+	lx_newclass(L, XPU_QUERY_MT, NULL, query_meta);
+	lx_newclass(L, XPU_QVIEW_MT, NULL, query_meta);
+	lx_newclass(L, XPU_CALL_MT, NULL, call_meta);
+	struct qview *v = lua_newuserdatauv(L, sizeof *v, 0);
+	v->q = NULL;
+	luaL_setmetatable(L, XPU_QVIEW_MT);
+	lua_setfield(L, LUA_REGISTRYINDEX, XPU_QVIEW_MT ".spare");
+	lua_newtable(L); /* weak: a call object lives as long as Lua holds it */
+	lua_createtable(L, 0, 1);
+	lua_pushliteral(L, "v");
+	lua_setfield(L, -2, "__mode");
+	lua_setmetatable(L, -2);
+	lua_setfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".objects");
+	lua_pushcfunction(L, l_query);
+	lua_setfield(L, t, "query");
+	lua_pushcfunction(L, l_call);
+	lua_setfield(L, t, "call");
+}

@@ -1,0 +1,444 @@
+/* l_route.c — xpu.RouteTable and xpu.Row: xpu.routes(name), registration (Lua rows and
+ * data-driven C rows), resolution, refusals, pins, route records and dispatch. */
+#include "lx.h"
+#include "xpu_lua.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r);
+int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r);
+int lx_read_c_row(lua_State *L, int t, struct xpu_row *r);
+void lx_refresh_call(lua_State *L, int i);
+
+struct ltable {
+	struct xpu_table *t;
+};
+
+/* uservalue 1 of a table: its row objects, keyed by row pointer (pushing one allocates
+ * nothing once made). */
+static struct xpu_table *checktable(lua_State *L, int i)
+{
+	return ((struct ltable *)luaL_checkudata(L, i, XPU_TABLE_MT))->t;
+}
+
+static int l_routes(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	lua_getfield(L, LUA_REGISTRYINDEX, "xpu.tables");
+	if (lua_getfield(L, -1, name) != LUA_TNIL)
+		return 1;
+	lua_pop(L, 1);
+	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 1);
+	u->t = NULL;
+	luaL_setmetatable(L, XPU_TABLE_MT);
+	if (!(u->t = xpu_table_new(name)))
+		return lx_error(L);
+	lua_newtable(L);
+	lua_setiuservalue(L, -2, 1);
+	lua_pushvalue(L, -1);
+	lua_setfield(L, -3, name);
+	return 1;
+}
+
+/* A fresh table that no name reaches (for specs and benchmarks). */
+static int l_routes_new(lua_State *L)
+{
+	lua_settop(L, 1);
+	const char *name = luaL_optstring(L, 1, "anonymous");
+	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 1);
+	u->t = NULL;
+	luaL_setmetatable(L, XPU_TABLE_MT);
+	if (!(u->t = xpu_table_new(name)))
+		return lx_error(L);
+	lua_newtable(L);
+	lua_setiuservalue(L, -2, 1);
+	return 1;
+}
+
+static int t_gc(lua_State *L)
+{
+	struct ltable *u = luaL_checkudata(L, 1, XPU_TABLE_MT);
+	xpu_table_free(u->t);
+	u->t = NULL;
+	return 0;
+}
+
+/* Row objects hold their table (uservalue 1) so a row never outlives it. */
+void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r)
+{
+	ti = lua_absindex(L, ti);
+	lua_getiuservalue(L, ti, 1);
+	if (lua_rawgetp(L, -1, r) == LUA_TNIL) {
+		lua_pop(L, 1);
+		const struct xpu_row **u = lua_newuserdatauv(L, sizeof *u, 1);
+		*u = r;
+		luaL_setmetatable(L, XPU_ROW_MT);
+		lua_pushvalue(L, ti);
+		lua_setiuservalue(L, -2, 1);
+		lua_pushvalue(L, -1);
+		lua_rawsetp(L, -3, r);
+	}
+	lua_remove(L, -2);
+}
+
+static struct xpu_row *checkrow(lua_State *L, int i)
+{
+	return *(struct xpu_row **)luaL_checkudata(L, i, XPU_ROW_MT);
+}
+
+/* Registration: everything is checked into a stack row before the first allocation, so an
+ * error (or an injected allocation fault) leaves the table as it was. */
+static int do_register(lua_State *L, bool c_row)
+{
+	struct xpu_table *t = checktable(L, 1);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	if (t->frozen)
+		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
+	struct xpu_row tmp;
+	memset(&tmp, 0, sizeof tmp);
+	if (c_row && lx_read_c_row(L, 2, &tmp)) /* raises on bad input; allocates its gates last */
+		return lx_error(L);
+	if (!c_row)
+		lx_read_lua_row(L, 2, &tmp);
+	struct xpu_row *r = xpu_table_row(t, tmp.name) ? NULL : xpu_malloc(sizeof *r);
+	if (!r) {
+		if (tmp.release)
+			tmp.release(&tmp);
+		if (xpu_table_row(t, tmp.name))
+			return luaL_error(L, "route table '%s' already has a row named '%s'", t->name, tmp.name);
+		return lx_error(L);
+	}
+	*r = tmp;
+	int rc = c_row ? 0 : lx_attach_lua_halves(L, 2, r);
+	if (rc == 0 && (rc = xpu_table_register(t, r)) != 0 && r->release)
+		r->release(r);
+	if (rc) {
+		xpu_free(r);
+		return lx_error(L);
+	}
+	lx_push_row_of(L, 1, r);
+	return 1;
+}
+
+static int t_register(lua_State *L)
+{
+	return do_register(L, false);
+}
+
+static int t_register_c(lua_State *L)
+{
+	return do_register(L, true);
+}
+
+static int t_freeze(lua_State *L)
+{
+	xpu_table_freeze(checktable(L, 1));
+	lua_settop(L, 1);
+	return 1;
+}
+
+static int t_rows(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lua_createtable(L, t->nrows, 0);
+	for (int i = 0; i < t->nrows; i++) {
+		lx_push_row_of(L, 1, t->rows[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+static int t_row(lua_State *L)
+{
+	struct xpu_row *r = xpu_table_row(checktable(L, 1), luaL_checkstring(L, 2));
+	if (!r)
+		return 0;
+	lx_push_row_of(L, 1, r);
+	return 1;
+}
+
+static void push_row_or_nil(lua_State *L, const struct xpu_row *r)
+{
+	if (r)
+		lx_push_row_of(L, 1, r);
+	else
+		lua_pushnil(L);
+}
+
+/* t:admissible(q [, device]) -> row | nil */
+static int t_admissible(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	struct xpu_query *q = lx_checkquery(L, 2);
+	struct xpu_device *d = lx_optdevice(L, 3);
+	xpu_error_clear();
+	const struct xpu_row *r = xpu_admissible(t, q, d, L);
+	if (!r && strstr(xpu_error(), "half of row"))
+		return lx_error(L);
+	push_row_or_nil(L, r);
+	return 1;
+}
+
+/* t:pick(call) -> row | nil. Allocates nothing. */
+static int t_pick(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lx_refresh_call(L, 2);
+	int err;
+	const struct xpu_row *r = xpu_pick(t, lx_checkcall(L, 2), &err);
+	if (err)
+		return lx_error(L);
+	push_row_or_nil(L, r);
+	return 1;
+}
+
+/* t:bind(call) -> row, or an error carrying the refusal line: no silent fallback. */
+static int t_bind(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lx_refresh_call(L, 2);
+	struct xpu_call *c = lx_checkcall(L, 2);
+	int err;
+	const struct xpu_row *r = xpu_pick(t, c, &err);
+	if (err)
+		return lx_error(L);
+	if (!r) {
+		struct xpu_refusal ref;
+		char line[512];
+		xpu_why_not_picked(t, c, &ref);
+		xpu_refusal_text(&ref, line, sizeof line);
+		return luaL_error(L, "%s", line);
+	}
+	push_row_or_nil(L, r);
+	return 1;
+}
+
+static int t_candidates(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	struct xpu_query *q = lx_checkquery(L, 2);
+	struct xpu_device *d = lx_optdevice(L, 3);
+	const struct xpu_row *rows[64];
+	int n = xpu_candidates(t, q, d, L, rows, 64);
+	if (n < 0)
+		return lx_error(L);
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n && i < 64; i++) {
+		lx_push_row_of(L, 1, rows[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+static int t_why_not_admissible(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	struct xpu_query *q = lx_checkquery(L, 2);
+	struct xpu_refusal r;
+	xpu_why_not_admissible(t, q, lx_optdevice(L, 3), L, &r);
+	lx_push_refusal(L, &r);
+	return 1;
+}
+
+static int t_why_not_picked(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lx_refresh_call(L, 2);
+	struct xpu_refusal r;
+	xpu_why_not_picked(t, lx_checkcall(L, 2), &r);
+	lx_push_refusal(L, &r);
+	return 1;
+}
+
+/* t:pin(row_name [, pattern]) — pattern is a query table whose format/regime/facts must match */
+static int t_pin(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	const char *name = luaL_checkstring(L, 2);
+	struct xpu_query pattern;
+	if (lua_isnoneornil(L, 3)) {
+		memset(&pattern, 0, sizeof pattern);
+		pattern.format = pattern.regime = -1;
+	} else {
+		luaL_checktype(L, 3, LUA_TTABLE);
+		lx_fill_query(L, 3, &pattern, true);
+	}
+	if (xpu_table_pin(t, name, &pattern))
+		return lx_error(L);
+	return 0;
+}
+
+static int t_unpin(lua_State *L)
+{
+	xpu_table_unpin(checktable(L, 1), luaL_checkstring(L, 2));
+	return 0;
+}
+
+static void push_query_fields(lua_State *L, const struct xpu_query *q)
+{
+	lx_pushname(L, XPU_NAME_FORMAT, q->format);
+	lua_setfield(L, -2, "format");
+	lx_pushname(L, XPU_NAME_REGIME, q->regime);
+	lua_setfield(L, -2, "regime");
+	for (int i = 0; i < q->nfacts; i++) {
+		lua_pushinteger(L, q->facts[i].value);
+		lua_setfield(L, -2, xpu_name_of(XPU_NAME_KEY, q->facts[i].key));
+	}
+}
+
+/* t:records() -> the route record: { row=, device=, format=, regime=, <facts> }, oldest first */
+static int t_records(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	uint64_t n = t->nrecords < XPU_RECORD_RING ? t->nrecords : XPU_RECORD_RING;
+	lua_createtable(L, (int)n, 0);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct xpu_route_record *rec = &t->records[(t->nrecords - n + i) % XPU_RECORD_RING];
+		lua_createtable(L, 0, 6);
+		lua_pushstring(L, rec->row->name);
+		lua_setfield(L, -2, "row");
+		lua_pushstring(L, rec->dev ? rec->dev->id : "?");
+		lua_setfield(L, -2, "device");
+		push_query_fields(L, &rec->query);
+		lua_rawseti(L, -2, (lua_Integer)i + 1);
+	}
+	return 1;
+}
+
+static int t_index(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	luaL_getmetafield(L, 1, "methods");
+	if (lua_getfield(L, -1, k) != LUA_TNIL)
+		return 1;
+	if (strcmp(k, "name") == 0)
+		lua_pushstring(L, t->name);
+	else if (strcmp(k, "frozen") == 0)
+		lua_pushboolean(L, t->frozen);
+	else if (strcmp(k, "picks") == 0)
+		lua_pushinteger(L, (lua_Integer)t->nrecords);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+static int t_len(lua_State *L)
+{
+	lua_pushinteger(L, checktable(L, 1)->nrows);
+	return 1;
+}
+
+static int t_tostring(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lua_pushfstring(L, "route table '%s': %d rows%s, %d pins, %d picks", t->name, t->nrows,
+			t->frozen ? " (frozen)" : "", t->npins, (int)t->nrecords);
+	return 1;
+}
+
+/* ---- rows -------------------------------------------------------------------------------- */
+
+static int r_dispatch(lua_State *L)
+{
+	struct xpu_row *r = checkrow(L, 1);
+	struct xpu_call *c = lx_checkcall(L, 2);
+	if (xpu_row_dispatch(r, c))
+		return luaL_error(L, "route '%s' (%s): %s", r->name, c->dev->id, xpu_error());
+	return 0;
+}
+
+static void push_needs(lua_State *L, const struct xpu_row *r)
+{
+	lua_createtable(L, r->nneeds, 0);
+	for (int i = 0; i < r->nneeds; i++) {
+		lua_pushstring(L, xpu_name_of(XPU_NAME_CAP, r->needs[i]));
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static int r_index(lua_State *L)
+{
+	struct xpu_row *r = checkrow(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	luaL_getmetafield(L, 1, "methods");
+	if (lua_getfield(L, -1, k) != LUA_TNIL)
+		return 1;
+	if (strcmp(k, "name") == 0)
+		lua_pushstring(L, r->name);
+	else if (strcmp(k, "format") == 0)
+		lx_pushname(L, XPU_NAME_FORMAT, r->format);
+	else if (strcmp(k, "regime") == 0)
+		lx_pushname(L, XPU_NAME_REGIME, r->regime);
+	else if (strcmp(k, "priority") == 0)
+		lua_pushinteger(L, r->priority);
+	else if (strcmp(k, "needs") == 0)
+		push_needs(L, r);
+	else if (strcmp(k, "kernel") == 0)
+		lua_pushstring(L, r->kernel >= 0 ? xpu_kernel_at(r->kernel)->def->name : "");
+	else if (strcmp(k, "picks") == 0)
+		lua_pushinteger(L, (lua_Integer)r->picks);
+	else if (strcmp(k, "dispatches") == 0)
+		lua_pushinteger(L, (lua_Integer)r->dispatches);
+	else
+		lua_pushnil(L);
+	return 1;
+}
+
+void lx_push_row_text(lua_State *L, const struct xpu_row *r)
+{
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	lua_pushfstring(L, "row '%s' %s %s priority %d kernel %s", r->name,
+			xpu_name_of(XPU_NAME_FORMAT, r->format), xpu_name_of(XPU_NAME_REGIME, r->regime),
+			(int)r->priority, r->kernel >= 0 ? xpu_kernel_at(r->kernel)->def->name : "-");
+	luaL_addvalue(&b);
+	for (int i = 0; i < r->nneeds; i++) {
+		lua_pushfstring(L, "%s%s", i ? ", " : " needs ", xpu_name_of(XPU_NAME_CAP, r->needs[i]));
+		luaL_addvalue(&b);
+	}
+	luaL_pushresult(&b);
+}
+
+static int r_tostring(lua_State *L)
+{
+	lx_push_row_text(L, checkrow(L, 1));
+	return 1;
+}
+
+static const luaL_Reg table_methods[] = {
+	{ "register", t_register }, { "register_c", t_register_c }, { "freeze", t_freeze },
+	{ "rows", t_rows }, { "row", t_row }, { "admissible", t_admissible }, { "pick", t_pick },
+	{ "bind", t_bind }, { "candidates", t_candidates },
+	{ "why_not_admissible", t_why_not_admissible }, { "why_not_picked", t_why_not_picked },
+	{ "pin", t_pin }, { "unpin", t_unpin }, { "records", t_records }, { NULL, NULL },
+};
+
+static const luaL_Reg table_meta[] = {
+	{ "__index", t_index }, { "__len", t_len }, { "__tostring", t_tostring }, { "__gc", t_gc },
+	{ NULL, NULL },
+};
+
+static const luaL_Reg row_methods[] = {
+	{ "dispatch", r_dispatch }, { NULL, NULL },
+};
+
+static const luaL_Reg row_meta[] = {
+	{ "__index", r_index }, { "__tostring", r_tostring }, { NULL, NULL },
+};
+
+
+void xpu_lua_open_route(lua_State *L, int t)
+{
+	lua_newtable(L);
+	lua_setfield(L, LUA_REGISTRYINDEX, "xpu.tables");
+	lx_newclass(L, XPU_TABLE_MT, table_methods, table_meta);
+	lx_newclass(L, XPU_ROW_MT, row_methods, row_meta);
+	lua_pushcfunction(L, l_routes);
+	lua_setfield(L, t, "routes");
+	lua_pushcfunction(L, l_routes_new);
+	lua_setfield(L, t, "new_routes");
+	lx_open_query(L, t);
+	lx_open_audit(L, t);
+}

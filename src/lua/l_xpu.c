@@ -1,0 +1,163 @@
+/* l_xpu.c — the `xpu` module: opens every binding file onto one table, plus names
+ * (formats, regimes), the kernel list and the test-only surface xpu.T. */
+#include "lx.h"
+#include "xpu_lua.h"
+#include "quant/ggml_types.h"
+
+#include <string.h>
+
+void xpu_lua_count_allocs(lua_State *L);
+
+int lx_error(lua_State *L)
+{
+	return luaL_error(L, "%s", xpu_error());
+}
+
+int lx_fail(lua_State *L)
+{
+	luaL_pushfail(L);
+	lua_pushstring(L, xpu_error());
+	return 2;
+}
+
+/* A class: its metatable holds the metamethods and a "methods" table; without an __index
+ * of its own, __index is the methods table. */
+void lx_newclass(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta)
+{
+	luaL_newmetatable(L, name);
+	if (meta)
+		luaL_setfuncs(L, meta, 0);
+	lua_newtable(L);
+	if (methods)
+		luaL_setfuncs(L, methods, 0);
+	if (lua_getfield(L, -2, "__index") == LUA_TNIL) {
+		lua_pop(L, 1);
+		lua_pushvalue(L, -1);
+		lua_setfield(L, -3, "__index");
+	} else {
+		lua_pop(L, 1);
+	}
+	lua_setfield(L, -2, "methods");
+	lua_pop(L, 1);
+}
+
+/* Names stay referenced from the registry so pushing one never creates a string. */
+static void keep_name(lua_State *L, const char *name)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, "xpu.names");
+	lua_pushstring(L, name);
+	lua_pushboolean(L, 1);
+	lua_rawset(L, -3);
+	lua_pop(L, 1);
+}
+
+int32_t lx_checkname(lua_State *L, int i, enum xpu_name_kind kind)
+{
+	if (lua_type(L, i) == LUA_TNUMBER) {
+		lua_Integer id = luaL_checkinteger(L, i);
+		if (!xpu_name_of(kind, (int32_t)id))
+			luaL_error(L, "no %s has id %d", xpu_name_kind_word(kind), (int)id);
+		return (int32_t)id;
+	}
+	const char *name = luaL_checkstring(L, i);
+	int32_t id = xpu_name_id(kind, name);
+	if (id < 0)
+		lx_error(L);
+	keep_name(L, name);
+	return id;
+}
+
+void lx_pushname(lua_State *L, enum xpu_name_kind kind, int32_t id)
+{
+	const char *name = xpu_name_of(kind, id);
+	if (name)
+		lua_pushstring(L, name);
+	else
+		lua_pushinteger(L, id);
+}
+
+/* xpu.format "q4_0" -> id; xpu.format(12) -> "q4_K". Same for xpu.regime. */
+static int name_or_id(lua_State *L, enum xpu_name_kind kind)
+{
+	if (lua_type(L, 1) == LUA_TNUMBER) {
+		lx_pushname(L, kind, lx_checkname(L, 1, kind));
+		return 1;
+	}
+	lua_pushinteger(L, lx_checkname(L, 1, kind));
+	return 1;
+}
+
+static int l_format(lua_State *L)
+{
+	return name_or_id(L, XPU_NAME_FORMAT);
+}
+
+static int l_regime(lua_State *L)
+{
+	return name_or_id(L, XPU_NAME_REGIME);
+}
+
+static int l_kernels(lua_State *L)
+{
+	lua_newtable(L);
+	for (int i = 0; i < xpu_kernel_count(); i++) {
+		struct xpu_kernel *k = xpu_kernel_at(i);
+		lua_newtable(L);
+		lua_pushstring(L, k->def->name);
+		lua_setfield(L, -2, "name");
+		lua_pushstring(L, k->def->signature);
+		lua_setfield(L, -2, "signature");
+		lua_pushinteger(L, (lua_Integer)k->launches);
+		lua_setfield(L, -2, "launches");
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+/* ---- xpu.T: test-only hooks ------------------------------------------------------------- */
+
+static int t_alloc_count(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)xpu_alloc_count());
+	return 1;
+}
+
+static int t_fail_after(lua_State *L)
+{
+	xpu_alloc_fail_after(luaL_optinteger(L, 1, -1));
+	return 0;
+}
+
+static const luaL_Reg test_funcs[] = {
+	{ "alloc_count", t_alloc_count },
+	{ "fail_after", t_fail_after },
+	{ NULL, NULL },
+};
+
+static const luaL_Reg funcs[] = {
+	{ "format", l_format },
+	{ "regime", l_regime },
+	{ "kernels", l_kernels },
+	{ NULL, NULL },
+};
+
+int luaopen_xpu(lua_State *L)
+{
+	xpu_lua_count_allocs(L);
+	xpu_names_init();
+	if (xpu_kernels_init() || ggml_types_register())
+		return lx_error(L);
+	lua_newtable(L);
+	lua_setfield(L, LUA_REGISTRYINDEX, "xpu.names");
+	luaL_newlib(L, funcs);
+	int t = lua_gettop(L);
+	lua_pushstring(L, XPU_VERSION);
+	lua_setfield(L, t, "version");
+	luaL_newlib(L, test_funcs);
+	lua_setfield(L, t, "T");
+	xpu_lua_open_device(L, t);
+	xpu_lua_open_route(L, t);
+	xpu_lua_open_quant(L, t);
+	xpu_lua_open_gguf(L, t);
+	return 1;
+}

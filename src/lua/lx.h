@@ -1,0 +1,60 @@
+/* lx.h — helpers shared by the binding files: metatable names and small argument checks. */
+#ifndef XPU_LX_H
+#define XPU_LX_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "core/device.h"
+#include "route/route.h"
+
+#define XPU_DEVICE_MT "xpu.Device"
+#define XPU_BUFFER_MT "xpu.Buffer"
+#define XPU_STREAM_MT "xpu.Stream"
+#define XPU_KERNEL_MT "xpu.Kernel"
+#define XPU_TABLE_MT "xpu.RouteTable"
+#define XPU_ROW_MT "xpu.Row"
+#define XPU_QUERY_MT "xpu.Query"
+#define XPU_QVIEW_MT "xpu.QueryView"
+#define XPU_CALL_MT "xpu.Call"
+#define XPU_REFUSAL_MT "xpu.Refusal"
+#define XPU_AUDIT_MT "xpu.Audit"
+
+/* Raises the core's last error (messages pass through "%s"). */
+int lx_error(lua_State *L);
+/* Returns nil, message (the driver-or-probe channel). */
+int lx_fail(lua_State *L);
+
+/* Creates a metatable with methods (also its __index unless index is given) and metamethods. */
+void lx_newclass(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta);
+
+struct xpu_device *lx_checkdevice(lua_State *L, int i);
+struct xpu_device *lx_optdevice(lua_State *L, int i); /* nil/none: the default device */
+void lx_pushdevice(lua_State *L, struct xpu_device *d);
+struct xpu_buffer *lx_checkbuffer(lua_State *L, int i);
+struct xpu_stream *lx_checkstream(lua_State *L, int i);
+struct xpu_kernel *lx_checkkernel(lua_State *L, int i, struct xpu_device **d);
+
+/* Names: a string (registered when new) or an integer id. */
+int32_t lx_checkname(lua_State *L, int i, enum xpu_name_kind kind);
+void lx_pushname(lua_State *L, enum xpu_name_kind kind, int32_t id);
+
+/* Queries and calls (l_query.c). */
+struct xpu_query *lx_checkquery(lua_State *L, int i); /* a Query or a QueryView */
+struct xpu_call *lx_checkcall(lua_State *L, int i);
+/* Pushes the read-only view the shape half is handed; lx_release_view ends its validity. */
+void lx_push_query_view(lua_State *L, const struct xpu_query *q);
+void lx_release_view(lua_State *L, int i);
+/* Pushes the Lua object of a call created from Lua, or nil. */
+void lx_push_call_object(lua_State *L, const struct xpu_call *c);
+int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern);
+
+/* Launch arguments from Lua values, by the kernel's signature. */
+int lx_get_karg(lua_State *L, int i, const struct xpu_arg_spec *spec, struct xpu_karg *out, char *err, size_t n);
+
+void lx_open_query(lua_State *L, int t);
+void lx_open_audit(lua_State *L, int t);
+void lx_push_refusal(lua_State *L, const struct xpu_refusal *r);
+void lx_push_row(lua_State *L, const struct xpu_row *r);
+
+#endif

@@ -1,0 +1,22 @@
+/* xpu_lua.h — the binding layer's entry points: the `xpu` module and what the command
+ * installs into a state. Only src/lua/ and src/main.c include lua.h. */
+#ifndef XPU_LUA_H
+#define XPU_LUA_H
+
+#include <lua.h>
+
+/* The module: `require "xpu"` in xpulua and in stock lua5.4 (build/xpu.so). */
+int luaopen_xpu(lua_State *L);
+
+/* Makes a fresh state an xpulua state: counts Lua's allocations into xpu_alloc_count,
+ * preloads "xpu", and adds the searcher for the embedded lua/ modules (the source tree's
+ * copy is preferred when XPULUA_ROOT or the binary's checkout has one). */
+void xpu_lua_install(lua_State *L);
+
+/* Sub-module openers: each sets its fields on the table at stack index `t`. */
+void xpu_lua_open_device(lua_State *L, int t);
+void xpu_lua_open_route(lua_State *L, int t);
+void xpu_lua_open_quant(lua_State *L, int t);
+void xpu_lua_open_gguf(lua_State *L, int t);
+
+#endif
