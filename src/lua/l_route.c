@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r);
 int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r);
@@ -306,6 +307,27 @@ static int t_records(lua_State *L)
 	return 1;
 }
 
+/* xpu.T.time_pick(table, call, n) -> ns per pick, timed in C (no Lua between picks). */
+static int l_time_pick(lua_State *L)
+{
+	struct xpu_table *t = checktable(L, 1);
+	lx_refresh_call(L, 2);
+	struct xpu_call *c = lx_checkcall(L, 2);
+	lua_Integer n = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, n > 0, 3, "count must be positive");
+	struct timespec t0, t1;
+	int err = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (lua_Integer i = 0; i < n && !err; i++)
+		xpu_pick(t, c, &err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (err)
+		return lx_error(L);
+	double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	lua_pushnumber(L, ns / (double)n);
+	return 1;
+}
+
 static int t_index(lua_State *L)
 {
 	struct xpu_table *t = checktable(L, 1);
@@ -439,6 +461,10 @@ void xpu_lua_open_route(lua_State *L, int t)
 	lua_setfield(L, t, "routes");
 	lua_pushcfunction(L, l_routes_new);
 	lua_setfield(L, t, "new_routes");
+	lua_getfield(L, t, "T");
+	lua_pushcfunction(L, l_time_pick);
+	lua_setfield(L, -2, "time_pick");
+	lua_pop(L, 1);
 	lx_open_query(L, t);
 	lx_open_audit(L, t);
 }

@@ -5,6 +5,7 @@
 #include "quant/ggml_types.h"
 
 #include <string.h>
+#include <time.h>
 
 void xpu_lua_count_allocs(lua_State *L);
 
@@ -134,7 +135,17 @@ static const luaL_Reg test_funcs[] = {
 	{ NULL, NULL },
 };
 
+/* xpu.now() -> seconds on the monotonic clock (for host-side timing in scripts) */
+static int l_now(lua_State *L)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	lua_pushnumber(L, (lua_Number)t.tv_sec + 1e-9 * (lua_Number)t.tv_nsec);
+	return 1;
+}
+
 static const luaL_Reg funcs[] = {
+	{ "now", l_now },
 	{ "format", l_format },
 	{ "regime", l_regime },
 	{ "kernels", l_kernels },

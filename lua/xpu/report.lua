@@ -1,0 +1,102 @@
+-- xpu.report — tables for people (aligned columns on stdout), JSON lines for machines, and
+-- a progress line on stderr for long runs.
+local M = {}
+
+local function cell(v)
+  if type(v) == "number" and math.type(v) == "float" then
+    return (math.abs(v) >= 100 or v == 0) and ("%.0f"):format(v) or ("%.3g"):format(v)
+  end
+  return tostring(v == nil and "-" or v)
+end
+
+-- M.table{ header = {...}, rows = {{...}, ...}, title = "..." } -> string
+function M.table(t)
+  local widths, lines = {}, {}
+  local all = { t.header }
+  for _, r in ipairs(t.rows) do all[#all + 1] = r end
+  for _, r in ipairs(all) do
+    for i = 1, #t.header do
+      widths[i] = math.max(widths[i] or 0, #cell(r[i]))
+    end
+  end
+  local function line(r)
+    local parts = {}
+    for i = 1, #t.header do
+      local s = cell(r[i])
+      local numeric = type(r[i]) == "number"
+      parts[i] = numeric and (" "):rep(widths[i] - #s) .. s or s .. (" "):rep(widths[i] - #s)
+    end
+    return table.concat(parts, "  "):gsub("%s+$", "")
+  end
+  if t.title then lines[#lines + 1] = t.title end
+  lines[#lines + 1] = line(t.header)
+  local rule = {}
+  for i = 1, #t.header do rule[i] = ("-"):rep(widths[i]) end
+  lines[#lines + 1] = table.concat(rule, "  ")
+  for _, r in ipairs(t.rows) do lines[#lines + 1] = line(r) end
+  return table.concat(lines, "\n")
+end
+
+local function json_value(v)
+  local ty = type(v)
+  if ty == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then return "null" end
+    return math.type(v) == "integer" and tostring(v) or ("%.17g"):format(v)
+  elseif ty == "boolean" then
+    return tostring(v)
+  elseif ty == "table" then
+    local parts = {}
+    if #v > 0 then
+      for _, x in ipairs(v) do parts[#parts + 1] = json_value(x) end
+      return "[" .. table.concat(parts, ",") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    for _, k in ipairs(keys) do parts[#parts + 1] = json_value(k) .. ":" .. json_value(v[k]) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  elseif v == nil then
+    return "null"
+  end
+  return '"' .. tostring(v):gsub('[%c"\\]', function(c)
+    return ({ ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t" })[c]
+      or ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+M.json = json_value
+
+-- One JSON object per line on stdout.
+function M.jsonl(record)
+  io.stdout:write(json_value(record), "\n")
+  io.stdout:flush()
+end
+
+-- Logs and progress go to stderr, never into machine output.
+function M.log(fmt, ...)
+  io.stderr:write(fmt:format(...), "\n")
+end
+
+function M.progress(done, total, what)
+  if not io.stderr then return end
+  io.stderr:write(("\r[%d/%d] %s\27[K"):format(done, total, what or ""))
+  if done == total then io.stderr:write("\n") end
+  io.stderr:flush()
+end
+
+-- Median, min and max of a list of numbers (the list is sorted in place).
+function M.stats(xs)
+  table.sort(xs)
+  local n = #xs
+  local med = n % 2 == 1 and xs[(n + 1) // 2] or (xs[n // 2] + xs[n // 2 + 1]) / 2
+  return { median = med, min = xs[1], max = xs[n], n = n }
+end
+
+-- The git commit of the source tree, or "unknown".
+function M.commit()
+  local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
+  local c = p and p:read("l")
+  if p then p:close() end
+  return c or "unknown"
+end
+
+return M

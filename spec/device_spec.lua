@@ -1,0 +1,205 @@
+-- device_spec.lua — devices and backends (three states with reasons), geometry, buffers and
+-- views, streams, and the launch path: signatures checked before anything runs.
+local xpu = require "xpu"
+
+local cpu = xpu.device "cpu:0"
+
+-- Bytes that are never all one value.
+local function pattern(n, seed)
+  local t = {}
+  for i = 1, n do t[i] = string.char((i * 37 + (seed or 11)) % 251 + 1) end
+  return table.concat(t)
+end
+
+describe("devices", function()
+  it("always lists the CPU, and every other backend in one of three states with a reason", function()
+    local ds = xpu.devices()
+    assert.equal("cpu:0", ds[1].id)
+    assert.matches("cpu:0", tostring(ds))
+    local states = { ["not built"] = true, ["not loadable"] = true, ["not usable"] = true, usable = true }
+    local names = {}
+    for _, b in ipairs(xpu.backends()) do
+      names[b.name] = b
+      assert.is_true(states[b.state], b.name .. " has state " .. tostring(b.state))
+      assert.is_true(#b.reason > 0, b.name .. " has no reason")
+      if b.state ~= "usable" then
+        assert.matches(b.name .. ": " .. b.state, tostring(ds), 1, true)
+      end
+    end
+    assert.equal("usable", names.cpu.state)
+    for _, name in ipairs { "cuda", "vulkan", "hip" } do assert.truthy(names[name], name) end
+  end)
+
+  it("answers nil and the reason for a device that is not there", function()
+    local d, err = xpu.device "tpu:0"
+    assert.is_nil(d)
+    assert.matches("no backend named 'tpu'", err)
+    d, err = xpu.device "cpu:3"
+    assert.is_nil(d)
+    assert.matches("cpu:3: no such device", err)
+    d, err = xpu.device "cpu:x"
+    assert.matches("'x' is not a device index", err)
+  end)
+
+  it("reports geometry from the host", function()
+    assert.is_true(cpu.simd_count >= 1)
+    assert.is_true(cpu.wave_size == 4 or cpu.wave_size == 8 or cpu.wave_size == 16)
+    assert.is_true(cpu.memory_bytes > 0)
+    local free = cpu:free_memory_bytes()
+    assert.is_true(free > 0 and free <= cpu.memory_bytes)
+    assert.is_true(cpu.integrated)
+    assert.is_true(cpu:dispatch_blocks(1) >= 1)
+    assert.matches("^cpu|", cpu:fingerprint())
+    assert.equal(cpu, xpu.device "cpu:0")
+  end)
+
+  it("answers capability questions by name, never by backend", function()
+    assert.is_true(cpu:supports "code.host")
+    assert.is_false(cpu:supports "code.ptx")
+    assert.is_false(cpu:supports "cpu")
+    assert.is_false(cpu:supports "no.such.capability")
+    local listed = {}
+    for _, c in ipairs(cpu.capabilities) do listed[c] = true end
+    assert.equal(listed["dot4_i8"] == true, cpu:supports "dot4_i8")
+  end)
+
+  it("is turned off by XPULUA_DISABLE_<NAME> with that reason", function()
+    local exe = arg and arg[-1] or "build/xpulua"
+    local p = io.popen("XPULUA_DISABLE_CUDA=1 " .. exe ..
+      [[ -e 'for _, b in ipairs(require"xpu".backends()) do print(b.name, b.state, b.reason) end']])
+    local out = p:read("a")
+    p:close()
+    assert.matches("cuda\tnot %a+\t", out)
+    if not out:match("cuda\tnot built") then
+      assert.matches("cuda\tnot loadable\tdisabled by XPULUA_DISABLE", out)
+    end
+  end)
+end)
+
+describe("buffers", function()
+  it("round-trip bytes and refuse transfers outside the buffer", function()
+    local data = pattern(1000)
+    local b = cpu:buffer(1000)
+    b:upload(data)
+    assert.equal(data, b:download())
+    assert.equal(data:sub(11, 20), b:download(10, 10))
+    local ok, err = pcall(b.upload, b, "xx", 999)
+    assert.is_false(ok)
+    assert.matches("upload of 2 bytes at offset 999 is outside the 1000%-byte buffer", err)
+    ok, err = pcall(b.download, b, 990, 20)
+    assert.matches("outside the 1000%-byte buffer", err)
+    assert.equal(1000, #b)
+  end)
+
+  it("keeps the allocation alive while a view lives", function()
+    local data = pattern(256, 3)
+    local b = cpu:buffer(data)
+    local v = b:slice(64, 32)
+    b:release()
+    assert.has_error(function() b:download() end)
+    collectgarbage()
+    assert.equal(data:sub(65, 96), v:download())
+    assert.equal(64, v.offset)
+    local ok, err = pcall(v.slice, v, 16, 32)
+    assert.matches("outside the 32%-byte buffer", err)
+  end)
+
+  it("gives word views only on aligned whole words", function()
+    local b = cpu:buffer(64)
+    assert.equal(64, #b:words())
+    local ok, err = pcall(function() return b:slice(2, 8):words() end)
+    assert.matches("base not aligned", err)
+    ok, err = pcall(function() return b:slice(4, 6):words() end)
+    assert.matches("not a whole number of words", err)
+  end)
+end)
+
+describe("launches", function()
+  it("copy_bytes moves every byte and counts its launches", function()
+    local src = cpu:buffer(pattern(100000))
+    local dst = cpu:buffer(100000)
+    dst:upload(("\255"):rep(100000))
+    local k = cpu:kernel "copy_bytes"
+    local before = k.launches
+    k:launch(nil, (100000 + 255) // 256, 256, dst, src, 100000)
+    cpu:default_stream():sync()
+    assert.equal(src:download(), dst:download())
+    assert.equal(before + 1, k.launches)
+  end)
+
+  it("fill_strided writes elements a stride apart and nothing else", function()
+    local dst = cpu:buffer(("\0"):rep(64))
+    local value = cpu:buffer(string.pack("<I2", 0xBEEF))
+    cpu:kernel("fill_strided"):launch(nil, 1, 256, dst, value, 5, 3, 2)
+    local got = dst:download()
+    for i = 0, 31 do
+      local v = string.unpack("<I2", got, i * 2 + 1)
+      if i % 3 == 0 and i // 3 < 5 then
+        assert.equal(0xBEEF, v, "element " .. i)
+      else
+        assert.equal(0, v, "element " .. i)
+      end
+    end
+  end)
+
+  it("stream_read sums each group's chunk and stream_copy copies it", function()
+    local n = 4096
+    local src = cpu:buffer(pattern(n, 5))
+    local out = cpu:buffer(4 * 4)
+    cpu:kernel("stream_read"):launch(nil, 4, 256, out, src, n, 4)
+    local data = src:download()
+    for g = 0, 3 do
+      local sum = 0
+      for i = g * 1024, g * 1024 + 1020, 4 do sum = (sum + string.unpack("<I4", data, i + 1)) & 0xffffffff end
+      assert.equal(sum, string.unpack("<I4", out:download(), g * 4 + 1))
+    end
+    local dst = cpu:buffer(n)
+    cpu:kernel("stream_copy"):launch(nil, 3, 256, dst, src, n)
+    assert.equal(data, dst:download())
+  end)
+
+  it("refuses a bad argument list before anything runs, naming kernel and argument", function()
+    local k = cpu:kernel "copy_bytes"
+    local a, b = cpu:buffer(64), cpu:buffer(32)
+    local function refused(pat, ...)
+      local before = k.launches
+      local ok, err = pcall(k.launch, k, ...)
+      assert.is_false(ok)
+      assert.matches(pat, err)
+      assert.equal(before, k.launches)
+    end
+    refused("takes 3 arguments", nil, 1, 256, a, b)
+    refused("argument 2 'src': expected a buffer, got number", nil, 1, 256, a, 5, 32)
+    refused("argument 3 'n': expected an integer", nil, 1, 256, a, b, "32")
+    refused("argument 2 'src': buffer too short %(32 bytes, needs 64%)", nil, 1, 256, a, b, 64)
+    refused("built for a block of 256 threads, launched with 128", nil, 1, 128, a, b, 32)
+    refused("grid%[2%] is not a positive integer", nil, { 1, 0 }, 256, a, b, 32)
+    local sc = cpu:kernel "stream_copy"
+    local big = cpu:buffer(256)
+    local ok, err = pcall(sc.launch, sc, nil, 1, 256, big:slice(4, 128), big:slice(128, 128), 112)
+    assert.is_false(ok)
+    assert.matches("kernel 'stream_copy' argument 1 'dst': base not aligned %(offset 4 is not a multiple of 16", err)
+    ok, err = pcall(sc.launch, sc, nil, 1, 256, big, big, 100)
+    assert.matches("'n': 100 bytes is not a multiple of 16", err)
+  end)
+
+  it("gives the same results on a deferred stream", function()
+    local s = cpu:stream()
+    s:set_deferred(true)
+    assert.is_true(s.deferred)
+    local src = cpu:buffer(pattern(512, 9))
+    local dst = cpu:buffer(512)
+    for _ = 1, 3 do cpu:kernel("copy_bytes"):launch(s, 2, 256, dst, src, 512) end
+    s:sync()
+    assert.equal(src:download(), dst:download())
+  end)
+
+  it("has a manifest that says what the host compiler does not measure", function()
+    local m = cpu:kernel("copy_bytes").manifest
+    assert.equal(256, m.launch_block)
+    assert.is_nil(m.registers)
+    assert.matches("host code", m.note)
+    local ok, err = pcall(cpu.kernel, cpu, "no_such")
+    assert.matches("no kernel named 'no_such'", err)
+  end)
+end)
