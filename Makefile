@@ -62,6 +62,13 @@ $(B)/gen/embedded_code.c: $(B)/embed-gen $(EMBED_CODE)
 	@mkdir -p $(B)/gen
 	$(B)/embed-gen code $@ $(EMBED_CODE)
 
+# The kernels' code hash keys measured settings (Autotune): a kernel edit makes them stale.
+KERNEL_FILES := $(sort $(shell find kernels -type f 2>/dev/null))
+$(B)/gen/kernel_hash.h: $(KERNEL_FILES)
+	@mkdir -p $(B)/gen
+	@printf '#define XPULUA_KERNEL_HASH "%s"\n' "$$(cat $(KERNEL_FILES) | sha1sum | cut -c1-12)" > $@
+$(B)/obj/src/lua/l_xpu.o: $(B)/gen/kernel_hash.h
+
 $(B)/obj/gen/%.o: $(B)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(XCFLAGS) -c $< -o $@

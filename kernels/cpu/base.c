@@ -2,6 +2,7 @@
  * byte per item, fill writes one element per item. */
 #include "cpu_kernel.h"
 
+#include <immintrin.h>
 #include <string.h>
 
 static void copy_bytes(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
@@ -30,7 +31,35 @@ static uint64_t chunk_of(uint64_t n, uint64_t groups)
 	return (c + 15) & ~(uint64_t)15;
 }
 
-/* Sums 32-bit words; the compiler vectorizes the loop, which is what a streaming read is. */
+static uint32_t sum_words_portable(const uint32_t *p, uint64_t n)
+{
+	uint32_t sum = 0;
+	for (uint64_t i = 0; i < n; i++)
+		sum += p[i];
+	return sum;
+}
+
+/* Four independent 256-bit accumulators keep enough loads in flight to reach the bus. */
+__attribute__((target("avx2"))) static uint32_t sum_words_avx2(const uint32_t *p, uint64_t n)
+{
+	__m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+	uint64_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		a0 = _mm256_add_epi32(a0, _mm256_loadu_si256((const __m256i *)(p + i)));
+		a1 = _mm256_add_epi32(a1, _mm256_loadu_si256((const __m256i *)(p + i + 8)));
+		a2 = _mm256_add_epi32(a2, _mm256_loadu_si256((const __m256i *)(p + i + 16)));
+		a3 = _mm256_add_epi32(a3, _mm256_loadu_si256((const __m256i *)(p + i + 24)));
+	}
+	__m256i a = _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3));
+	uint32_t lanes[8];
+	_mm256_storeu_si256((__m256i *)lanes, a);
+	uint32_t sum = 0;
+	for (int k = 0; k < 8; k++)
+		sum += lanes[k];
+	return sum + sum_words_portable(p + i, n - i);
+}
+
+/* Sums 32-bit words (wrapping; the order does not change an integer sum). */
 static void stream_read(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 			const struct xpu_cpu_launch *l)
 {
@@ -40,10 +69,8 @@ static void stream_read(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 	uint64_t c = chunk_of(n, groups);
 	for (uint64_t g = g0; g < g1 && g < groups; g++) {
 		uint64_t lo = g * c < n ? g * c : n, hi = lo + c < n ? lo + c : n;
-		uint32_t sum = 0;
-		for (uint64_t i = lo / 4; i < hi / 4; i++)
-			sum += src[i];
-		out[g] = sum;
+		out[g] = __builtin_cpu_supports("avx2") ? sum_words_avx2(src + lo / 4, (hi - lo) / 4)
+							: sum_words_portable(src + lo / 4, (hi - lo) / 4);
 	}
 }
 

@@ -237,7 +237,9 @@ static int t_why_not_admissible(lua_State *L)
 	struct xpu_table *t = checktable(L, 1);
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_refusal r;
-	xpu_why_not_admissible(t, q, lx_optdevice(L, 3), L, &r);
+	/* false: the declared half only, no device asked (what the audit walks) */
+	struct xpu_device *d = lua_isboolean(L, 3) && !lua_toboolean(L, 3) ? NULL : lx_optdevice(L, 3);
+	xpu_why_not_admissible(t, q, d, L, &r);
 	lx_push_refusal(L, &r);
 	return 1;
 }

@@ -3,6 +3,7 @@
 #include "lx.h"
 #include "xpu_lua.h"
 #include "quant/ggml_types.h"
+#include "kernel_hash.h"
 
 #include <string.h>
 #include <time.h>
@@ -164,6 +165,8 @@ int luaopen_xpu(lua_State *L)
 	int t = lua_gettop(L);
 	lua_pushstring(L, XPU_VERSION);
 	lua_setfield(L, t, "version");
+	lua_pushstring(L, XPULUA_KERNEL_HASH);
+	lua_setfield(L, t, "kernel_hash");
 	luaL_newlib(L, test_funcs);
 	lua_setfield(L, t, "T");
 	xpu_lua_open_device(L, t);

@@ -1,0 +1,60 @@
+-- routes/common.lua — rows shared by the per-model route tables: one row per (format,
+-- regime) kernel variant of the integer route, each with its shape gates (from the query)
+-- and ready gates (from the receiver, at bind).
+local M = {}
+
+-- The formats with integer-route decode kernels, and their kernel name stems.
+M.decode_formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+
+local function ready(c)
+  local r = c.receiver
+  if not r.bound then return "slab is not bound" end
+  if not r.resident then return "resident layout not done" end
+end
+
+-- A dense mat-vec: one 32-lane wave per output row against the q8_K-packed activation.
+local function dense_shape(q)
+  if q.experts then return "expert bank: served by the id row" end
+  if not q.in_dim or not q.out_dim then return "query has no in_dim / out_dim" end
+  if q.in_dim % 256 ~= 0 then return "in width not a multiple of 256 (q8_K blocks)" end
+  if q.out_dim < 1 then return "no output rows" end
+end
+
+-- Grouped experts: one launch over the bank's slab through the selection buffer.
+local function id_shape(q)
+  if not q.experts then return "not an expert bank" end
+  if q.experts < 1 or (q.used or 1) > q.experts then return "used experts exceed the bank" end
+  if q.in_dim % 256 ~= 0 then return "in width not a multiple of 256 (q8_K blocks)" end
+end
+
+function M.dense_rows(t)
+  for _, f in ipairs(M.decode_formats) do
+    t:register { name = f .. "-int-wave", regime = "decode", format = f, priority = 20,
+                 kernel = f .. "_q8k_wave", shape = dense_shape, ready = ready }
+  end
+end
+
+function M.id_rows(t)
+  for _, f in ipairs(M.decode_formats) do
+    t:register { name = f .. "-int-id", regime = "decode", format = f, priority = 20,
+                 kernel = f .. "_q8k_id", shape = id_shape, ready = ready }
+  end
+end
+
+-- One decode query per weight tensor of a GGUF file (2-D and 3-D tensors; GGUF's ne[0] is
+-- the in width, ne[1] the out width, ne[2] the expert count). Returns queries, tensors.
+function M.queries_of(xpu, gguf)
+  local qs, ts = {}, {}
+  for _, t in ipairs(gguf:tensors()) do
+    local dims = t.dims
+    if #dims >= 2 then
+      local spec = { format = t.type, regime = "decode", in_dim = dims[1], out_dim = dims[2] }
+      if #dims >= 3 then spec.experts = dims[3] end
+      qs[#qs + 1] = xpu.query(spec)
+      ts[#ts + 1] = t
+    end
+  end
+  return qs, ts
+end
+
+return M

@@ -1,0 +1,116 @@
+-- xpu.autotune — measured settings kept per device fingerprint, in a file a person can read:
+--   $XPULUA_CACHE, else $XDG_CACHE_HOME/xpulua, else ~/.cache/xpulua; one file per device.
+-- Every entry carries what can make it stale (the device fingerprint, with its driver, and the
+-- kernels' code hash); entries are validated one by one, so a stale or corrupt line is dropped
+-- alone, never the whole file. Writes go to a temporary file renamed into place (atomic).
+local xpu = require "xpu"
+
+local M = {}
+local SEP = "\t"
+
+function M.dir()
+  local d = os.getenv("XPULUA_CACHE")
+  if d and d ~= "" then return d end
+  local xdg = os.getenv("XDG_CACHE_HOME")
+  if xdg and xdg ~= "" then return xdg .. "/xpulua" end
+  return (os.getenv("HOME") or "/tmp") .. "/.cache/xpulua"
+end
+
+local function file_of(dev)
+  local fp = dev:fingerprint()
+  local name = fp:gsub("[^%w%-_.]", "_"):sub(1, 120)
+  return M.dir() .. "/autotune-" .. name .. ".tsv", fp
+end
+
+local function clean(s, what)
+  s = tostring(s)
+  if s:find("[\t\n\r]") then error(("autotune: %s '%s' holds a tab or a newline"):format(what, s), 3) end
+  return s
+end
+
+-- Reads the entries of dev's file that are valid now; reports the others on stderr.
+local function load(dev)
+  local path, fp = file_of(dev)
+  local entries, order = {}, {}
+  local f = io.open(path, "r")
+  if not f then return entries, order, path end
+  local n = 0
+  for line in f:lines() do
+    n = n + 1
+    if line ~= "" and line:sub(1, 1) ~= "#" then
+      local efp, hash, key, value = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$")
+      if not efp then
+        io.stderr:write(("autotune: %s:%d: malformed entry ignored\n"):format(path, n))
+      elseif efp == fp and hash == xpu.kernel_hash then
+        if not entries[key] then order[#order + 1] = key end
+        entries[key] = value
+      end -- else stale: another driver or other kernel code; dropped alone
+    end
+  end
+  f:close()
+  return entries, order, path
+end
+
+local function save(dev, entries, order, path)
+  os.execute("mkdir -p '" .. M.dir():gsub("'", "'\\''") .. "'")
+  local _, fp = file_of(dev)
+  local tmp = ("%s.%d.%d.tmp"):format(path, os.time(), math.random(1, 1 << 30))
+  local f, err = io.open(tmp, "w")
+  if not f then error("autotune: cannot write " .. tmp .. ": " .. tostring(err), 3) end
+  f:write("# xpulua autotune: fingerprint, kernel code hash, key, value\n")
+  for _, k in ipairs(order) do
+    f:write(fp, SEP, xpu.kernel_hash, SEP, k, SEP, entries[k], "\n")
+  end
+  f:close()
+  local ok, rerr = os.rename(tmp, path)
+  if not ok then os.remove(tmp); error("autotune: cannot replace " .. path .. ": " .. tostring(rerr), 3) end
+end
+
+local function shape_key(key, shape)
+  if not shape then return clean(key, "key") end
+  local parts = {}
+  for _, v in ipairs(shape) do parts[#parts + 1] = tostring(v) end
+  return clean(key, "key") .. "@" .. table.concat(parts, "x")
+end
+
+function M.remember(dev, key, value)
+  local entries, order, path = load(dev)
+  local k = shape_key(key)
+  if not entries[k] then order[#order + 1] = k end
+  entries[k] = clean(value, "value")
+  save(dev, entries, order, path)
+end
+
+function M.recall(dev, key)
+  local entries = load(dev)
+  local v = entries[shape_key(key)]
+  return tonumber(v) or v
+end
+
+function M.remember_for(dev, key, shape, value)
+  local entries, order, path = load(dev)
+  local k = shape_key(key, shape)
+  if not entries[k] then order[#order + 1] = k end
+  entries[k] = clean(value, "value")
+  save(dev, entries, order, path)
+end
+
+function M.recall_for(dev, key, shape)
+  local v = (load(dev))[shape_key(key, shape)]
+  return tonumber(v) or v
+end
+
+-- Says so on stderr when a kernel runs below what was expected of it, and keeps the figure.
+function M.report_underperforming(dev, kernel, measured, expected)
+  if measured < expected then
+    io.stderr:write(("autotune: %s on %s runs at %.3g, expected %.3g (%.0f%%)\n"):format(
+      kernel, dev.id, measured, expected, 100 * measured / expected))
+    M.remember(dev, "underperforming." .. kernel, ("%.6g/%.6g"):format(measured, expected))
+    return true
+  end
+  return false
+end
+
+M.path = function(dev) return (file_of(dev)) end
+
+return M

@@ -1,0 +1,133 @@
+-- xpu.decode — the decode mat-vec harness shared by the tour, bench-decode and the specs:
+-- fixtures that are never all zero, a bit gate against the CPU reference (== per element,
+-- NaN counted, outputs poisoned first), and timing on rotated weights.
+local xpu = require "xpu"
+local report = require "xpu.report"
+
+local M = {}
+
+M.formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+
+-- n floats as a packed little-endian f32 string: a smooth wave plus a per-index wobble, so
+-- every block has a different scale and no block is zero.
+function M.floats(n, seed)
+  seed = seed or 1
+  local parts, chunk = {}, {}
+  for i = 0, n - 1 do
+    local v = math.sin(i * 0.0137 * seed + seed) * (1 + (i % 97) / 48) + ((i * 7919 + seed) % 61 - 30) / 97
+    chunk[#chunk + 1] = v
+    if #chunk == 200 then
+      parts[#parts + 1] = string.pack("<" .. ("f"):rep(200), table.unpack(chunk))
+      chunk = {}
+    end
+  end
+  if #chunk > 0 then parts[#parts + 1] = string.pack("<" .. ("f"):rep(#chunk), table.unpack(chunk)) end
+  return table.concat(parts)
+end
+
+function M.unpack_f32(s)
+  local out = {}
+  for i = 1, #s, 4 do out[#out + 1] = string.unpack("<f", s, i) end
+  return out
+end
+
+-- Resident rows of a rows x cols weight and the q8_K activation for it.
+function M.fixture(fmt, rows, cols, seed)
+  local info = xpu.quant.info(fmt)
+  local bpr = cols // info.block_elems
+  local blocks = xpu.quant.quantize(fmt, M.floats(rows * cols, seed))
+  return {
+    fmt = fmt, rows = rows, cols = cols, bpr = bpr,
+    resident = xpu.quant.resident(fmt, blocks, bpr),
+    row_bytes = xpu.quant.row_bytes(fmt, bpr),
+    x = xpu.quant.q8k_pack(M.floats(cols, seed + 17)),
+  }
+end
+
+M.NAN = string.pack("<I4", 0x7fc00001)
+
+-- Launches <fmt>_q8k_wave on dev over the fixture; returns the f32 output string.
+function M.run(dev, fx, w_buf, x_buf, y_buf, stream)
+  local k = dev:kernel(fx.fmt .. "_q8k_wave")
+  k:launch(stream, (fx.rows + 7) // 8, 256, y_buf, w_buf, x_buf, fx.rows, fx.cols, 0)
+end
+
+-- The bit gate: dev's kernel == the CPU portable body, element by element; NaN counted;
+-- something non-zero. Returns ok, message.
+function M.gate(dev, fmt, rows, cols, seed)
+  local fx = M.fixture(fmt, rows, cols, seed or 3)
+  local w, x = dev:buffer(fx.resident), dev:buffer(fx.x)
+  local y = dev:buffer(M.NAN:rep(rows))
+  M.run(dev, fx, w, x, y)
+  dev:default_stream():sync()
+  local got = M.unpack_f32(y:download())
+  local want = M.unpack_f32(xpu.quant.matvec_host(fmt, fx.resident, fx.x, rows, cols, "portable"))
+  local diff, nan, nonzero, first = 0, 0, false, nil
+  for i = 1, rows do
+    if got[i] ~= got[i] then nan = nan + 1 end
+    if got[i] ~= want[i] then
+      diff = diff + 1
+      first = first or ("row %d: %s %.9g, reference %.9g"):format(i - 1, dev.id, got[i], want[i])
+    end
+    if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
+  end
+  local ok = diff == 0 and nan == 0 and nonzero
+  return ok, ("%s %s %dx%d: %d differ, %d NaN%s%s"):format(dev.id, fmt, rows, cols, diff, nan,
+    nonzero and "" or ", all zero", first and "; first " .. first or "")
+end
+
+-- Times <fmt>_q8k_wave at rows x cols with `copies` weight buffers rotated so the working set
+-- exceeds the caches. Returns stats (seconds) and the weight bytes per launch.
+function M.time(dev, fmt, rows, cols, opts)
+  opts = opts or {}
+  local distinct = math.min(rows, 256)
+  local fx = M.fixture(fmt, distinct, cols, 5)
+  local reps = (rows + distinct - 1) // distinct
+  local resident = fx.resident:rep(reps):sub(1, rows * fx.row_bytes)
+  local bytes = rows * fx.row_bytes
+  local copies = opts.copies or 1
+  local ws = {}
+  for c = 1, copies do ws[c] = dev:buffer(resident) end
+  local x = dev:buffer(fx.x)
+  local y = dev:buffer(rows * 4)
+  local s = dev:default_stream()
+  local k = dev:kernel(fmt .. "_q8k_wave")
+  local times = {}
+  local n = opts.n or 20
+  for r = 1, n + (opts.warmup or 3) do
+    local w = ws[(r - 1) % copies + 1]
+    local m = s:timer_begin()
+    k:launch(s, (rows + 7) // 8, 256, y, w, x, rows, cols, 0)
+    local sec = s:timer_end(m)
+    if r > (opts.warmup or 3) then times[#times + 1] = sec end
+  end
+  for c = 1, copies do ws[c]:release() end
+  return report.stats(times), bytes
+end
+
+-- Least squares t = bytes / rate + b over a list of {bytes, seconds}.
+function M.fit(points)
+  local n, sx, sy, sxx, sxy = #points, 0, 0, 0, 0
+  for _, p in ipairs(points) do
+    sx, sy, sxx, sxy = sx + p[1], sy + p[2], sxx + p[1] * p[1], sxy + p[1] * p[2]
+  end
+  local den = n * sxx - sx * sx
+  if n < 2 or den == 0 then return nil end
+  local slope = (n * sxy - sx * sy) / den
+  return 1 / slope, (sy - slope * sx) / n -- rate (bytes/s), fixed cost (s)
+end
+
+-- A short gated run for the tour.
+function M.tour(dev)
+  local rows = {}
+  for _, fmt in ipairs(M.formats) do
+    local ok, msg = M.gate(dev, fmt, 64, 4096)
+    local st, bytes = M.time(dev, fmt, 4096, 4096, { n = 5, copies = 2 })
+    rows[#rows + 1] = { fmt, ok and "==" or "FAIL", bytes, st.median * 1e6, bytes / st.median / 1e9 }
+    if not ok then report.log("%s", msg) end
+  end
+  print(report.table { title = ("decode mat-vec on %s, 4096x4096, bit gate vs the portable CPU body"):format(dev.id),
+                       header = { "format", "gate", "weight bytes", "median us", "GB/s" }, rows = rows })
+end
+
+return M

@@ -1,0 +1,78 @@
+-- bandwidth.lua — the device's own streaming ceilings: a read (every byte loaded, summed so
+-- nothing is dropped) and a copy (read + write), at a size far past the last-level cache;
+-- warm-up, then median / min / max of timed passes. Kept in Autotune as the ceiling that every
+-- other rate is quoted against.
+--   xpulua scripts/bandwidth.lua [--device cpu:0] [--mib N] [--reps N] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local autotune = require "xpu.autotune"
+
+local opts = { device = "cpu:0", reps = 9, jsonl = false }
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--device" then opts.device = arg[i + 1]; i = i + 1
+  elseif a == "--mib" then opts.mib = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--jsonl" then opts.jsonl = true
+  else io.stderr:write("bandwidth: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 1
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bandwidth: ", err, "\n"); os.exit(1) end
+
+-- Past any cache: 64x the L2 and at least 256 MiB (1 GiB on a discrete device).
+local floor = d.integrated and 256 or 1024
+local mib = opts.mib or math.max(floor, (d.l2_bytes * 64) >> 20)
+local bytes = mib << 20
+local groups = math.max(1, d:dispatch_blocks(8)) * 8
+report.log("bandwidth: %s (%s), %d MiB, %d groups of 256", d.id, d.name, mib, groups)
+
+local src = d:buffer(bytes)
+local dst = d:buffer(bytes)
+local out = d:buffer(groups * 4)
+local s = d:default_stream()
+local seed = ("xpulua bandwidth "):rep(64)
+src:upload(seed:rep(bytes // #seed), 0)
+
+local function time_kernel(name, ...)
+  local k = d:kernel(name)
+  local args = table.pack(...)
+  local t = {}
+  for r = 1, opts.reps + 2 do
+    local m = s:timer_begin()
+    k:launch(s, groups, 256, table.unpack(args, 1, args.n))
+    local sec = s:timer_end(m)
+    if r > 2 then t[#t + 1] = sec end -- two warm-up passes
+    report.progress(r, opts.reps + 2, name)
+  end
+  return report.stats(t)
+end
+
+local results = {}
+local read = time_kernel("stream_read", out, src, bytes, groups)
+local copy = time_kernel("stream_copy", dst, src, bytes)
+results[1] = { "read", bytes, read.median, bytes / read.median / 1e9, bytes / read.max / 1e9, bytes / read.min / 1e9 }
+results[2] = { "copy (r+w)", 2 * bytes, copy.median, 2 * bytes / copy.median / 1e9,
+               2 * bytes / copy.max / 1e9, 2 * bytes / copy.min / 1e9 }
+
+if dst:download(bytes - 64, 64) ~= src:download(bytes - 64, 64) then
+  io.stderr:write("bandwidth: the copy did not copy: the instrument is broken\n")
+  os.exit(1)
+end
+
+autotune.remember(d, "bandwidth.read_gbs", ("%.2f"):format(results[1][4]))
+autotune.remember(d, "bandwidth.copy_gbs", ("%.2f"):format(results[2][4]))
+
+print(report.table {
+  title = ("%s — %s, %d MiB working set, %d reps, %s"):format(d.id, d.name, mib, opts.reps, os.date("!%Y-%m-%d")),
+  header = { "kernel", "bytes moved", "median s", "GB/s median", "GB/s min", "GB/s max" },
+  rows = results,
+})
+if opts.jsonl then
+  for _, r in ipairs(results) do
+    report.jsonl { bench = "bandwidth", kernel = r[1], device = d:fingerprint(), commit = report.commit(),
+                   bytes = r[2], median_s = r[3], gbs = r[4], gbs_min = r[5], gbs_max = r[6] }
+  end
+end

@@ -1,0 +1,84 @@
+-- bench-decode.lua — decode mat-vec per format: bit gate first, then time at LLM shapes with
+-- the weights rotated past the caches (and on one resident buffer, for comparison with tools
+-- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
+-- the fit t = bytes / rate + b across formats.
+--   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
+--                                   [--n N] [--copies K] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local decode = require "xpu.decode"
+local autotune = require "xpu.autotune"
+
+local opts = { device = "cpu:0", n = 20, jsonl = false }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--device" then opts.device = v
+  elseif a == "--format" then opts.format = v
+  elseif a == "--rows" then opts.rows = tonumber(v)
+  elseif a == "--cols" then opts.cols = tonumber(v)
+  elseif a == "--n" then opts.n = tonumber(v)
+  elseif a == "--copies" then opts.copies = tonumber(v)
+  elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
+  else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bench-decode: ", err, "\n"); os.exit(1) end
+local formats = opts.format and { opts.format } or decode.formats
+local shapes = (opts.rows and opts.cols) and { { opts.rows, opts.cols } } or { { 14336, 4096 }, { 4096, 14336 } }
+local ceiling = autotune.recall(d, "bandwidth.read_gbs")
+if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
+local commit = report.commit()
+
+-- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
+for _, fmt in ipairs(formats) do
+  local ok, msg = decode.gate(d, fmt, 96, 4096)
+  report.log("gate: %s", msg)
+  if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
+end
+
+-- 2. the manifest before timing: spill is invisible to the clock
+local mrows = {}
+for _, fmt in ipairs(formats) do
+  local m = d:kernel(fmt .. "_q8k_wave").manifest
+  mrows[#mrows + 1] = { fmt .. "_q8k_wave", m.registers, m.spill_bytes, m.lds_static_bytes, m.resident_groups_per_cu, m.note }
+end
+print(report.table { title = "manifest on " .. d.id, header = { "kernel", "regs", "spill", "lds", "groups/cu", "note" }, rows = mrows })
+print()
+
+-- 3. time: rotated working set (>= 1 GiB on a discrete device, > 8x LLC on the host) and one buffer
+local rows, points, done, total = {}, {}, 0, #formats * #shapes * 2
+for _, shape in ipairs(shapes) do
+  for _, fmt in ipairs(formats) do
+    for _, mode in ipairs { "rotated", "resident" } do
+      local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
+      local target = d.integrated and 256 << 20 or 1 << 30
+      local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
+      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies })
+      local gbs = bytes / st.median / 1e9
+      rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
+                          st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-" }
+      if mode == "rotated" then points[#points + 1] = { bytes, st.median } end
+      if opts.jsonl then
+        report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
+                       row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
+                       mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
+                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling }
+      end
+      done = done + 1
+      report.progress(done, total, ("%s %dx%d %s"):format(fmt, shape[1], shape[2], mode))
+    end
+  end
+end
+print(report.table {
+  title = ("decode mat-vec on %s (%s), %s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
+    ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
+  header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling" },
+  rows = rows,
+})
+local rate, fixed = decode.fit(points)
+if rate then
+  print(("\nfit over formats (rotated): t = bytes / %.1f GB/s + %.1f us"):format(rate / 1e9, fixed * 1e6))
+end
