@@ -8,7 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-void xpu_lua_count_allocs(lua_State *L);
 
 int lx_error(lua_State *L)
 {

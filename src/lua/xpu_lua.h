@@ -13,6 +13,9 @@ int luaopen_xpu(lua_State *L);
  * copy is preferred when XPULUA_ROOT or the binary's checkout has one). */
 void xpu_lua_install(lua_State *L);
 
+/* Counts every allocation or growth of the state into xpu_alloc_count (idempotent). */
+void xpu_lua_count_allocs(lua_State *L);
+
 /* Sub-module openers: each sets its fields on the table at stack index `t`. */
 void xpu_lua_open_device(lua_State *L, int t);
 void xpu_lua_open_route(lua_State *L, int t);

@@ -1,0 +1,164 @@
+-- scripts_spec.lua — the experiment scripts and the Autotune store, run as a user runs them:
+-- the audit of a generated GGUF, the route tables per model, Autotune's atomic file with
+-- entries validated one by one.
+local xpu = require "xpu"
+
+local exe = arg and arg[-1] or "build/xpulua"
+
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1; echo \"exit=$?\"")
+  local out = p:read("a")
+  p:close()
+  local code = tonumber(out:match("exit=(%d+)%s*$"))
+  return out, code
+end
+
+local function q4_0_rows(rows, cols)
+  return ("\1\60" .. ("\x5a"):rep(16)):rep(rows * cols // 32)
+end
+
+describe("scripts/audit.lua", function()
+  local path = os.tmpname()
+  after_each(function() os.remove(path) end)
+
+  it("names the tensor no row serves and the row that got furthest, and exits 1", function()
+    xpu.gguf.write(path, {
+      meta = { { "general.architecture", "string", "llama" } },
+      tensors = {
+        { name = "blk.0.attn_q.weight", dims = { 256, 32 }, type = "q4_0", data = q4_0_rows(32, 256) },
+        { name = "blk.0.ffn_down.weight", dims = { 256, 4 }, type = "q5_K", data = ("\7"):rep(4 * 176) },
+        { name = "blk.0.attn_norm.weight", dims = { 256 }, type = "f32", data = ("\0\0\128\63"):rep(256) },
+      },
+    })
+    local out, code = run(exe .. " scripts/audit.lua " .. path)
+    assert.equal(1, code, out)
+    assert.matches("route table 'llama'", out)
+    assert.matches("unserved tensors: 1", out)
+    assert.matches("blk.0.ffn_down.weight", out)
+    assert.matches("no row admits q5_K decode; row 'q4_0%-int%-wave' got furthest, refused at Format", out)
+    assert.matches("rows that never fire: 4", out) -- q8_0, q4_K, q6_K, iq4_nl have no tensor here
+    assert.not_matches("attn_norm", out)
+  end)
+
+  it("takes the mixture table for an expert model and serves its 3-D banks with the id rows", function()
+    xpu.gguf.write(path, {
+      meta = { { "general.architecture", "string", "qwen2moe" }, { "qwen2moe.expert_count", "u32", 4 } },
+      tensors = {
+        { name = "blk.0.ffn_up_exps.weight", dims = { 256, 8, 4 }, type = "q4_0", data = q4_0_rows(32, 256) },
+        { name = "blk.0.attn_q.weight", dims = { 256, 32 }, type = "q4_0", data = q4_0_rows(32, 256) },
+      },
+    })
+    local out, code = run(exe .. " scripts/audit.lua " .. path)
+    assert.equal(0, code, out)
+    assert.matches("route table 'moe'", out)
+    assert.matches("unserved tensors: 0", out)
+  end)
+
+  it("refuses a file it cannot read, naming the file", function()
+    local f = io.open(path, "wb")
+    f:write("GGUF\3\0\0\0")
+    f:close()
+    local out, code = run(exe .. " scripts/audit.lua " .. path)
+    assert.equal(1, code)
+    assert.matches(path, out, 1, true)
+    out, code = run(exe .. " scripts/audit.lua /nonexistent/model.gguf")
+    assert.equal(1, code)
+    assert.matches("/nonexistent/model.gguf", out, 1, true)
+  end)
+end)
+
+describe("route tables per model", function()
+  local common = require "routes.common"
+  for _, name in ipairs { "routes.llama", "routes.moe" } do
+    it(name .. ": every row fires for its own format and not for a misfit", function()
+      local t = require(name)
+      assert.is_true(t.frozen)
+      for _, r in ipairs(t:rows()) do
+        local fits = { format = r.format, regime = "decode", in_dim = 4096, out_dim = 4096 }
+        local misfit = { format = r.format, regime = "decode", in_dim = 4000, out_dim = 4096 }
+        if r.name:match("%-id$") then fits.experts, misfit.experts = 8, 8 end
+        local fires, refuses = t:audit_row(r, { xpu.query(fits), xpu.query(misfit) })
+        assert.equal(1, fires, r.name)
+        assert.equal(1, refuses, r.name)
+      end
+      assert.equal(#common.decode_formats * (name == "routes.moe" and 2 or 1), #t)
+    end)
+  end
+
+  it("refuses at bind until the slab is bound and resident", function()
+    local t = require "routes.llama"
+    local q = xpu.query { format = "q6_K", regime = "decode", in_dim = 4096, out_dim = 4096 }
+    local ok, err = pcall(t.bind, t, xpu.call { query = q, receiver = { bound = true } })
+    assert.is_false(ok)
+    assert.matches("refused at Ready: resident layout not done", err)
+    assert.equal("q6_K-int-wave", t:bind(xpu.call { query = q, receiver = { bound = true, resident = true } }).name)
+  end)
+end)
+
+describe("Autotune", function()
+  local autotune = require "xpu.autotune"
+  local dir = os.tmpname()
+  local saved = os.getenv("XPULUA_CACHE")
+  local cpu = xpu.device "cpu:0"
+
+  -- The store reads XPULUA_CACHE; specs run with a private directory.
+  local real_getenv = os.getenv
+  before_each(function()
+    os.remove(dir)
+    os.execute("rm -rf '" .. dir .. "'")
+    os.getenv = function(k) if k == "XPULUA_CACHE" then return dir end return real_getenv(k) end
+  end)
+  after_each(function()
+    os.getenv = real_getenv
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("remembers and recalls, per key and per shape, across processes", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", 31.5)
+    autotune.remember_for(cpu, "tile", { 4096, 14336 }, "x3")
+    assert.equal(31.5, autotune.recall(cpu, "bandwidth.read_gbs"))
+    assert.equal("x3", autotune.recall_for(cpu, "tile", { 4096, 14336 }))
+    assert.is_nil(autotune.recall_for(cpu, "tile", { 4096, 4096 }))
+    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
+      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "bandwidth.read_gbs"))']])
+    assert.matches("^31.5", out)
+  end)
+
+  it("drops a malformed or stale line alone, and says so", function()
+    autotune.remember(cpu, "a", 1)
+    autotune.remember(cpu, "b", 2)
+    local path = autotune.path(cpu)
+    local f = io.open(path, "a")
+    f:write("garbage without tabs\n")
+    f:write("other-device|x|y|z\t", xpu.kernel_hash, "\tc\t3\n")      -- another fingerprint
+    f:write(cpu:fingerprint(), "\tdeadbeef0000\td\t4\n")               -- other kernel code
+    f:close()
+    assert.equal(1, autotune.recall(cpu, "a"))
+    assert.equal(2, autotune.recall(cpu, "b"))
+    assert.is_nil(autotune.recall(cpu, "c"))
+    assert.is_nil(autotune.recall(cpu, "d"))
+    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
+      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "b"))']])
+    assert.matches("malformed entry ignored", out)
+    assert.matches("\n2\n", "\n" .. out)
+  end)
+
+  it("writes atomically: no temporary file is left and the file is whole", function()
+    for i = 1, 20 do autotune.remember(cpu, "k" .. i, i) end
+    local p = io.popen("ls '" .. dir .. "'")
+    local listing = p:read("a")
+    p:close()
+    assert.not_matches("%.tmp", listing)
+    for i = 1, 20 do assert.equal(i, autotune.recall(cpu, "k" .. i)) end
+    assert.has_error(function() autotune.remember(cpu, "bad\tkey", 1) end)
+  end)
+
+  it("two processes writing at once leave a readable file", function()
+    local cmd = ("XPULUA_CACHE='%s' %s -e 'local a=require\"xpu.autotune\" local d=require\"xpu\".device\"cpu:0\" for i=1,30 do a.remember(d, \"%%s\"..i, i) end'"):format(dir, exe)
+    os.execute("(" .. cmd:format("p") .. " & " .. cmd:format("q") .. " & wait) >/dev/null 2>&1")
+    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
+      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "p30"), require"xpu.autotune".recall(require"xpu".device"cpu:0", "q30"))']])
+    assert.not_matches("malformed", out)
+    assert.matches("%d", out)
+  end)
+end)
