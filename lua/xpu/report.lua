@@ -76,8 +76,10 @@ function M.log(fmt, ...)
   io.stderr:write(fmt:format(...), "\n")
 end
 
+-- Only on a terminal: a log file gets the table, not a stream of carriage returns.
+local tty = require("xpu").isatty(2)
 function M.progress(done, total, what)
-  if not io.stderr then return end
+  if not tty then return end
   io.stderr:write(("\r[%d/%d] %s\27[K"):format(done, total, what or ""))
   if done == total then io.stderr:write("\n") end
   io.stderr:flush()

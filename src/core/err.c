@@ -3,15 +3,19 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_error[1024];
 
 int xpu_fail(const char *fmt, ...)
 {
+	/* format aside first: callers wrap the previous message, xpu_fail("x: %s", xpu_error()) */
+	char msg[sizeof last_error];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof msg);
 	return -1;
 }
 

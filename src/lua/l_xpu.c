@@ -7,6 +7,7 @@
 
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 
 int lx_error(lua_State *L)
@@ -144,8 +145,18 @@ static int l_now(lua_State *L)
 	return 1;
 }
 
+/* xpu.isatty(fd) -> whether fd (0, 1, 2) is a terminal: progress lines only go to one. */
+static int l_isatty(lua_State *L)
+{
+	lua_Integer fd = luaL_checkinteger(L, 1);
+	luaL_argcheck(L, fd >= 0 && fd <= 2, 1, "fd must be 0, 1 or 2");
+	lua_pushboolean(L, isatty((int)fd));
+	return 1;
+}
+
 static const luaL_Reg funcs[] = {
 	{ "now", l_now },
+	{ "isatty", l_isatty },
 	{ "format", l_format },
 	{ "regime", l_regime },
 	{ "kernels", l_kernels },
