@@ -8,8 +8,17 @@
 const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name);
 /* The query fact `key`, or -1 with a message naming kernel and key. */
 int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key, int64_t *out);
-/* Launches kernel `name` (looked up once per call site through *cache). */
+/* Launches k over `groups` workgroups of `block` threads on the call's stream. */
+int xpu_launch_1d(const struct xpu_call *c, struct xpu_kernel *k, uint64_t groups, uint32_t block,
+		  const struct xpu_karg *args, int nargs);
+/* Launches the kernel named `name` (looked up once through *cache). */
 int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const char *name,
-		     uint32_t groups, uint32_t block, const struct xpu_karg *args, int nargs);
+		     uint64_t groups, uint32_t block, const struct xpu_karg *args, int nargs);
+
+static inline struct xpu_karg xpu_u32(uint64_t v)
+{
+	struct xpu_karg a = { .kind = XPU_ARG_U32, .u = v };
+	return a;
+}
 
 #endif

@@ -20,19 +20,27 @@ int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key
 	return 0;
 }
 
+int xpu_launch_1d(const struct xpu_call *c, struct xpu_kernel *k, uint64_t groups, uint32_t block,
+		  const struct xpu_karg *args, int nargs)
+{
+	if (groups > UINT32_MAX)
+		return xpu_fail("kernel '%s': %llu workgroups is more than one launch takes", k->def->name,
+				(unsigned long long)groups);
+	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, blk[3] = { block, 1, 1 };
+	return xpu_launch(c->stream, k, grid, blk, args, nargs);
+}
+
 int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const char *name,
-		     uint32_t groups, uint32_t block, const struct xpu_karg *args, int nargs)
+		     uint64_t groups, uint32_t block, const struct xpu_karg *args, int nargs)
 {
 	if (!*cache && !(*cache = xpu_kernel_find(name)))
 		return xpu_fail("kernel '%s' is not in the kernel table", name);
-	uint32_t grid[3] = { groups, 1, 1 }, blk[3] = { block, 1, 1 };
-	return xpu_launch(c->stream, *cache, grid, blk, args, nargs);
+	return xpu_launch_1d(c, *cache, groups, block, args, nargs);
 }
 
 /* copy_bytes: operands dst and src; copies all of src (dst must hold it). */
-int xpu_launch_copy_bytes(const struct xpu_call *c)
+int xpu_launch_copy_bytes(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	static struct xpu_kernel *k;
 	const struct xpu_karg *dst = xpu_operand_buffer(c, "copy_bytes", "dst");
 	const struct xpu_karg *src = dst ? xpu_operand_buffer(c, "copy_bytes", "src") : NULL;
 	if (!src)
@@ -40,8 +48,6 @@ int xpu_launch_copy_bytes(const struct xpu_call *c)
 	uint64_t n = src->b.bytes;
 	if (n == 0)
 		return 0;
-	if ((n + 255) / 256 > UINT32_MAX)
-		return xpu_fail("copy_bytes: %llu bytes is more than one launch covers", (unsigned long long)n);
 	struct xpu_karg args[3] = { *dst, *src, { .kind = XPU_ARG_U64, .u = n } };
-	return xpu_launch_named(c, &k, "copy_bytes", (uint32_t)((n + 255) / 256), 256, args, 3);
+	return xpu_launch_1d(c, k, (n + 255) / 256, 256, args, 3);
 }

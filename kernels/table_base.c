@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-int xpu_launch_copy_bytes(const struct xpu_call *c);
+int xpu_launch_copy_bytes(struct xpu_kernel *k, const struct xpu_call *c);
 
 static int copy_extent(const struct xpu_karg *a, uint64_t need[])
 {

@@ -60,8 +60,10 @@ struct xpu_manifest {
 typedef int (*xpu_extent_fn)(const struct xpu_karg *args, uint64_t need[XPU_MAX_ARGS]);
 
 struct xpu_call;
-/* Launchers: compute grid, block and arguments from a routed call and launch (no sync). */
-typedef int (*xpu_launcher_fn)(const struct xpu_call *call);
+struct xpu_kernel;
+/* Launchers: compute grid, block and arguments for kernel k from a routed call and launch
+ * it on the call's stream (no sync). One launcher may serve a family of kernels. */
+typedef int (*xpu_launcher_fn)(struct xpu_kernel *k, const struct xpu_call *call);
 
 struct xpu_kernel_def {
 	const char *name;

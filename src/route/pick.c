@@ -113,7 +113,7 @@ int xpu_row_dispatch(struct xpu_row *r, const struct xpu_call *c)
 	struct xpu_kernel *k = xpu_kernel_at(r->kernel);
 	if (!k || !k->def->launch)
 		return xpu_fail("route '%s': kernel has no launcher", r->name);
-	return k->def->launch(c);
+	return k->def->launch(k, c);
 }
 
 /* ---- refusals ---------------------------------------------------------------------------- */

@@ -1,0 +1,545 @@
+/* matvec_avx2.c — the SIMD mat-vec bodies: AVX2, and AVX-512 VNNI on 256-bit vectors, chosen
+ * at run time by matvec.c. Integer sums are exact in any order and the float work keeps the
+ * portable bodies' order lane for lane, so every result equals theirs bit for bit.
+ * Uses x86 intrinsics under target attributes; compiles to empty lists elsewhere. */
+#include "matvec.h"
+#include "quant/formats.h"
+#include "quant/ggml_types.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+/* Shared bodies carry the AVX2 target and are always inlined; the instruction-set specific
+ * step (an int8 dot) is a function handed in as a constant, inlined into each wrapper. */
+#define AVX2 __attribute__((target("avx2,f16c")))
+#define VNNI __attribute__((target("avx2,f16c,avx512vl,avx512vnni")))
+#define INLINE static inline __attribute__((always_inline))
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline float rd_f32(const uint8_t *p)
+{
+	float v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* The scale prefix is read slowly beside the payload. Touching all of it at the row's start
+ * keeps the row one sequential stream, which the hardware prefetcher needs on long rows. */
+static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
+{
+	for (uint64_t o = 0; o < prefix; o += 64)
+		_mm_prefetch((const char *)(row + o), _MM_HINT_T0);
+}
+
+/* The canonical wave reduction on four 8-lane accumulators (lanes 0-7, 8-15, ...): each
+ * step adds lane l and lane l ^ off, as xpu_wave_reduce does. */
+AVX2 INLINE float wave_reduce8(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+	__m256 s = _mm256_add_ps(_mm256_add_ps(a0, a2), _mm256_add_ps(a1, a3)); /* off 16, 8 */
+	__m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)); /* 4 */
+	t = _mm_add_ps(t, _mm_shuffle_ps(t, t, _MM_SHUFFLE(1, 0, 3, 2)));              /* 2 */
+	t = _mm_add_ps(t, _mm_shuffle_ps(t, t, _MM_SHUFFLE(2, 3, 0, 1)));              /* 1 */
+	return _mm_cvtss_f32(t);
+}
+
+/* The sum of eight int32 lanes. */
+AVX2 INLINE int32_t hsum8(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+	return _mm_cvtsi128_si32(s);
+}
+
+/* ---- the int8 dot steps, one per instruction set ------------------------------------------ */
+
+/* acc + the sums of four u8 x s8 products per int32 lane (u <= 15 here: no saturation) */
+AVX2 INLINE __m256i dot_u4s8_avx2(__m256i acc, __m256i u, __m256i s)
+{
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+}
+
+VNNI INLINE __m256i dot_u4s8_vnni(__m256i acc, __m256i u, __m256i s)
+{
+	return _mm256_dpbusd_epi32(acc, u, s);
+}
+
+/* acc + pairwise int16 products summed into int32 lanes */
+AVX2 INLINE __m256i dot_s16_avx2(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+}
+
+VNNI INLINE __m256i dot_s16_vnni(__m256i acc, __m256i a, __m256i b)
+{
+	return _mm256_dpwssd_epi32(acc, a, b);
+}
+
+typedef __m256i (*dot_fn)(__m256i acc, __m256i a, __m256i b);
+
+/* ---- the 32-element formats: q4_0, q8_0, iq4_nl ------------------------------------------ */
+
+/* One q8_K block (eight weight blocks' activations) as the dots want it. Nibble formats:
+ * v[2p] holds elements 0-15 of blocks 2p and 2p+1 side by side, v[2p+1] their elements
+ * 16-31, matching the low and high nibbles of the two blocks' 32 payload bytes. q8_0: v[b]
+ * is block b's 32 values. */
+struct act8 {
+	__m256i v[8];
+	__m256i bsum; /* sum[0..7] */
+	float xs;
+};
+
+AVX2 INLINE void act8_load(struct act8 *A, const uint8_t *xb, bool nibbles)
+{
+#pragma GCC unroll 8
+	for (int b = 0; b < 8; b++)
+		A->v[b] = _mm256_loadu_si256((const __m256i *)(xb + 32 * b));
+	if (nibbles)
+#pragma GCC unroll 4
+		for (int p = 0; p < 4; p++) {
+			__m256i a0 = A->v[2 * p], a1 = A->v[2 * p + 1];
+			A->v[2 * p] = _mm256_permute2x128_si256(a0, a1, 0x20);
+			A->v[2 * p + 1] = _mm256_permute2x128_si256(a0, a1, 0x31);
+		}
+	A->bsum = _mm256_loadu_si256((const __m256i *)(xb + XPU_Q8K_SUMS));
+	A->xs = rd_f32(xb + XPU_Q8K_SCALE);
+}
+
+/* m[p] holds four partial sums of block 2p in its low half and four of block 2p+1 in its
+ * high half; the result is the eight block sums in block order. */
+AVX2 INLINE __m256i block_sums8_pairs(const __m256i m[4])
+{
+	__m256i h01 = _mm256_hadd_epi32(m[0], m[1]); /* b0 b0 b2 b2 | b1 b1 b3 b3 */
+	__m256i h23 = _mm256_hadd_epi32(m[2], m[3]); /* b4 b4 b6 b6 | b5 b5 b7 b7 */
+	__m256i h = _mm256_hadd_epi32(h01, h23);     /* b0 b2 b4 b6 | b1 b3 b5 b7 */
+	return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* m[b] holds eight partial sums of block b; the result is the eight block sums. */
+AVX2 INLINE __m256i block_sums8_full(const __m256i m[8])
+{
+	__m256i k0 = _mm256_hadd_epi32(_mm256_hadd_epi32(m[0], m[1]), _mm256_hadd_epi32(m[2], m[3]));
+	__m256i k1 = _mm256_hadd_epi32(_mm256_hadd_epi32(m[4], m[5]), _mm256_hadd_epi32(m[6], m[7]));
+	/* k0: b0..b3 over lanes 0-3 | b0..b3 over lanes 4-7; k1 the same for b4..b7 */
+	return _mm256_add_epi32(_mm256_permute2x128_si256(k0, k1, 0x20),
+				_mm256_permute2x128_si256(k0, k1, 0x31));
+}
+
+/* the low and high nibbles of 32 payload bytes (blocks 2p and 2p+1) */
+AVX2 INLINE void nibbles(const uint8_t *q, __m256i *lo, __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+	__m256i v = _mm256_loadu_si256((const __m256i *)q);
+	*lo = _mm256_and_si256(v, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+}
+
+/* signed x signed bytes into int16 pairs: |w| times a with w's sign (both within 127) */
+AVX2 INLINE __m256i dot_s8_pairs(__m256i w, __m256i a)
+{
+	return _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+}
+
+AVX2 INLINE __m256i iq4nl_table(int bias)
+{
+	return _mm256_add_epi8(_mm256_set1_epi8((char)bias), _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)));
+}
+
+/* Each returns the integer dots of one row's eight blocks against one q8_K block. */
+typedef __m256i (*dots8_fn)(const uint8_t *q, const struct act8 *A);
+
+AVX2 INLINE __m256i dots8_q4_0_avx2(const uint8_t *q, const struct act8 *A)
+{
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi;
+		nibbles(q + 32 * p, &lo, &hi);
+		/* 15 * 127 * 4 fits int16 */
+		__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, A->v[2 * p]),
+					     _mm256_maddubs_epi16(hi, A->v[2 * p + 1]));
+		m[p] = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+	}
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 3));
+}
+
+VNNI INLINE __m256i dots8_q4_0_vnni(const uint8_t *q, const struct act8 *A)
+{
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi;
+		nibbles(q + 32 * p, &lo, &hi);
+		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, A->v[2 * p]),
+					   hi, A->v[2 * p + 1]);
+	}
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 3));
+}
+
+AVX2 INLINE __m256i dots8_iq4_nl_avx2(const uint8_t *q, const struct act8 *A)
+{
+	const __m256i kv = iq4nl_table(0), ones = _mm256_set1_epi16(1);
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi;
+		nibbles(q + 32 * p, &lo, &hi);
+		lo = _mm256_shuffle_epi8(kv, lo);
+		hi = _mm256_shuffle_epi8(kv, hi);
+		/* 127 * 127 * 2 fits int16 once, not twice: widen each */
+		m[p] = _mm256_add_epi32(_mm256_madd_epi16(dot_s8_pairs(lo, A->v[2 * p]), ones),
+					_mm256_madd_epi16(dot_s8_pairs(hi, A->v[2 * p + 1]), ones));
+	}
+	return block_sums8_pairs(m);
+}
+
+/* The codebook plus 128 is unsigned; sum (kv + 128) a - 128 sum a is the same integer. */
+VNNI INLINE __m256i dots8_iq4_nl_vnni(const uint8_t *q, const struct act8 *A)
+{
+	const __m256i kv = iq4nl_table(128);
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi;
+		nibbles(q + 32 * p, &lo, &hi);
+		lo = _mm256_shuffle_epi8(kv, lo);
+		hi = _mm256_shuffle_epi8(kv, hi);
+		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, A->v[2 * p]),
+					   hi, A->v[2 * p + 1]);
+	}
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 7));
+}
+
+AVX2 INLINE __m256i dots8_q8_0_avx2(const uint8_t *q, const struct act8 *A)
+{
+	__m256i m[8];
+#pragma GCC unroll 8
+	for (int b = 0; b < 8; b++) {
+		__m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * b));
+		m[b] = _mm256_madd_epi16(dot_s8_pairs(w, A->v[b]), _mm256_set1_epi16(1));
+	}
+	return block_sums8_full(m);
+}
+
+/* w ^ 0x80 is w + 128 as an unsigned byte */
+VNNI INLINE __m256i dots8_q8_0_vnni(const uint8_t *q, const struct act8 *A)
+{
+	__m256i m[8];
+#pragma GCC unroll 8
+	for (int b = 0; b < 8; b++) {
+		__m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 32 * b)),
+					     _mm256_set1_epi8((char)0x80));
+		m[b] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, A->v[b]);
+	}
+	return _mm256_sub_epi32(block_sums8_full(m), _mm256_slli_epi32(A->bsum, 7));
+}
+
+/* One row: group g (eight blocks, one q8_K block) goes to lanes 8 (g % 4) .. 8 (g % 4) + 7,
+ * value = (d * xs) * (float)dot. Rows are read one after another: this machine's
+ * prefetchers keep up with one sequential stream and lose most of the rate on several. */
+AVX2 INLINE float small_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint32_t pay,
+			    bool nib, dots8_fn dots8)
+{
+	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
+	const uint32_t groups = bpr / 8;
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	prefetch_prefix(row, prefix);
+	for (uint32_t g0 = 0; g0 < groups; g0 += 4) {
+#pragma GCC unroll 4
+		for (uint32_t k = 0; k < 4; k++) {
+			const uint64_t g = g0 + k;
+			if (g >= groups)
+				break;
+			struct act8 A;
+			act8_load(&A, x + g * XPU_Q8K_BYTES, nib);
+			__m256i dot = dots8(row + prefix + g * 8 * pay, &A);
+			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
+			__m256 dxs = _mm256_mul_ps(d, _mm256_set1_ps(A.xs));
+			acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(dxs, _mm256_cvtepi32_ps(dot)));
+		}
+	}
+	return wave_reduce8(acc[0], acc[1], acc[2], acc[3]);
+}
+
+AVX2 static void rows_q4_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_q4_0_avx2);
+}
+
+VNNI static void rows_q4_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_q4_0_vnni);
+}
+
+AVX2 static void rows_q8_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 32, false, dots8_q8_0_avx2);
+}
+
+VNNI static void rows_q8_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 32, false, dots8_q8_0_vnni);
+}
+
+AVX2 static void rows_iq4_nl_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_iq4_nl_avx2);
+}
+
+VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_iq4_nl_vnni);
+}
+
+/* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
+
+/* q4_K's scales[12] as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15): ggml's
+ * get_scale_min_k4 for every j at once. */
+AVX2 INLINE __m128i q4_K_scales_mins(const uint8_t *scales)
+{
+	const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
+	uint32_t u[3];
+	memcpy(u, scales, 12);
+	const uint32_t sc_lo = u[0] & k1, m_lo = u[1] & k1;
+	const uint32_t sc_hi = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+	const uint32_t m_hi = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+	return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+}
+
+/* the byte shuffle that spreads int16 lane j of each 128-bit half over that half */
+AVX2 INLINE __m256i spread16(int j)
+{
+	return _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j));
+}
+
+/* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each */
+AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot, __m256i *isum, __m256i *msum)
+{
+	const __m128i scm = q4_K_scales_mins(p);
+	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
+	__m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++) {
+		__m256i lo, hi;
+		nibbles(p + 12 + 32 * k, &lo, &hi);
+		__m256i a0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k));
+		__m256i a1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k + 32));
+		s = wdot(s, _mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc, spread16(2 * k)));
+		s = wdot(s, _mm256_maddubs_epi16(hi, a1), _mm256_shuffle_epi8(sc, spread16(2 * k + 1)));
+	}
+	*isum = s;
+	__m256i mins = _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8));
+	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)(xb + XPU_Q8K_SUMS)));
+}
+
+/* the q8_K d of eight consecutive blocks */
+AVX2 INLINE __m256 q8k_scales8(const uint8_t *x)
+{
+	const uint8_t *d = x + XPU_Q8K_SCALE;
+	return _mm256_setr_ps(rd_f32(d), rd_f32(d + 320), rd_f32(d + 640), rd_f32(d + 960),
+			      rd_f32(d + 1280), rd_f32(d + 1600), rd_f32(d + 1920), rd_f32(d + 2240));
+}
+
+/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks: dm holds
+ * their f16 d, dmin pairs */
+AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *dm,
+				const uint8_t *x)
+{
+	/* d0 m0 d1 m1 .. in each half -> d0..d3 m0..m3 | d4..d7 m4..m7 -> d0..d7 | m0..m7 */
+	__m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)dm), _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)));
+	v = _mm256_permute4x64_epi64(v, _MM_SHUFFLE(3, 1, 2, 0));
+	const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
+	const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
+	const __m256 xs = q8k_scales8(x);
+	const __m256 a = _mm256_mul_ps(_mm256_mul_ps(d, xs), _mm256_cvtepi32_ps(block_sums8_full(is)));
+	const __m256 b = _mm256_mul_ps(_mm256_mul_ps(dmin, xs), _mm256_cvtepi32_ps(block_sums8_full(ms)));
+	return _mm256_sub_ps(a, b);
+}
+
+AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, const uint8_t *xb)
+{
+	const float xs = rd_f32(xb + XPU_Q8K_SCALE);
+	const float d = _cvtsh_ss(rd16(dm)), dmin = _cvtsh_ss(rd16(dm + 2));
+	return (d * xs) * (float)hsum8(isum) - (dmin * xs) * (float)hsum8(msum);
+}
+
+/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one. */
+AVX2 INLINE float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, dot_fn wdot)
+{
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	const uint8_t *payload = row + (uint64_t)bpr * 4;
+	prefetch_prefix(row, (uint64_t)bpr * 4);
+	uint32_t b = 0;
+	for (; b + 8 <= bpr; b += 8) {
+		__m256i is[8], ms[8];
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			q4_K_sums(payload + (uint64_t)(b + k) * 140, x + (uint64_t)(b + k) * XPU_Q8K_BYTES,
+				  wdot, &is[k], &ms[k]);
+		const __m256 v = q4_K_values8(is, ms, row + 4 * b, x + (uint64_t)b * XPU_Q8K_BYTES);
+		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
+	}
+	float lanes[32];
+	for (int k = 0; k < 4; k++)
+		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
+	for (; b < bpr; b++) {
+		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
+		__m256i is, ms;
+		q4_K_sums(payload + (uint64_t)b * 140, xb, wdot, &is, &ms);
+		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, row + 4 * b, xb);
+	}
+	return xpu_wave_reduce(lanes);
+}
+
+/* For part k of a q6_K half: the low 128 bits take int16 scale 2k, the high 128 bits 2k+1. */
+AVX2 INLINE __m256i q6_spread(int k)
+{
+	const short lo = (short)(0x0100 * (4 * k + 1) + 4 * k);
+	const short hi = (short)(0x0100 * (4 * k + 3) + 4 * k + 2);
+	return _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+}
+
+/* 32 values q + 32 (0..63) against 32 activations: (q + 32) a - 32 a fits int16 */
+AVX2 INLINE __m256i q6_K_part(__m256i acc, __m256i q, const uint8_t *a, __m256i scale, dot_fn wdot)
+{
+	__m256i av = _mm256_loadu_si256((const __m256i *)a);
+	__m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, av),
+				     _mm256_maddubs_epi16(_mm256_set1_epi8(32), av));
+	return wdot(acc, p, scale);
+}
+
+/* isum = sum_g sc_g (q . a over group g) as eight lanes */
+AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+	const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
+	__m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		/* this half's eight scales in both 128-bit halves */
+		const __m256i sc = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+		__m256i ql0 = _mm256_loadu_si256((const __m256i *)(p + 64 * h));
+		__m256i ql1 = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32));
+		__m256i qh = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
+		__m256i q1 = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+					     _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+		__m256i q2 = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+					     _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+		__m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+					     _mm256_and_si256(qh, m30));
+		__m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+					     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+		const uint8_t *a = xb + 128 * h;
+		isum = q6_K_part(isum, q1, a, _mm256_shuffle_epi8(sc, q6_spread(0)), wdot);
+		isum = q6_K_part(isum, q2, a + 32, _mm256_shuffle_epi8(sc, q6_spread(1)), wdot);
+		isum = q6_K_part(isum, q3, a + 64, _mm256_shuffle_epi8(sc, q6_spread(2)), wdot);
+		isum = q6_K_part(isum, q4, a + 96, _mm256_shuffle_epi8(sc, q6_spread(3)), wdot);
+	}
+	return isum;
+}
+
+/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one. */
+AVX2 INLINE float row_q6_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, dot_fn wdot)
+{
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
+	prefetch_prefix(row, prefix);
+	uint32_t b = 0;
+	for (; b + 8 <= bpr; b += 8) {
+		__m256i is[8];
+#pragma GCC unroll 8
+		for (int k = 0; k < 8; k++)
+			is[k] = q6_K_sums(row + prefix + (uint64_t)(b + k) * 208,
+					  x + (uint64_t)(b + k) * XPU_Q8K_BYTES, wdot);
+		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * b)));
+		const __m256 xs = q8k_scales8(x + (uint64_t)b * XPU_Q8K_BYTES);
+		const __m256 v = _mm256_mul_ps(_mm256_mul_ps(d, xs), _mm256_cvtepi32_ps(block_sums8_full(is)));
+		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
+	}
+	float lanes[32];
+	for (int k = 0; k < 4; k++)
+		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
+	for (; b < bpr; b++) {
+		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
+		const __m256i is = q6_K_sums(row + prefix + (uint64_t)b * 208, xb, wdot);
+		const float xs = rd_f32(xb + XPU_Q8K_SCALE), d = _cvtsh_ss(rd16(row + 2 * b));
+		lanes[b % 32] = lanes[b % 32] + (d * xs) * (float)hsum8(is);
+	}
+	return xpu_wave_reduce(lanes);
+}
+
+AVX2 static void rows_q4_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_q4_K(w + r * rb, x, bpr, dot_s16_avx2);
+}
+
+VNNI static void rows_q4_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_q4_K(w + r * rb, x, bpr, dot_s16_vnni);
+}
+
+AVX2 static void rows_q6_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_q6_K(w + r * rb, x, bpr, dot_s16_avx2);
+}
+
+VNNI static void rows_q6_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_q6_K(w + r * rb, x, bpr, dot_s16_vnni);
+}
+
+const struct xpu_mv_impl xpu_mv_avx2[] = {
+	{ GGML_Q4_0, rows_q4_0_avx2 },
+	{ GGML_Q8_0, rows_q8_0_avx2 },
+	{ GGML_Q4_K, rows_q4_K_avx2 },
+	{ GGML_Q6_K, rows_q6_K_avx2 },
+	{ GGML_IQ4_NL, rows_iq4_nl_avx2 },
+	{ 0, NULL },
+};
+
+const struct xpu_mv_impl xpu_mv_vnni[] = {
+	{ GGML_Q4_0, rows_q4_0_vnni },
+	{ GGML_Q8_0, rows_q8_0_vnni },
+	{ GGML_Q4_K, rows_q4_K_vnni },
+	{ GGML_Q6_K, rows_q6_K_vnni },
+	{ GGML_IQ4_NL, rows_iq4_nl_vnni },
+	{ 0, NULL },
+};
+
+#else
+
+const struct xpu_mv_impl xpu_mv_avx2[] = { { 0, NULL } };
+const struct xpu_mv_impl xpu_mv_vnni[] = { { 0, NULL } };
+
+#endif

@@ -1,0 +1,349 @@
+/* l_quant.c — `xpu.quant`: the served weight formats, reference quantize / dequantize, the
+ * q8_K pack, the host resident split and the CPU mat-vec bodies run on host memory.
+ * Byte blobs and f32 arrays are Lua strings (floats packed little-endian, string.pack "<f").
+ * Uses quant/formats.h, cpu/matvec.h and the public Lua C API. */
+#include "xpu_lua.h"
+#include "lx.h"
+#include "quant/formats.h"
+#include "quant/ggml_types.h"
+#include "cpu/matvec.h"
+
+#include <lauxlib.h>
+#include <string.h>
+
+/* A format by ggml name or GGUF type number; raises naming the function when unserved. */
+static const struct xpu_format *check_format(lua_State *L, int i, const char *fn)
+{
+	const struct xpu_format *f = NULL;
+	if (lua_type(L, i) == LUA_TNUMBER && lua_isinteger(L, i))
+		f = xpu_format_get((int32_t)lua_tointeger(L, i));
+	else if (lua_type(L, i) == LUA_TSTRING)
+		f = xpu_format_find(lua_tostring(L, i));
+	else
+		luaL_error(L, "%s: format must be a name or a GGUF type number, not %s", fn, luaL_typename(L, i));
+	if (!f)
+		luaL_error(L, "%s: format '%s' is not served (q4_0, q8_0, q4_K, q6_K, iq4_nl)", fn,
+			   luaL_tolstring(L, i, NULL));
+	return f;
+}
+
+/* A string argument; `unit` > 1 demands a whole number of units. */
+static const uint8_t *check_blob(lua_State *L, int i, const char *fn, const char *what, size_t unit,
+				 size_t *len)
+{
+	if (lua_type(L, i) != LUA_TSTRING)
+		luaL_error(L, "%s: %s must be a string of bytes, not %s", fn, what, luaL_typename(L, i));
+	const uint8_t *p = (const uint8_t *)lua_tolstring(L, i, len);
+	if (unit > 1 && *len % unit)
+		luaL_error(L, "%s: %s is %I bytes, not a whole number of %I-byte units", fn, what,
+			   (lua_Integer)*len, (lua_Integer)unit);
+	return p;
+}
+
+/* A non-negative integer argument below 2^32. */
+static uint32_t check_u32(lua_State *L, int i, const char *fn, const char *what)
+{
+	if (!lua_isinteger(L, i))
+		luaL_error(L, "%s: %s must be an integer, not %s", fn, what, luaL_typename(L, i));
+	lua_Integer v = lua_tointeger(L, i);
+	if (v < 0 || v > (lua_Integer)UINT32_MAX)
+		luaL_error(L, "%s: %s %I is out of range", fn, what, v);
+	return (uint32_t)v;
+}
+
+/* Scratch the collector owns: nothing leaks when a later check raises. */
+static void *scratch(lua_State *L, size_t n)
+{
+	return lua_newuserdatauv(L, n ? n : 1, 0);
+}
+
+static void push_format(lua_State *L, const struct xpu_format *f)
+{
+	lua_createtable(L, 0, 7);
+	lua_pushstring(L, f->name);
+	lua_setfield(L, -2, "name");
+	lua_pushinteger(L, f->type);
+	lua_setfield(L, -2, "type");
+	lua_pushinteger(L, f->block_elems);
+	lua_setfield(L, -2, "block_elems");
+	lua_pushinteger(L, f->block_bytes);
+	lua_setfield(L, -2, "block_bytes");
+	lua_pushinteger(L, f->scale_bytes);
+	lua_setfield(L, -2, "scale_bytes");
+	lua_pushinteger(L, f->scale_offset);
+	lua_setfield(L, -2, "scale_offset");
+	lua_pushinteger(L, f->payload_bytes);
+	lua_setfield(L, -2, "payload_bytes");
+}
+
+static int l_formats(lua_State *L)
+{
+	lua_createtable(L, xpu_format_count(), 0);
+	for (int i = 0; i < xpu_format_count(); i++) {
+		push_format(L, xpu_format_at(i));
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+static int l_info(lua_State *L)
+{
+	push_format(L, check_format(L, 1, "info"));
+	return 1;
+}
+
+static int l_row_bytes(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "row_bytes");
+	uint32_t bpr = check_u32(L, 2, "row_bytes", "bpr");
+	lua_pushinteger(L, (lua_Integer)xpu_row_resident_bytes(f, bpr));
+	return 1;
+}
+
+/* quantize(fmt, f32s) -> blocks */
+static int l_quantize(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "quantize");
+	size_t len;
+	const uint8_t *s = check_blob(L, 2, "quantize", "f32s", 4, &len);
+	const uint64_t n = len / 4;
+	if (n % f->block_elems)
+		return luaL_error(L, "quantize: %I values is not a multiple of %s's %d", (lua_Integer)n,
+				  f->name, (int)f->block_elems);
+	float *x = scratch(L, len);
+	memcpy(x, s, len);
+	const size_t out_len = n / f->block_elems * f->block_bytes;
+	void *out = scratch(L, out_len);
+	if (xpu_quantize(f, x, n, out))
+		return lx_error(L);
+	lua_pushlstring(L, out, out_len);
+	return 1;
+}
+
+/* dequantize(fmt, blocks) -> f32s, ggml's dequantize_row_* bit for bit */
+static int l_dequantize(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "dequantize");
+	size_t len;
+	const uint8_t *b = check_blob(L, 2, "dequantize", "blocks", f->block_bytes, &len);
+	const uint64_t n = len / f->block_bytes * f->block_elems;
+	float *y = scratch(L, n * 4);
+	if (xpu_dequantize(f, b, n, y))
+		return lx_error(L);
+	lua_pushlstring(L, (const char *)y, n * 4);
+	return 1;
+}
+
+/* q8k_pack(f32s) -> 320-byte q8_K blocks */
+static int l_q8k_pack(lua_State *L)
+{
+	size_t len;
+	const uint8_t *s = check_blob(L, 1, "q8k_pack", "f32s", 4, &len);
+	if (len / 4 % XPU_Q8K_ELEMS)
+		return luaL_error(L, "q8k_pack: %I values is not a multiple of 256", (lua_Integer)(len / 4));
+	float *x = scratch(L, len);
+	memcpy(x, s, len);
+	const size_t out_len = len / 4 / XPU_Q8K_ELEMS * XPU_Q8K_BYTES;
+	void *out = scratch(L, out_len);
+	if (xpu_q8k_pack(x, len / 4, out))
+		return lx_error(L);
+	lua_pushlstring(L, out, out_len);
+	return 1;
+}
+
+/* q8k_unpack(blocks) -> f32s, d * q per value */
+static int l_q8k_unpack(lua_State *L)
+{
+	size_t len;
+	const uint8_t *b = check_blob(L, 1, "q8k_unpack", "blocks", XPU_Q8K_BYTES, &len);
+	const uint64_t n = len / XPU_Q8K_BYTES * XPU_Q8K_ELEMS;
+	float *y = scratch(L, n * 4);
+	if (xpu_q8k_unpack(b, n, y))
+		return lx_error(L);
+	lua_pushlstring(L, (const char *)y, n * 4);
+	return 1;
+}
+
+/* blocks of whole rows of bpr: the count of blocks */
+static uint64_t check_rows_of_blocks(lua_State *L, const struct xpu_format *f, size_t len,
+				     uint32_t bpr, const char *fn)
+{
+	if (bpr == 0)
+		luaL_error(L, "%s: bpr must be positive", fn);
+	const uint64_t nb = len / f->block_bytes;
+	if (nb % bpr)
+		luaL_error(L, "%s: %I %s blocks is not a whole number of rows of %I", fn,
+			   (lua_Integer)nb, f->name, (lua_Integer)bpr);
+	return nb;
+}
+
+/* resident(fmt, blocks, bpr) -> resident rows (the host split) */
+static int l_resident(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "resident");
+	size_t len;
+	const uint8_t *b = check_blob(L, 2, "resident", "blocks", f->block_bytes, &len);
+	const uint32_t bpr = check_u32(L, 3, "resident", "bpr");
+	const uint64_t nb = check_rows_of_blocks(L, f, len, bpr, "resident");
+	const size_t out_len = nb / bpr * xpu_row_resident_bytes(f, bpr);
+	void *out = scratch(L, out_len);
+	if (xpu_resident_split(f, b, nb, bpr, out))
+		return lx_error(L);
+	lua_pushlstring(L, out, out_len);
+	return 1;
+}
+
+/* from_resident(fmt, rows, bpr) -> GGUF blocks (the inverse) */
+static int l_from_resident(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "from_resident");
+	const uint32_t bpr = check_u32(L, 3, "from_resident", "bpr");
+	if (bpr == 0)
+		return luaL_error(L, "from_resident: bpr must be positive");
+	const uint64_t rb = xpu_row_resident_bytes(f, bpr);
+	size_t len;
+	const uint8_t *rows = check_blob(L, 2, "from_resident", "rows", rb, &len);
+	const uint64_t nb = len / rb * bpr;
+	void *out = scratch(L, nb * f->block_bytes);
+	if (xpu_resident_join(f, rows, nb, bpr, out))
+		return lx_error(L);
+	lua_pushlstring(L, out, nb * f->block_bytes);
+	return 1;
+}
+
+/* The blocks per row of a resident row `len` bytes long, or 0 when no count fits. The
+ * padding is under 4 bytes and a block is more, so only two counts can fit. */
+static uint32_t bpr_of_row(const struct xpu_format *f, size_t len)
+{
+	const uint64_t guess = len / f->block_bytes;
+	if (guess > 0 && xpu_row_resident_bytes(f, guess) == len)
+		return (uint32_t)guess;
+	if (guess > 1 && xpu_row_resident_bytes(f, guess - 1) == len)
+		return (uint32_t)(guess - 1);
+	return 0;
+}
+
+/* dot_reference(fmt, resident_row, q8k) -> the f64 dot of the dequantized weights and the
+ * dequantized activation: what the integer route approximates */
+static int l_dot_reference(lua_State *L)
+{
+	const struct xpu_format *f = check_format(L, 1, "dot_reference");
+	size_t rlen, xlen;
+	const uint8_t *row = check_blob(L, 2, "dot_reference", "resident_row", 1, &rlen);
+	const uint8_t *xq = check_blob(L, 3, "dot_reference", "q8k", XPU_Q8K_BYTES, &xlen);
+	const uint32_t bpr = bpr_of_row(f, rlen);
+	if (!bpr)
+		return luaL_error(L, "dot_reference: a %I-byte row is no whole number of %s blocks",
+				  (lua_Integer)rlen, f->name);
+	const uint64_t n = (uint64_t)bpr * f->block_elems;
+	if (n % XPU_Q8K_ELEMS || xlen != n / XPU_Q8K_ELEMS * XPU_Q8K_BYTES)
+		return luaL_error(L, "dot_reference: q8k is %I bytes; a row of %I values needs %I",
+				  (lua_Integer)xlen, (lua_Integer)n,
+				  (lua_Integer)(n / XPU_Q8K_ELEMS * XPU_Q8K_BYTES));
+	void *blocks = scratch(L, (size_t)bpr * f->block_bytes);
+	float *w = scratch(L, n * 4), *a = scratch(L, n * 4);
+	if (xpu_resident_join(f, row, bpr, bpr, blocks) || xpu_dequantize(f, blocks, n, w) ||
+	    xpu_q8k_unpack(xq, n, a))
+		return lx_error(L);
+	double s = 0.0;
+	for (uint64_t i = 0; i < n; i++)
+		s += (double)w[i] * (double)a[i];
+	lua_pushnumber(L, s);
+	return 1;
+}
+
+/* "portable", "avx2", "vnni", or "simd": the best SIMD path this CPU runs */
+static int check_path(lua_State *L, int i, const char *fn)
+{
+	const char *mode = luaL_optstring(L, i, xpu_matvec_path_name(xpu_matvec_path()));
+	int path = xpu_matvec_path_find(mode);
+	if (strcmp(mode, "simd") == 0) {
+		for (path = XPU_MV_PATHS - 1; path > 0 && !xpu_matvec_path_available(path); path--)
+			;
+		if (path == XPU_MV_PORTABLE)
+			luaL_error(L, "%s: this CPU runs no SIMD path (portable only)", fn);
+	}
+	if (path < 0)
+		luaL_error(L, "%s: mode '%s' is none of portable, simd, avx2, vnni", fn, mode);
+	if (!xpu_matvec_path_available(path))
+		luaL_error(L, "%s: this CPU does not run the %s path", fn, mode);
+	return path;
+}
+
+/* matvec_host(fmt, resident_rows, q8k, rows, cols, mode) -> f32s: the kernel body itself */
+static int l_matvec_host(lua_State *L)
+{
+	const char *fn = "matvec_host";
+	const struct xpu_format *f = check_format(L, 1, fn);
+	size_t wlen, xlen;
+	const uint8_t *w = check_blob(L, 2, fn, "resident_rows", 1, &wlen);
+	const uint8_t *xq = check_blob(L, 3, fn, "q8k", 1, &xlen);
+	const uint32_t rows = check_u32(L, 4, fn, "rows"), cols = check_u32(L, 5, fn, "cols");
+	const int path = check_path(L, 6, fn);
+	if (cols % XPU_Q8K_ELEMS)
+		return luaL_error(L, "%s: cols %I is not a multiple of 256", fn, (lua_Integer)cols);
+	const uint64_t rb = xpu_row_resident_bytes(f, cols / f->block_elems);
+	if (wlen != rows * rb)
+		return luaL_error(L, "%s: resident_rows is %I bytes; %I rows of %I %s columns are %I",
+				  fn, (lua_Integer)wlen, (lua_Integer)rows, (lua_Integer)cols, f->name,
+				  (lua_Integer)(rows * rb));
+	if (xlen != (size_t)cols / XPU_Q8K_ELEMS * XPU_Q8K_BYTES)
+		return luaL_error(L, "%s: q8k is %I bytes; %I columns need %I", fn, (lua_Integer)xlen,
+				  (lua_Integer)cols, (lua_Integer)(cols / XPU_Q8K_ELEMS * XPU_Q8K_BYTES));
+	float *y = scratch(L, (size_t)rows * 4);
+	if (xpu_matvec_host(f->type, path, y, w, xq, rows, cols))
+		return lx_error(L);
+	lua_pushlstring(L, (const char *)y, (size_t)rows * 4);
+	return 1;
+}
+
+/* simd() -> the path the CPU kernels use, and the list this CPU runs;
+ * simd(mode) -> sets it ("auto": the best) and returns the previous one */
+static int l_simd(lua_State *L)
+{
+	const int prev = xpu_matvec_path();
+	if (!lua_isnoneornil(L, 1)) {
+		int path;
+		if (lua_type(L, 1) == LUA_TSTRING && strcmp(lua_tostring(L, 1), "auto") == 0) {
+			for (path = XPU_MV_PATHS - 1; path > 0 && !xpu_matvec_path_available(path); path--)
+				;
+		} else {
+			path = check_path(L, 1, "simd");
+		}
+		if (xpu_matvec_set_path(path))
+			return lx_error(L);
+	}
+	lua_pushstring(L, xpu_matvec_path_name(prev));
+	lua_newtable(L);
+	for (int p = 0, k = 1; p < XPU_MV_PATHS; p++)
+		if (xpu_matvec_path_available(p)) {
+			lua_pushstring(L, xpu_matvec_path_name(p));
+			lua_rawseti(L, -2, k++);
+		}
+	return 2;
+}
+
+static const luaL_Reg quant_funcs[] = {
+	{ "formats", l_formats },
+	{ "info", l_info },
+	{ "row_bytes", l_row_bytes },
+	{ "quantize", l_quantize },
+	{ "dequantize", l_dequantize },
+	{ "q8k_pack", l_q8k_pack },
+	{ "q8k_unpack", l_q8k_unpack },
+	{ "resident", l_resident },
+	{ "from_resident", l_from_resident },
+	{ "dot_reference", l_dot_reference },
+	{ "matvec_host", l_matvec_host },
+	{ "simd", l_simd },
+	{ NULL, NULL },
+};
+
+void xpu_lua_open_quant(lua_State *L, int t)
+{
+	t = lua_absindex(L, t);
+	if (ggml_types_register())
+		lx_error(L);
+	luaL_newlib(L, quant_funcs);
+	lua_setfield(L, t, "quant");
+}

@@ -1,0 +1,476 @@
+/* quantize.c — reference quantize (f32 -> GGUF blocks) and dequantize (blocks -> f32) for
+ * q4_0, q8_0, q4_K, q6_K and iq4_nl. Dequantize is ggml's dequantize_row_* operation for
+ * operation (built with -ffp-contract=off); quantize follows ggml's reference closely enough
+ * for a small round-trip error. Uses f16.h and core/xpu.h. */
+#include "formats.h"
+#include "f16.h"
+#include "ggml_types.h"
+#include "core/xpu.h"
+
+#include <math.h>
+#include <string.h>
+
+static const int8_t iq4nl_kv[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
+				     1, 13, 25, 38, 53, 69, 89, 113 };
+
+static uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void wr16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static int nearest_int(float v)
+{
+	return (int)lrintf(v);
+}
+
+/* ---- dequantize ------------------------------------------------------------------------- */
+
+static void deq_q4_0(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	for (int j = 0; j < 16; j++) {
+		const int x0 = (b[2 + j] & 0x0f) - 8;
+		const int x1 = (b[2 + j] >> 4) - 8;
+		y[j] = (float)x0 * d;
+		y[j + 16] = (float)x1 * d;
+	}
+}
+
+static void deq_q8_0(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	for (int j = 0; j < 32; j++)
+		y[j] = (float)(int8_t)b[2 + j] * d;
+}
+
+static void deq_iq4_nl(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	for (int j = 0; j < 16; j++) {
+		y[j] = d * (float)iq4nl_kv[b[2 + j] & 0x0f];
+		y[j + 16] = d * (float)iq4nl_kv[b[2 + j] >> 4];
+	}
+}
+
+/* ggml's get_scale_min_k4: sub-block j's 6-bit scale and min out of scales[12]. */
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
+{
+	if (j < 4) {
+		*sc = q[j] & 63;
+		*m = q[j + 4] & 63;
+	} else {
+		*sc = (uint8_t)((q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4));
+		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+	}
+}
+
+static void deq_q4_K(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	const float min = xpu_f16_to_f32(rd16(b + 2));
+	const uint8_t *scales = b + 4, *q = b + 16;
+	for (int p = 0; p < 4; p++, q += 32) {
+		uint8_t sc, m;
+		scale_min_k4(2 * p, scales, &sc, &m);
+		const float d1 = d * (float)sc, m1 = min * (float)m;
+		scale_min_k4(2 * p + 1, scales, &sc, &m);
+		const float d2 = d * (float)sc, m2 = min * (float)m;
+		for (int l = 0; l < 32; l++)
+			*y++ = d1 * (float)(q[l] & 0x0f) - m1;
+		for (int l = 0; l < 32; l++)
+			*y++ = d2 * (float)(q[l] >> 4) - m2;
+	}
+}
+
+static void deq_q6_K(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b + 208));
+	const uint8_t *ql = b, *qh = b + 128;
+	const int8_t *sc = (const int8_t *)(b + 192);
+	for (int h = 0; h < 2; h++, y += 128, ql += 64, qh += 32, sc += 8) {
+		for (int l = 0; l < 32; l++) {
+			const int is = l / 16;
+			const int q1 = ((ql[l] & 0x0f) | ((qh[l] >> 0) & 3) << 4) - 32;
+			const int q2 = ((ql[l + 32] & 0x0f) | ((qh[l] >> 2) & 3) << 4) - 32;
+			const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+			const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+			y[l] = d * (float)sc[is + 0] * (float)q1;
+			y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+			y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+			y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+		}
+	}
+}
+
+/* ---- quantize: the 32-element formats --------------------------------------------------- */
+
+/* ggml's quantize_row_q4_0_ref: the signed extreme maps to -8. */
+static void quant_q4_0(const float *x, uint8_t *b)
+{
+	float amax = 0.0f, max = 0.0f;
+	for (int j = 0; j < 32; j++)
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	const float d = max / -8.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	wr16(b, xpu_f32_to_f16(d));
+	for (int j = 0; j < 16; j++) {
+		const float x0 = x[j] * id + 8.5f, x1 = x[j + 16] * id + 8.5f;
+		const int q0 = (int)x0 < 15 ? (int)x0 : 15, q1 = (int)x1 < 15 ? (int)x1 : 15;
+		b[2 + j] = (uint8_t)(q0 | q1 << 4);
+	}
+}
+
+/* ggml's quantize_row_q8_0_ref. */
+static void quant_q8_0(const float *x, uint8_t *b)
+{
+	float amax = 0.0f;
+	for (int j = 0; j < 32; j++)
+		amax = fmaxf(amax, fabsf(x[j]));
+	const float d = amax / 127.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	wr16(b, xpu_f32_to_f16(d));
+	for (int j = 0; j < 32; j++)
+		b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+}
+
+static int iq4nl_index(float v)
+{
+	int best = 0;
+	float err = fabsf(v - iq4nl_kv[0]);
+	for (int k = 1; k < 16; k++) {
+		float e = fabsf(v - iq4nl_kv[k]);
+		if (e < err) {
+			err = e;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* ggml's scheme with unit weights: try scales around max / -127 and keep the one whose
+ * least-squares refit explains the most of x. */
+static void quant_iq4_nl(const float *x, uint8_t *b)
+{
+	float amax = 0.0f, max = 0.0f;
+	for (int j = 0; j < 32; j++)
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	uint8_t L[32] = { 0 };
+	float d = 0.0f;
+	if (amax > 0.0f) {
+		float best = -1.0f;
+		for (int itry = -7; itry <= 7; itry++) {
+			const float id = ((float)itry + iq4nl_kv[0]) / max;
+			float sumqx = 0.0f, sumq2 = 0.0f;
+			uint8_t Lt[32];
+			for (int j = 0; j < 32; j++) {
+				Lt[j] = (uint8_t)iq4nl_index(id * x[j]);
+				const float q = iq4nl_kv[Lt[j]];
+				sumqx += q * x[j];
+				sumq2 += q * q;
+			}
+			if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+				d = sumqx / sumq2;
+				best = d * sumqx;
+				memcpy(L, Lt, 32);
+			}
+		}
+	}
+	wr16(b, xpu_f32_to_f16(d));
+	for (int j = 0; j < 16; j++)
+		b[2 + j] = (uint8_t)(L[j] | L[j + 16] << 4);
+}
+
+/* ---- quantize: q4_K ----------------------------------------------------------------------- */
+
+struct fit {
+	float scale, min; /* x ~ scale * L + min, min <= 0 */
+};
+
+static float fit_error(const float *x, const float *w, const uint8_t *L, float scale, float min)
+{
+	float e = 0.0f;
+	for (int i = 0; i < 32; i++) {
+		const float diff = scale * (float)L[i] + min - x[i];
+		e += w[i] * diff * diff;
+	}
+	return e;
+}
+
+/* Quantize with iscale, then refit scale and min by weighted least squares. Returns false
+ * when the levels are degenerate. */
+static bool fit_levels(const float *x, const float *w, float min, float iscale, uint8_t *L,
+		       struct fit *out)
+{
+	float sw = 0, sx = 0, sl = 0, sl2 = 0, sxl = 0;
+	for (int i = 0; i < 32; i++) {
+		int l = nearest_int(iscale * (x[i] - min));
+		l = l < 0 ? 0 : l > 15 ? 15 : l;
+		L[i] = (uint8_t)l;
+		sw += w[i];
+		sx += w[i] * x[i];
+		sl += w[i] * (float)l;
+		sl2 += w[i] * (float)(l * l);
+		sxl += w[i] * (float)l * x[i];
+	}
+	const float D = sw * sl2 - sl * sl;
+	if (!(D > 0.0f))
+		return false;
+	out->scale = (sw * sxl - sx * sl) / D;
+	out->min = (sl2 * sx - sl * sxl) / D;
+	if (out->min > 0.0f) {
+		out->min = 0.0f;
+		out->scale = sxl / sl2;
+	}
+	return true;
+}
+
+/* ggml's make_qkx2_quants (rmin -1, rdelta 0.1, 20 steps): the best 4-bit affine fit of one
+ * 32-element sub-block. Returns the scale; *neg_min is the (non-negative) subtracted min. */
+static float fit_sub_block(const float *x, const float *w, uint8_t *L, float *neg_min)
+{
+	float min = x[0], max = x[0];
+	for (int i = 1; i < 32; i++) {
+		min = fminf(min, x[i]);
+		max = fmaxf(max, x[i]);
+	}
+	if (min > 0.0f)
+		min = 0.0f;
+	if (max == min) {
+		memset(L, 0, 32);
+		*neg_min = -min;
+		return 0.0f;
+	}
+	struct fit best = { (max - min) / 15.0f, min };
+	for (int i = 0; i < 32; i++) {
+		int l = nearest_int(15.0f / (max - min) * (x[i] - min));
+		L[i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+	}
+	float best_err = fit_error(x, w, L, best.scale, best.min);
+	for (int is = 0; is <= 20; is++) {
+		uint8_t Lt[32];
+		struct fit f;
+		const float iscale = (-1.0f + 0.1f * (float)is + 15.0f) / (max - min);
+		if (!fit_levels(x, w, min, iscale, Lt, &f))
+			continue;
+		const float err = fit_error(x, w, Lt, f.scale, f.min);
+		if (err < best_err) {
+			best_err = err;
+			best = f;
+			memcpy(L, Lt, 32);
+		}
+	}
+	*neg_min = -best.min;
+	return best.scale;
+}
+
+static void pack_scale_min_k4(int j, uint8_t ls, uint8_t lm, uint8_t *q)
+{
+	if (j < 4) {
+		q[j] = ls;
+		q[j + 4] = lm;
+	} else {
+		q[j + 4] = (uint8_t)((ls & 0x0f) | (lm & 0x0f) << 4);
+		q[j - 4] |= (uint8_t)((ls >> 4) << 6);
+		q[j] |= (uint8_t)((lm >> 4) << 6);
+	}
+}
+
+static uint8_t q6bits(float v)
+{
+	int l = nearest_int(v);
+	return (uint8_t)(l < 0 ? 0 : l > 63 ? 63 : l);
+}
+
+static void quant_q4_K(const float *x, uint8_t *b)
+{
+	float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f, w[32];
+	uint8_t L[256];
+	for (int j = 0; j < 8; j++) {
+		const float *xs = x + 32 * j;
+		float sum2 = 0.0f;
+		for (int l = 0; l < 32; l++)
+			sum2 += xs[l] * xs[l];
+		const float av = sqrtf(sum2 / 32.0f);
+		for (int l = 0; l < 32; l++)
+			w[l] = av + fabsf(xs[l]);
+		scales[j] = fit_sub_block(xs, w, L + 32 * j, &mins[j]);
+		max_scale = fmaxf(max_scale, scales[j]);
+		max_min = fmaxf(max_min, mins[j]);
+	}
+	const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
+	const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+	uint8_t *sc = b + 4;
+	memset(sc, 0, 12);
+	for (int j = 0; j < 8; j++)
+		pack_scale_min_k4(j, q6bits(inv_scale * scales[j]), q6bits(inv_min * mins[j]), sc);
+	wr16(b, xpu_f32_to_f16(max_scale / 63.0f));
+	wr16(b + 2, xpu_f32_to_f16(max_min / 63.0f));
+	/* requantize against the scales as stored */
+	const float d = xpu_f16_to_f32(rd16(b)), dmin = xpu_f16_to_f32(rd16(b + 2));
+	for (int j = 0; j < 8; j++) {
+		uint8_t s, m;
+		scale_min_k4(j, sc, &s, &m);
+		const float dj = d * (float)s, mj = dmin * (float)m;
+		for (int i = 0; i < 32 && dj != 0.0f; i++) {
+			int l = nearest_int((x[32 * j + i] + mj) / dj);
+			L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+		}
+	}
+	uint8_t *q = b + 16;
+	for (int p = 0; p < 4; p++)
+		for (int l = 0; l < 32; l++)
+			q[32 * p + l] = (uint8_t)(L[64 * p + l] | L[64 * p + 32 + l] << 4);
+}
+
+/* ---- quantize: q6_K ----------------------------------------------------------------------- */
+
+/* Levels of one 16-element group at iscale, weighted by x^2 (ggml's rmse_type 1). */
+static void q6_levels(const float *x, float iscale, int8_t *L, float *sumlx, float *suml2)
+{
+	*sumlx = *suml2 = 0.0f;
+	for (int i = 0; i < 16; i++) {
+		int l = nearest_int(iscale * x[i]);
+		l = l < -32 ? -32 : l > 31 ? 31 : l;
+		L[i] = (int8_t)l;
+		const float w = x[i] * x[i];
+		*sumlx += w * x[i] * (float)l;
+		*suml2 += w * (float)(l * l);
+	}
+}
+
+/* ggml's make_qx_quants(16, 32, ..., rmse_type 1): a symmetric 6-bit fit of one group,
+ * trying scales around max / -32. Returns the scale. */
+static float fit_group16(const float *x, int8_t *L)
+{
+	float amax = 0.0f, max = 0.0f;
+	for (int i = 0; i < 16; i++)
+		if (fabsf(x[i]) > amax) {
+			amax = fabsf(x[i]);
+			max = x[i];
+		}
+	if (amax < 1e-15f) {
+		memset(L, 0, 16);
+		return 0.0f;
+	}
+	float sumlx, suml2;
+	q6_levels(x, -32.0f / max, L, &sumlx, &suml2);
+	float scale = suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+	float best = scale * sumlx;
+	for (int is = -9; is <= 9; is++) {
+		if (is == 0)
+			continue;
+		int8_t Lt[16];
+		q6_levels(x, -(32.0f + 0.1f * (float)is) / max, Lt, &sumlx, &suml2);
+		if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+			memcpy(L, Lt, 16);
+			scale = sumlx / suml2;
+			best = scale * sumlx;
+		}
+	}
+	return scale;
+}
+
+static void pack_q6_K(const int8_t *L, uint8_t *b)
+{
+	uint8_t *ql = b, *qh = b + 128;
+	for (int h = 0; h < 2; h++, ql += 64, qh += 32, L += 128)
+		for (int l = 0; l < 32; l++) {
+			const int q1 = L[l] + 32, q2 = L[l + 32] + 32;
+			const int q3 = L[l + 64] + 32, q4 = L[l + 96] + 32;
+			ql[l] = (uint8_t)((q1 & 0x0f) | (q3 & 0x0f) << 4);
+			ql[l + 32] = (uint8_t)((q2 & 0x0f) | (q4 & 0x0f) << 4);
+			qh[l] = (uint8_t)(q1 >> 4 | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6);
+		}
+}
+
+static void quant_q6_K(const float *x, uint8_t *b)
+{
+	float scales[16], max_scale = 0.0f, max_abs = 0.0f;
+	int8_t L[256];
+	for (int g = 0; g < 16; g++) {
+		scales[g] = fit_group16(x + 16 * g, L + 16 * g);
+		if (fabsf(scales[g]) > max_abs) {
+			max_abs = fabsf(scales[g]);
+			max_scale = scales[g];
+		}
+	}
+	memset(b, 0, 210);
+	if (max_abs < 1e-15f)
+		return;
+	const float iscale = -128.0f / max_scale;
+	int8_t *sc = (int8_t *)(b + 192);
+	wr16(b + 208, xpu_f32_to_f16(1.0f / iscale));
+	for (int g = 0; g < 16; g++) {
+		int s = nearest_int(iscale * scales[g]);
+		sc[g] = (int8_t)(s < -128 ? -128 : s > 127 ? 127 : s);
+	}
+	/* requantize against the scales as stored */
+	const float d = xpu_f16_to_f32(rd16(b + 208));
+	for (int g = 0; g < 16; g++) {
+		const float dg = d * (float)sc[g];
+		for (int i = 0; i < 16 && dg != 0.0f; i++) {
+			int l = nearest_int(x[16 * g + i] / dg);
+			L[16 * g + i] = (int8_t)(l < -32 ? -32 : l > 31 ? 31 : l);
+		}
+	}
+	pack_q6_K(L, b);
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+typedef void (*block_quant_fn)(const float *x, uint8_t *b);
+typedef void (*block_deq_fn)(const uint8_t *b, float *y);
+
+static int block_fns(const struct xpu_format *f, block_quant_fn *q, block_deq_fn *d)
+{
+	switch (f ? f->type : -1) {
+	case GGML_Q4_0: *q = quant_q4_0; *d = deq_q4_0; return 0;
+	case GGML_Q8_0: *q = quant_q8_0; *d = deq_q8_0; return 0;
+	case GGML_Q4_K: *q = quant_q4_K; *d = deq_q4_K; return 0;
+	case GGML_Q6_K: *q = quant_q6_K; *d = deq_q6_K; return 0;
+	case GGML_IQ4_NL: *q = quant_iq4_nl; *d = deq_iq4_nl; return 0;
+	}
+	return xpu_fail("no reference quantizer for format %s", f ? f->name : "(none)");
+}
+
+int xpu_quantize(const struct xpu_format *f, const float *x, uint64_t n, void *blocks)
+{
+	block_quant_fn q;
+	block_deq_fn d;
+	if (block_fns(f, &q, &d))
+		return -1;
+	if (n % f->block_elems)
+		return xpu_fail("%llu values is not a multiple of %s's %u", (unsigned long long)n,
+				f->name, f->block_elems);
+	uint8_t *out = blocks;
+	for (uint64_t b = 0; b < n / f->block_elems; b++)
+		q(x + b * f->block_elems, out + b * f->block_bytes);
+	return 0;
+}
+
+int xpu_dequantize(const struct xpu_format *f, const void *blocks, uint64_t n, float *y)
+{
+	block_quant_fn q;
+	block_deq_fn d;
+	if (block_fns(f, &q, &d))
+		return -1;
+	if (n % f->block_elems)
+		return xpu_fail("%llu values is not a multiple of %s's %u", (unsigned long long)n,
+				f->name, f->block_elems);
+	const uint8_t *in = blocks;
+	for (uint64_t b = 0; b < n / f->block_elems; b++)
+		d(in + b * f->block_bytes, y + b * f->block_elems);
+	return 0;
+}
