@@ -1,0 +1,96 @@
+-- bench-id.lua — grouped expert mat-vec: one launch over a bank's whole slab through the
+-- selection buffer, activation pack included (q8k_pack + <fmt>_q8k_id), gated first against
+-- the dense wave kernel per selected expert (==).
+--   xpulua scripts/bench-id.lua [--device cuda:0] [--experts 128] [--used 8] [--rows 768]
+--                               [--cols 2048] [--format F] [--n 50] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local decode = require "xpu.decode"
+
+local opts = { device = "cpu:0", experts = 128, used = 8, rows = 768, cols = 2048, n = 50 }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--jsonl" then opts.jsonl = true; i = i - 1
+  elseif a == "--format" or a == "--device" then opts[a:sub(3)] = v
+  elseif opts[a:sub(3)] ~= nil then opts[a:sub(3)] = tonumber(v)
+  else io.stderr:write("bench-id: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bench-id: ", err, "\n"); os.exit(1) end
+local formats = opts.format and { opts.format } or { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+local E, used, rows, cols = opts.experts, opts.used, opts.rows, opts.cols
+local s = d:default_stream()
+
+local out = {}
+for _, fmt in ipairs(formats) do
+  -- 16 distinct experts' rows, tiled over the bank: bandwidth does not care, the gate does
+  local distinct = math.min(E, 16)
+  local fx = decode.fixture(fmt, rows * distinct, cols, 7)
+  local expert_bytes = rows * fx.row_bytes
+  local slab_bytes = fx.resident:rep(E // distinct + 1):sub(1, E * expert_bytes)
+  local slab = d:buffer(slab_bytes)
+  local xf = d:buffer(decode.floats(cols, 11))
+  local xq = d:buffer(cols // 256 * 320)
+  local y = d:buffer(used * rows * 4)
+  local pack, id, wave = d:kernel "q8k_pack", d:kernel(fmt .. "_q8k_id"), d:kernel(fmt .. "_q8k_wave")
+  local sel_ids = {}
+  for u = 1, used do sel_ids[u] = (u * 37 + 5) % E end
+  local sel = d:buffer(string.pack("<" .. ("i4"):rep(used), table.unpack(sel_ids)))
+
+  -- gate: id == the wave kernel over each selected expert's slice
+  pack:launch(s, cols // 256, 256, xq, xf, cols)
+  y:upload(decode.NAN:rep(used * rows))
+  id:launch(s, (used * rows + 7) // 8, 256, y, slab, xq, sel, E, used, rows, cols, 0, 0)
+  local yw = d:buffer(decode.NAN:rep(used * rows))
+  for u = 1, used do
+    wave:launch(s, (rows + 7) // 8, 256, yw, slab:slice(sel_ids[u] * expert_bytes, expert_bytes), xq, rows, cols, (u - 1) * rows)
+  end
+  s:sync()
+  local a, b = decode.unpack_f32(y:download()), decode.unpack_f32(yw:download())
+  local diff, nan = 0, 0
+  for j = 1, #a do
+    if a[j] ~= b[j] then diff = diff + 1 end
+    if a[j] ~= a[j] then nan = nan + 1 end
+  end
+  if diff > 0 or nan > 0 then
+    io.stderr:write(("bench-id: %s gate failed: %d differ, %d NaN\n"):format(fmt, diff, nan))
+    os.exit(1)
+  end
+
+  -- "fixed": the same selection every pass (its experts stay in cache, as a repeated
+  -- single-op timing has them); "rotated": a new selection each pass, over the whole bank
+  local sels = { fixed = { sel } , rotated = {} }
+  for p = 1, 16 do
+    local ids = {}
+    for u = 1, used do ids[u] = ((p * used + u) * 53) % E end
+    sels.rotated[p] = d:buffer(string.pack("<" .. ("i4"):rep(used), table.unpack(ids)))
+  end
+  for _, mode in ipairs { "rotated", "fixed" } do
+    local t = {}
+    for r = 1, opts.n + 5 do
+      local sb = sels[mode][(r - 1) % #sels[mode] + 1]
+      local m = s:timer_begin()
+      pack:launch(s, cols // 256, 256, xq, xf, cols)
+      id:launch(s, (used * rows + 7) // 8, 256, y, slab, xq, sb, E, used, rows, cols, 0, 0)
+      local sec = s:timer_end(m)
+      if r > 5 then t[#t + 1] = sec end
+    end
+    local st = report.stats(t)
+    local bytes = used * expert_bytes
+    out[#out + 1] = { fmt, ("%dx%dx%d, %d used"):format(E, rows, cols, used), mode, bytes, st.median * 1e6,
+                      st.min * 1e6, st.max * 1e6, bytes / st.median / 1e9 }
+    if opts.jsonl then
+      report.jsonl { bench = "id", device = d:fingerprint(), commit = report.commit(), format = fmt,
+                     kernel = fmt .. "_q8k_id", experts = E, used = used, rows = rows, cols = cols, sel = mode,
+                     bytes = bytes, median_s = st.median, min_s = st.min, max_s = st.max }
+    end
+  end
+  slab:release()
+end
+print(report.table {
+  title = ("grouped id mat-vec on %s (%s), q8k_pack + id per timed pass, %s"):format(d.id, d.name, os.date("!%Y-%m-%d")),
+  header = { "format", "bank", "selection", "weight bytes read", "median us", "min us", "max us", "GB/s" },
+  rows = out })

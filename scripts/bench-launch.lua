@@ -1,0 +1,51 @@
+-- bench-launch.lua — what a launch costs before it is a kernel: microseconds per tiny launch
+-- issued eagerly (n launches, one sync) and replayed from a deferred stream (a recorded
+-- sequence of 100 launches submitted as one: a CUDA graph, a re-submitted command buffer).
+--   xpulua scripts/bench-launch.lua [--device cuda:0] [--n 100] [--passes 20] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+
+local opts = { device = "cpu:0", n = 100, passes = 20 }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--device" then opts.device = v
+  elseif a == "--n" then opts.n = tonumber(v)
+  elseif a == "--passes" then opts.passes = tonumber(v)
+  elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
+  else io.stderr:write("bench-launch: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bench-launch: ", err, "\n"); os.exit(1) end
+local k = d:kernel "copy_bytes"
+local src, dst = d:buffer(("launch"):rep(43):sub(1, 256)), d:buffer(256)
+
+local function pass(s)
+  local t0 = xpu.now()
+  for _ = 1, opts.n do k:launch(s, 1, 256, dst, src, 256) end
+  s:sync()
+  return (xpu.now() - t0) / opts.n
+end
+
+local rows = {}
+for _, mode in ipairs { "eager", "deferred" } do
+  local s = d:stream()
+  s:set_deferred(mode == "deferred")
+  pass(s) -- the first deferred pass records and instantiates; later passes replay it
+  pass(s)
+  local t = {}
+  for p = 1, opts.passes do t[p] = pass(s) end
+  local st = report.stats(t)
+  rows[#rows + 1] = { mode, opts.n, st.median * 1e6, st.min * 1e6, st.max * 1e6 }
+  if opts.jsonl then
+    report.jsonl { bench = "launch", device = d:fingerprint(), commit = report.commit(), mode = mode,
+                   launches = opts.n, median_us = st.median * 1e6, min_us = st.min * 1e6, max_us = st.max * 1e6 }
+  end
+  s:release()
+end
+assert(dst:download() == src:download(), "the launches did not copy")
+print(report.table {
+  title = ("launch cost on %s (%s), host wall clock per launch incl. the final sync"):format(d.id, d.name),
+  header = { "mode", "launches/seq", "median us", "min us", "max us" }, rows = rows })
