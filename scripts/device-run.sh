@@ -1,0 +1,37 @@
+#!/bin/sh
+# device-run.sh — everything a GPU machine is borrowed for, in one pass that builds nothing:
+# the specs (inside the static xpulua, with busted carried in .dev/), then the ceilings and
+# the benchmarks, logs under $OUT. Needs: build/static/xpulua (make static), .dev/ (busted's
+# Lua files and its C modules lfs, term, system), optionally .gl/ (the Vulkan loader .deb).
+set -u
+OUT=${OUT:-/tmp/xpulua-out}
+mkdir -p "$OUT"
+X=$PWD/build/static/xpulua
+export XPULUA=$X
+export LUA_PATH="$PWD/.dev/share/?.lua;$PWD/.dev/share/?/init.lua;;"
+export LUA_CPATH="$PWD/.dev/lib/?.so;;"
+export XPULUA_CACHE=$OUT/cache
+if [ -d .gl ]; then
+	for f in .gl/*.deb; do dpkg -x "$f" /; done
+	ldconfig
+	[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
+		export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+stage() { printf '\n=== %s\n' "$*"; }
+stage devices
+nvidia-smi -L 2>/dev/null
+$X -e 'print(require"xpu".devices())'
+stage specs
+$X .dev/busted --output=spec/summary.lua ${SPECS:-spec/} > "$OUT/specs.log" 2>&1
+grep -E "^(FAILED|skipped)|passed, " "$OUT/specs.log" | head -60
+for d in ${DEVICES:-cuda:0 vulkan:0}; do
+	$X -e "assert(require'xpu'.device'$d')" 2>/dev/null || { stage "$d: absent"; continue; }
+	stage "$d bandwidth"
+	$X scripts/bandwidth.lua --device "$d" --jsonl > "$OUT/bandwidth-$d.jsonl" 2>&1; cat "$OUT/bandwidth-$d.jsonl" | grep -v '^{'
+	stage "$d decode"
+	$X scripts/bench-decode.lua --device "$d" --n 50 --jsonl > "$OUT/decode-$d.jsonl" 2>&1; grep -v '^{' "$OUT/decode-$d.jsonl"
+	stage "$d id"
+	$X scripts/bench-id.lua --device "$d" --n 100 2>&1
+	stage "$d launch"
+	$X scripts/bench-launch.lua --device "$d" 2>&1
+done
