@@ -21,12 +21,12 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
+.PHONY: all setup test run static install clean help
+all: $(B)/xpulua $(B)/xpu.so
+
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
 EMBED_CODE :=
 -include $(wildcard kernels/*/*.mk)
-
-.PHONY: all setup test run static install clean help
-all: $(B)/xpulua $(B)/xpu.so
 
 help:
 	@echo "make setup    install the Debian packages the project needs (idempotent)"

@@ -1,0 +1,371 @@
+/* matvec.cuh — the decode mat-vec on the integer route for CUDA: one warp per resident row
+ * against one token's q8_K activation, in docs/ARITHMETIC.md's canonical order, so every
+ * output equals the CPU's bit for bit. Each format is a small struct of traits (below); the
+ * walk over a row, the hand-off of block values to their accumulator lanes and the reduction
+ * are shared. Uses xpu_cuda.cuh. */
+#ifndef XPU_MATVEC_CUH
+#define XPU_MATVEC_CUH
+
+#include "xpu_cuda.cuh"
+
+#define Q8K_BYTES 320
+#define Q8K_SUMS 256
+#define Q8K_SCALE 288
+
+#define MV_BLOCK 256 /* the largest group the kernels take: 8 warps, 8 rows (any multiple of 32 up to it) */
+#define MV_LO4 0x0F0F0F0Fu
+
+/* A format's traits:
+ *   G       lanes that share one weight block (1, 2 or 8); 32 / G blocks per warp step
+ *   U       warp steps whose weight loads are kept in flight (bytes in flight vs registers)
+ *   ELEMS   elements per block; SCALE scale bytes per block in the row prefix; PAY payload bytes
+ *   VEC     whether 16-byte loads are used when the row and activation allow them
+ *   W       one lane's share of one block's weight bytes (payload and scale), in registers
+ *   load()  fetches W; value() turns W into the block's float value, the same in every lane
+ *           of the block's group (its integers are summed across the group first, exactly). */
+
+/* The 32-element formats read their q8_K block's 32-value slice b % 8 of block b / 8. */
+static __device__ __forceinline__ const uint8_t *q8k_of32(const uint8_t *x, uint32_t b)
+{
+	return x + (uint64_t)(b / 8) * Q8K_BYTES;
+}
+
+template <bool VEC>
+static __device__ __forceinline__ uint4 ld16(const uint8_t *p)
+{
+	return VEC ? xpu_ld128(p) : xpu_ld128_words(p);
+}
+
+/* the same for weight bytes, read once */
+template <bool VEC>
+static __device__ __forceinline__ uint4 ldw16(const uint8_t *p)
+{
+	if (VEC)
+		return xpu_ldw128(p);
+	return make_uint4(xpu_ldw32(p), xpu_ldw32(p + 4), xpu_ldw32(p + 8), xpu_ldw32(p + 12));
+}
+
+/* sum of low nibbles of q against a0 (elements 0..15) and high nibbles against a1 (16..31) */
+static __device__ __forceinline__ int dot_nibbles(uint4 q, uint4 a0, uint4 a1)
+{
+	int s = 0;
+	s = xpu_dp4a(q.x & MV_LO4, a0.x, s);
+	s = xpu_dp4a(q.y & MV_LO4, a0.y, s);
+	s = xpu_dp4a(q.z & MV_LO4, a0.z, s);
+	s = xpu_dp4a(q.w & MV_LO4, a0.w, s);
+	s = xpu_dp4a((q.x >> 4) & MV_LO4, a1.x, s);
+	s = xpu_dp4a((q.y >> 4) & MV_LO4, a1.y, s);
+	s = xpu_dp4a((q.z >> 4) & MV_LO4, a1.z, s);
+	s = xpu_dp4a((q.w >> 4) & MV_LO4, a1.w, s);
+	return s;
+}
+
+struct mv_q4_0 {
+	static constexpr int G = 1, U = 4;
+	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
+	static constexpr bool VEC = true;
+	struct W {
+		uint4 q;
+		uint32_t d;
+	};
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		return W{ ldw16<V>(pay + (uint64_t)b * PAY), xpu_ldw16(row + 2 * b) };
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		int dot = dot_nibbles(w.q, ld16<V>(a), ld16<V>(a + 16));
+		dot -= 8 * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_mul(xpu_mul(d, xs), (float)dot);
+	}
+};
+
+/* IQ4_NL's codebook as four little-endian words, looked up with byte permutes. */
+#define KV_W0 0xBFAD9881u /* -127 -104  -83  -65 */
+#define KV_W1 0xF6EADDCFu /*  -49  -35  -22  -10 */
+#define KV_W2 0x26190D01u /*    1   13   25   38 */
+#define KV_W3 0x71594535u /*   53   69   89  113 */
+
+/* The eight nibbles of q through the codebook: lo gets the low nibbles' values (bytes 0..3),
+ * hi the high nibbles'. A nibble's low 3 bits pick a byte of a table half, its top bit the half. */
+static __device__ __forceinline__ void kv_lookup(uint32_t q, uint32_t &lo, uint32_t &hi)
+{
+	const uint32_t half = 0x32103210u | ((q & 0x88888888u) >> 1);
+	uint32_t t[2];
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		const uint32_t sel = (q >> (16 * i)) & 0x7777u;
+		const uint32_t a = __byte_perm(KV_W0, KV_W1, sel);
+		const uint32_t b = __byte_perm(KV_W2, KV_W3, sel);
+		t[i] = __byte_perm(a, b, (half >> (16 * i)) & 0xFFFFu);
+	}
+	lo = __byte_perm(t[0], t[1], 0x6420); /* nibbles 0, 2, 4, 6: the low ones */
+	hi = __byte_perm(t[0], t[1], 0x7531);
+}
+
+struct mv_iq4_nl {
+	static constexpr int G = 1, U = 4;
+	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
+	static constexpr bool VEC = true;
+	typedef mv_q4_0::W W;
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		return mv_q4_0::load<V>(row, pay, b, sub);
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 16);
+		const uint32_t q[4] = { w.q.x, w.q.y, w.q.z, w.q.w };
+		const uint32_t al[4] = { a0.x, a0.y, a0.z, a0.w }, ah[4] = { a1.x, a1.y, a1.z, a1.w };
+		int dot = 0;
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			uint32_t lo, hi;
+			kv_lookup(q[k], lo, hi);
+			dot = xpu_dp4a(lo, al[k], dot);
+			dot = xpu_dp4a(hi, ah[k], dot);
+		}
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_mul(xpu_mul(d, xs), (float)dot);
+	}
+};
+
+/* Q8_0: two lanes per 32-byte payload, 16 bytes each, so consecutive lanes read consecutive
+ * bytes; the two halves' integer dots are summed with one shuffle. */
+struct mv_q8_0 {
+	static constexpr int G = 2, U = 4;
+	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 32;
+	static constexpr bool VEC = true;
+	typedef mv_q4_0::W W;
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		return W{ ldw16<V>(pay + (uint64_t)b * PAY + 16 * sub), xpu_ldw16(row + 2 * b) };
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = q8k_of32(x, b);
+		const uint4 a = ld16<V>(xb + 32 * (b % 8) + 16 * sub);
+		int dot = xpu_dp4a(w.q.x, a.x, 0);
+		dot = xpu_dp4a(w.q.y, a.y, dot);
+		dot = xpu_dp4a(w.q.z, a.z, dot);
+		dot = xpu_dp4a(w.q.w, a.w, dot);
+		dot += __shfl_xor_sync(XPU_FULL_MASK, dot, 1);
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_mul(xpu_mul(d, xs), (float)dot);
+	}
+};
+
+/* The integer sums of a block split over G lanes, exact, in every lane of the group. */
+template <int G>
+static __device__ __forceinline__ int group_sum(int v)
+{
+#pragma unroll
+	for (int off = 1; off < G; off <<= 1)
+		v += __shfl_xor_sync(XPU_FULL_MASK, v, off);
+	return v;
+}
+
+static __device__ __forceinline__ int byte_u(uint32_t w, int i)
+{
+	return (int)((w >> (8 * i)) & 0xFF);
+}
+
+static __device__ __forceinline__ int byte_s(uint32_t w, int i)
+{
+	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
+}
+
+/* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
+ * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
+ * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
+struct mv_q4_K {
+	static constexpr int G = 8, U = 3;
+	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
+	static constexpr bool VEC = false;
+	struct W {
+		uint32_t qs[4], sc[3], dm;
+	};
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		W w;
+#pragma unroll
+		for (int i = 0; i < 3; i++)
+			w.sc[i] = xpu_ldw32(blk + 4 * i);
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
+		w.dm = xpu_ldw32(row + 4 * b);
+		return w;
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
+		/* ggml's get_scale_min_k4 on four bytes at once */
+		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
+		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
+		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
+		int isum = 0;
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
+			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
+			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
+		}
+		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
+		isum = group_sum<G>(isum);
+		msum = group_sum<G>(msum);
+		const float d = xpu_f16((uint16_t)(w.dm & 0xFFFF)), dmin = xpu_f16((uint16_t)(w.dm >> 16));
+		const float xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_sub(xpu_mul(xpu_mul(d, xs), (float)isum), xpu_mul(xpu_mul(dmin, xs), (float)msum));
+	}
+};
+
+/* Q6_K: eight lanes per block. For half h, lane j takes l = 4j..4j+3: ql words at 64h + 4j
+ * and 64h + 32 + 4j, the qh word at 128 + 32h + 4j; their four 4-element groups are elements
+ * 128h + 32s + l (s = 0..3), scale sc[8h + j/4 + 2s]. Values are q - 32, signed bytes. */
+struct mv_q6_K {
+	static constexpr int G = 8, U = 2;
+	static constexpr uint32_t ELEMS = 256, SCALE = 2, PAY = 208;
+	static constexpr bool VEC = false;
+	struct W {
+		uint32_t ql[4], qh[2], sc[4], d;
+	};
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		W w;
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.ql[i] = xpu_ldw32(blk + 32 * i + 4 * sub);
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			w.qh[h] = xpu_ldw32(blk + 128 + 32 * h + 4 * sub);
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.sc[i] = xpu_ldw32(blk + 192 + 4 * i);
+		w.d = xpu_ldw16(row + 2 * b);
+		return w;
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
+		const int is = sub / 4;
+		int isum = 0;
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const uint32_t la = w.ql[2 * h], lb = w.ql[2 * h + 1], qh = w.qh[h];
+			uint32_t q[4];
+			q[0] = (la & MV_LO4) | ((qh << 4) & 0x30303030u);
+			q[1] = (lb & MV_LO4) | ((qh << 2) & 0x30303030u);
+			q[2] = ((la >> 4) & MV_LO4) | (qh & 0x30303030u);
+			q[3] = ((lb >> 4) & MV_LO4) | ((qh >> 2) & 0x30303030u);
+#pragma unroll
+			for (int s = 0; s < 4; s++) {
+				const uint32_t qs = __vsub4(q[s], 0x20202020u); /* bytewise q - 32, in range */
+				const int dot = xpu_dp4a(qs, xpu_ld32(xb + 128 * h + 32 * s + 4 * sub), 0);
+				/* sc[8h + is + 2s]: word 2h + s/2, byte is + 2 (s % 2) */
+				isum += byte_s(w.sc[2 * h + s / 2], is + 2 * (s % 2)) * dot;
+			}
+		}
+		isum = group_sum<G>(isum);
+		const float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_mul(xpu_mul(d, xs), (float)isum);
+	}
+};
+
+/* ---- the shared walk ------------------------------------------------------------------------ */
+
+/* Block b's value belongs to accumulator lane b % 32, added in increasing b. At warp step t
+ * the groups hold blocks B*t + g (B = 32 / G); lane L takes group L % B's value when its
+ * block is b = B*t + L % B, i.e. when L / B == t % G. */
+template <int G>
+static __device__ __forceinline__ float deliver(float acc, float v, uint32_t t, int lane, uint32_t bpr)
+{
+	constexpr int B = 32 / G;
+	if (G > 1)
+		v = __shfl_sync(XPU_FULL_MASK, v, G * (lane % B));
+	const uint32_t b = B * t + lane % B;
+	if ((G == 1 || lane / B == (int)(t % G)) && b < bpr)
+		acc = xpu_add(acc, v);
+	return acc;
+}
+
+/* The canonical reduction: acc[l] + acc[l ^ off] for off = 16 .. 1; lane 0 has the row. */
+static __device__ __forceinline__ float wave_reduce(float acc)
+{
+#pragma unroll
+	for (int off = 16; off >= 1; off >>= 1)
+		acc = xpu_add(acc, __shfl_xor_sync(XPU_FULL_MASK, acc, off));
+	return acc;
+}
+
+template <class F>
+static __device__ __forceinline__ uint64_t mv_prefix(uint32_t bpr)
+{
+	return ((uint64_t)bpr * F::SCALE + 3) / 4 * 4;
+}
+
+template <class F>
+static __device__ __forceinline__ uint64_t mv_row_bytes(uint32_t bpr)
+{
+	return mv_prefix<F>(bpr) + (uint64_t)bpr * F::PAY;
+}
+
+/* One resident row against the activation. The loads of U warp steps stay in flight: the
+ * registers of the step just summed are refilled with the step U ahead. Blocks past the row
+ * are neither loaded nor added (their lanes still join the shuffles, on block 0's addresses). */
+template <class F, bool V>
+static __device__ float mv_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
+{
+	constexpr int B = 32 / F::G;
+	const int grp = lane / F::G, sub = lane % F::G;
+	const uint8_t *pay = row + mv_prefix<F>(bpr);
+	const uint32_t steps = (bpr + B - 1) / B;
+	typename F::W w[F::U];
+#pragma unroll
+	for (int u = 0; u < F::U; u++) {
+		const uint32_t b = u * B + grp;
+		if (u < steps)
+			w[u] = F::template load<V>(row, pay, b < bpr ? b : 0, sub);
+	}
+	float acc = 0.0f;
+	for (uint32_t t0 = 0; t0 < steps; t0 += F::U) {
+#pragma unroll
+		for (int u = 0; u < F::U; u++) {
+			const uint32_t t = t0 + u, b = t * B + grp, nb = b + F::U * B;
+			if (t >= steps)
+				break;
+			const float v = F::template value<V>(w[u], x, b < bpr ? b : 0, sub);
+			if (t + F::U < steps)
+				w[u] = F::template load<V>(row, pay, nb < bpr ? nb : 0, sub);
+			acc = deliver<F::G>(acc, v, t, lane, bpr);
+		}
+	}
+	return wave_reduce(acc);
+}
+
+/* 16-byte loads need the row, its payloads and the activation on 16 bytes. */
+template <class F>
+static __device__ __forceinline__ float mv_row_any(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
+{
+	if (F::VEC && (((uintptr_t)row | (uintptr_t)x | mv_prefix<F>(bpr)) & 15) == 0)
+		return mv_row<F, true>(row, x, bpr, lane);
+	return mv_row<F, false>(row, x, bpr, lane);
+}
+
+#endif
