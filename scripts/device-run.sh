@@ -11,6 +11,7 @@ export XPULUA=$X
 export LUA_PATH="$PWD/.dev/share/?.lua;$PWD/.dev/share/?/init.lua;;"
 export LUA_CPATH="$PWD/.dev/lib/?.so;;"
 export XPULUA_CACHE=$OUT/cache
+[ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
 if [ -d .gl ]; then
 	for f in .gl/*.deb; do dpkg -x "$f" /; done
 	ldconfig
