@@ -33,8 +33,8 @@ local src = d:buffer(bytes)
 local dst = d:buffer(bytes)
 local out = d:buffer(groups * 4)
 local s = d:default_stream()
-local seed = ("xpulua bandwidth "):rep(64)
-src:upload(seed:rep(bytes // #seed), 0)
+local chunk = ("xpulua bandwidth"):rep(1 << 22) -- 64 MiB, uploaded piece by piece
+for off = 0, bytes - 1, #chunk do src:upload(chunk:sub(1, math.min(#chunk, bytes - off)), off) end
 
 local function time_kernel(name, ...)
   local k = d:kernel(name)

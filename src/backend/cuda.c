@@ -256,9 +256,18 @@ static int cuda_open(struct xpu_device *d, int index)
 
 /* Every entry binds the device's context to the calling thread: cheap, and it keeps several
  * devices (and threads) from issuing into the wrong one. */
+/* The context this thread last made current: a launch re-binds only when it changed. Only
+ * this backend sets contexts in the process, so the cache cannot go stale behind it. */
+static _Thread_local CUcontext bound_ctx;
+
 static int bind(const struct xpu_device *d)
 {
-	return CU(cuCtxSetCurrent, impl(d)->ctx);
+	if (bound_ctx == impl(d)->ctx)
+		return 0;
+	if (CU(cuCtxSetCurrent, impl(d)->ctx))
+		return -1;
+	bound_ctx = impl(d)->ctx;
+	return 0;
 }
 
 static int cuda_free_memory(struct xpu_device *d, uint64_t *bytes)
