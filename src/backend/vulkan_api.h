@@ -1,0 +1,229 @@
+/* vulkan_api.h — the Vulkan backend's shared parts: libvulkan-dev's types without prototypes
+ * (entry points come from vkGet*ProcAddr after dlopen, so no loader is needed to run), the
+ * function tables, the checking macro VK(), the backend's structs. */
+#ifndef XPU_VULKAN_API_H
+#define XPU_VULKAN_API_H
+
+#define VK_NO_PROTOTYPES
+#include <vulkan/vulkan.h>
+
+#include "core/device.h"
+
+#include <pthread.h>
+
+/* ---- entry points ---------------------------------------------------------------------- */
+
+/* Loaded from the instance: enumeration, properties, device creation. */
+#define XPU_VK_INSTANCE_FUNCS(X)                                                               \
+	X(vkDestroyInstance)                                                                   \
+	X(vkEnumeratePhysicalDevices)                                                          \
+	X(vkGetPhysicalDeviceProperties)                                                       \
+	X(vkGetPhysicalDeviceProperties2)                                                      \
+	X(vkGetPhysicalDeviceFeatures2)                                                        \
+	X(vkGetPhysicalDeviceQueueFamilyProperties)                                            \
+	X(vkGetPhysicalDeviceMemoryProperties)                                                 \
+	X(vkGetPhysicalDeviceMemoryProperties2)                                                \
+	X(vkEnumerateDeviceExtensionProperties)                                                \
+	X(vkCreateDevice)                                                                      \
+	X(vkGetDeviceProcAddr)
+
+/* Loaded per device through vkGetDeviceProcAddr (no dispatch trampolines). */
+#define XPU_VK_DEVICE_FUNCS(X)                                                                 \
+	X(vkDestroyDevice) X(vkGetDeviceQueue) X(vkQueueSubmit) X(vkQueueWaitIdle)             \
+	X(vkDeviceWaitIdle) X(vkAllocateMemory) X(vkFreeMemory) X(vkMapMemory)                 \
+	X(vkCreateBuffer) X(vkDestroyBuffer) X(vkGetBufferMemoryRequirements)                  \
+	X(vkBindBufferMemory) X(vkCreateShaderModule) X(vkDestroyShaderModule)                 \
+	X(vkCreatePipelineCache) X(vkDestroyPipelineCache) X(vkGetPipelineCacheData)           \
+	X(vkCreateComputePipelines) X(vkDestroyPipeline) X(vkCreatePipelineLayout)             \
+	X(vkDestroyPipelineLayout) X(vkCreateDescriptorSetLayout)                              \
+	X(vkDestroyDescriptorSetLayout) X(vkCreateDescriptorPool) X(vkDestroyDescriptorPool)   \
+	X(vkResetDescriptorPool) X(vkAllocateDescriptorSets) X(vkUpdateDescriptorSets)         \
+	X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers)             \
+	X(vkFreeCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer)                  \
+	X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants)                  \
+	X(vkCmdDispatch) X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCmdWriteTimestamp)     \
+	X(vkCmdResetQueryPool) X(vkCreateQueryPool) X(vkDestroyQueryPool)                      \
+	X(vkGetQueryPoolResults) X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences)         \
+	X(vkResetFences)
+
+/* Present only with VK_KHR_pipeline_executable_properties; NULL otherwise. */
+#define XPU_VK_DEVICE_FUNCS_OPT(X)                                                             \
+	X(vkGetPipelineExecutablePropertiesKHR) X(vkGetPipelineExecutableStatisticsKHR)
+
+#define XPU_VK_MEMBER(name) PFN_##name name;
+
+struct xpu_vk_instance_fns {
+	XPU_VK_INSTANCE_FUNCS(XPU_VK_MEMBER)
+};
+
+struct xpu_vk_device_fns {
+	XPU_VK_DEVICE_FUNCS(XPU_VK_MEMBER)
+	XPU_VK_DEVICE_FUNCS_OPT(XPU_VK_MEMBER)
+};
+
+extern struct xpu_vk_instance_fns xpu_vki;
+extern VkInstance xpu_vk_instance;
+
+/* Every Vulkan call that returns a VkResult goes through VK(table, call, args...): a failure
+ * becomes an xpu error naming the call, the result and the file and line. */
+int xpu_vk_check(VkResult r, const char *call, const char *file, int line);
+const char *xpu_vk_result_name(VkResult r);
+#define VK(fns, call, ...) xpu_vk_check((fns)->call(__VA_ARGS__), #call, __FILE__, __LINE__)
+
+/* ---- the backend's state ---------------------------------------------------------------- */
+
+#define XPU_VK_PIPES 6   /* pipelines per kernel, one per block shape launched */
+#define XPU_VK_RING 16   /* command buffers in flight per stream for eager launches */
+#define XPU_VK_SEQS 8    /* deferred sequences kept per stream for resubmission */
+#define XPU_VK_PUSH 128  /* the push constant bytes every device has */
+#define XPU_VK_SLACK 16  /* bytes past every allocation: a kernel may read the next word */
+#define XPU_VK_WAVE_BLOCK_MAX 256 /* wave kernels: shared memory is sized for 8 waves at most */
+
+struct vk_pipe {
+	uint32_t block[3];
+	VkPipeline pipe;
+};
+
+/* One kernel on one device: its SPIR-V, layouts, argument placement, pipelines by block. */
+struct vk_kern {
+	const struct xpu_kernel *k;
+	const unsigned char *spv;
+	size_t spv_size;
+	bool wave;             /* 32-lane waves over a 1-D block of 32..256 threads */
+	VkShaderModule mod;
+	VkDescriptorSetLayout dsl;
+	VkPipelineLayout layout;
+	uint32_t nbuf;         /* buffer arguments: bindings 0..nbuf-1 in signature order */
+	uint32_t push_bytes;
+	uint32_t push_off[XPU_MAX_ARGS]; /* scalars: their place; buffers: their hidden offset */
+	struct vk_pipe pipes[XPU_VK_PIPES];
+	int npipes;
+};
+
+/* An allocation: one buffer on its own memory, mapped when the memory is host-visible. */
+struct vk_mem {
+	VkBuffer buf;
+	VkDeviceMemory mem;
+	void *map;
+	VkDeviceSize size;
+};
+
+struct vk_desc {
+	VkBuffer buf;
+	VkDeviceSize offset, range;
+};
+
+/* One launch as it is recorded: everything that goes into the command buffer. Deferred
+ * sequences are compared byte for byte, so records are zeroed before they are filled. */
+struct vk_launch {
+	VkPipeline pipe;
+	VkPipelineLayout layout;
+	VkDescriptorSetLayout dsl;
+	uint32_t grid[3];
+	uint32_t nbuf, push_bytes;
+	struct vk_desc desc[XPU_MAX_ARGS];
+	uint8_t push[XPU_VK_PUSH];
+};
+
+/* A command buffer with its fence and descriptor pool; a deferred one keeps its sequence. */
+struct vk_batch {
+	VkCommandBuffer cb;
+	VkFence fence;
+	VkDescriptorPool pool;
+	uint32_t pool_sets;
+	bool pending;          /* submitted, fence not yet waited for */
+	uint64_t hash, used;
+	uint32_t n;
+	struct vk_launch *seq;
+};
+
+struct vk_dev;
+
+struct vk_stream {
+	struct vk_dev *vd;
+	VkCommandPool pool;
+	struct vk_batch ring[XPU_VK_RING];
+	uint32_t ring_next;
+	struct vk_launch *rec; /* deferred launches since the last submit point */
+	uint32_t nrec, caprec;
+	struct vk_batch seqs[XPU_VK_SEQS];
+	uint64_t tick;
+	struct vk_stream *next;
+};
+
+struct vk_dev {
+	struct xpu_device *dev;
+	VkPhysicalDevice pd;
+	VkDevice device;
+	struct xpu_vk_device_fns fn;
+	VkQueue queue;
+	uint32_t family;
+	/* One lock for the queue, the stream list, their caches, pipelines and staging: every
+	 * entry point that submits or waits holds it. */
+	pthread_mutex_t lock;
+	VkPhysicalDeviceLimits limits;
+	VkPhysicalDeviceMemoryProperties mem;
+	uint32_t heap;           /* the device-local heap memory figures describe */
+	bool host_visible;       /* buffers live in mapped memory (integrated and CPU devices) */
+	bool budget;             /* VK_EXT_memory_budget */
+	bool exec_props;         /* VK_KHR_pipeline_executable_properties, enabled */
+	uint32_t timestamp_bits;
+	uint8_t cache_uuid[VK_UUID_SIZE];
+	VkPipelineCache pcache;
+	char cache_path[512];
+	struct vk_kern *kerns;   /* one per kernel id; dev->entries point at the built ones */
+	struct vk_stream *streams;
+	VkCommandPool xfer_pool; /* transfers and their staging buffer */
+	struct vk_batch xfer;
+	struct vk_mem staging;
+};
+
+static inline struct vk_dev *vk_dev_of(const struct xpu_device *d)
+{
+	return d->impl;
+}
+
+/* vulkan_probe.c: what one physical device is, and the device created on it. */
+int xpu_vk_compute_family(VkPhysicalDevice pd, uint32_t *family, uint32_t *timestamp_bits);
+int xpu_vk_create_device(struct xpu_device *d, struct vk_dev *vd);
+
+/* vulkan_pipe.c: kernels, pipelines, the persisted pipeline cache, the manifest. */
+int xpu_vk_kernels_count(void);
+int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4);
+void xpu_vk_kernels_close(struct vk_dev *vd);
+int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out);
+int xpu_vk_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manifest *m);
+
+/* vulkan_mem.c: allocations and transfers. */
+/* The memory type with all of `need` that `bits` allows, one with `want` too if any; -1 if none. */
+int xpu_vk_mem_type(const struct vk_dev *vd, uint32_t bits, VkMemoryPropertyFlags need,
+		    VkMemoryPropertyFlags want);
+int xpu_vk_alloc(struct xpu_device *d, uint64_t bytes, void **handle, void **host);
+void xpu_vk_release(struct xpu_device *d, void *handle);
+int xpu_vk_upload(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, const void *src, uint64_t n);
+int xpu_vk_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
+void xpu_vk_mem_close(struct vk_dev *vd);
+
+/* vulkan_cmd.c: streams, launches, deferral, submit points, timing. */
+int xpu_vk_stream_open(struct xpu_stream *s);
+void xpu_vk_stream_close(struct xpu_stream *s);
+int xpu_vk_sync(struct xpu_stream *s);
+int xpu_vk_set_deferred(struct xpu_stream *s, bool on);
+int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t grid[3],
+		  const uint32_t block[3], const struct xpu_karg *args);
+int xpu_vk_time_begin(struct xpu_stream *s, void **mark);
+int xpu_vk_time_end(struct xpu_stream *s, void *mark, double *seconds);
+/* With vd->lock held: submit every stream's recorded launches, then wait for the queue. */
+int xpu_vk_idle(struct vk_dev *vd);
+/* With vd->lock held: forget deferred sequences that bind buf (it is about to go). */
+void xpu_vk_forget_buffer(struct vk_dev *vd, VkBuffer buf);
+/* Batches: command buffer, fence, descriptor pool for `sets` launches. */
+int xpu_vk_batch_init(struct vk_dev *vd, VkCommandPool pool, struct vk_batch *b, uint32_t sets);
+void xpu_vk_batch_free(struct vk_dev *vd, VkCommandPool pool, struct vk_batch *b);
+int xpu_vk_batch_wait(struct vk_dev *vd, struct vk_batch *b);
+int xpu_vk_batch_submit(struct vk_dev *vd, struct vk_batch *b);
+/* One global memory dependency: writes of the src stages visible to the dst stages. */
+void xpu_vk_barrier(struct vk_dev *vd, VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags src_access,
+		    VkPipelineStageFlags dst, VkAccessFlags dst_access);
+
+#endif

@@ -1,0 +1,394 @@
+/* vulkan_pipe.c — the Vulkan kernels: embedded SPIR-V ("vk_<kernel>.spv", kernels/vulkan),
+ * argument placement, pipelines per block made on first launch, the persisted pipeline cache,
+ * the manifest. Uses vulkan_api.h. */
+#include "vulkan_api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The table scripts/embed-gen.c writes (build/gen/embedded_code.c), NULL-name terminated. */
+struct xpu_vk_embedded {
+	const char *name;
+	const char *path;
+	const unsigned char *data;
+	size_t size;
+};
+extern const struct xpu_vk_embedded xpu_embedded_code[];
+
+#define SPIRV_MAGIC 0x07230203u
+
+static uint32_t spv_word(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static bool is_kernel_spv(const struct xpu_vk_embedded *e)
+{
+	size_t n = strlen(e->name);
+	return n > 7 && strncmp(e->name, "vk_", 3) == 0 && strcmp(e->name + n - 4, ".spv") == 0 &&
+	       e->size >= 20 && e->size % 4 == 0 && spv_word(e->data) == SPIRV_MAGIC;
+}
+
+static const struct xpu_vk_embedded *spv_of(const char *kernel)
+{
+	char name[96];
+	snprintf(name, sizeof name, "vk_%s.spv", kernel);
+	for (const struct xpu_vk_embedded *e = xpu_embedded_code; e->name; e++)
+		if (strcmp(e->name, name) == 0 && is_kernel_spv(e))
+			return e;
+	return NULL;
+}
+
+int xpu_vk_kernels_count(void)
+{
+	int n = 0;
+	for (const struct xpu_vk_embedded *e = xpu_embedded_code; e->name; e++)
+		n += is_kernel_spv(e);
+	return n;
+}
+
+/* Whether the module declares the integer dot product capabilities (OpCapability 6018 or
+ * 6019): such a kernel exists only where the device has shaderIntegerDotProduct. */
+static bool needs_dot(const struct xpu_vk_embedded *e)
+{
+	for (size_t i = 20; i + 4 <= e->size;) {
+		uint32_t w = spv_word(e->data + i), len = w >> 16, op = w & 0xffff;
+		if (len == 0)
+			break;
+		if (op == 17 && len == 2 && i + 8 <= e->size) { /* OpCapability */
+			uint32_t cap = spv_word(e->data + i + 4);
+			if (cap == 6018 || cap == 6019)
+				return true;
+		}
+		i += 4 * (size_t)len;
+	}
+	return false;
+}
+
+/* Scalars in signature order at their natural alignment (u64 and i64: 8 bytes on 8), then
+ * one u32 per buffer, in order: the byte offset of the view from its binding. A storage
+ * buffer binding must start on minStorageBufferOffsetAlignment, and views start on any
+ * byte their signature allows, so every binding starts at the view's offset rounded down
+ * to that alignment and the kernel adds the rest, passed here; it is below the alignment
+ * and keeps the view's own alignment (@4, @16), so word and vector kernels stay aligned. */
+static void place_args(struct vk_kern *kn)
+{
+	const struct xpu_kernel *k = kn->k;
+	uint32_t off = 0;
+	for (int i = 0; i < k->nargs; i++) {
+		enum xpu_arg_kind kind = k->args[i].kind;
+		if (kind == XPU_ARG_BUF) {
+			kn->nbuf++;
+			continue;
+		}
+		uint32_t size = kind == XPU_ARG_U64 || kind == XPU_ARG_I64 ? 8 : 4;
+		off = (off + size - 1) / size * size;
+		kn->push_off[i] = off;
+		off += size;
+	}
+	for (int i = 0; i < k->nargs; i++)
+		if (k->args[i].kind == XPU_ARG_BUF) {
+			kn->push_off[i] = off;
+			off += 4;
+		}
+	kn->push_bytes = off;
+}
+
+/* ---- the pipeline cache file ------------------------------------------------------------- */
+
+/* $XPULUA_CACHE, else $XDG_CACHE_HOME/xpulua, else ~/.cache/xpulua: Autotune's directory. */
+static int cache_dir(char *out, size_t n)
+{
+	const char *v = getenv("XPULUA_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	if (v && *v)
+		snprintf(out, n, "%s", v);
+	else if (xdg && *xdg)
+		snprintf(out, n, "%s/xpulua", xdg);
+	else if (home && *home)
+		snprintf(out, n, "%s/.cache/xpulua", home);
+	else
+		return -1;
+	for (char *p = out + 1; *p; p++) /* mkdir -p */
+		if (*p == '/') {
+			*p = 0;
+			mkdir(out, 0755);
+			*p = '/';
+		}
+	return mkdir(out, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+static void *read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	void *data = NULL;
+	long n;
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (256L << 20) &&
+	    fseek(f, 0, SEEK_SET) == 0 && (data = xpu_malloc((size_t)n)) &&
+	    fread(data, 1, (size_t)n, f) != (size_t)n) {
+		xpu_free(data);
+		data = NULL;
+	}
+	*size = data ? (size_t)n : 0;
+	fclose(f);
+	return data;
+}
+
+/* The driver checks the data's header (vendor, device, pipelineCacheUUID) and ignores data
+ * of another driver; a cache it refuses outright is started empty. */
+static int open_cache(struct vk_dev *vd)
+{
+	char dir[400], hex[2 * VK_UUID_SIZE + 1];
+	size_t size = 0;
+	void *data = NULL;
+	for (unsigned i = 0; i < VK_UUID_SIZE; i++)
+		snprintf(hex + 2 * i, 3, "%02x", vd->cache_uuid[i]);
+	if (cache_dir(dir, sizeof dir) == 0) {
+		snprintf(vd->cache_path, sizeof vd->cache_path, "%s/vulkan-pipelines-%s.bin", dir, hex);
+		data = read_file(vd->cache_path, &size);
+	}
+	VkPipelineCacheCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+					 .initialDataSize = size, .pInitialData = data };
+	VkResult r = vd->fn.vkCreatePipelineCache(vd->device, &ci, NULL, &vd->pcache);
+	xpu_free(data);
+	if (r == VK_SUCCESS)
+		return 0;
+	ci.initialDataSize = 0;
+	ci.pInitialData = NULL;
+	return VK(&vd->fn, vkCreatePipelineCache, vd->device, &ci, NULL, &vd->pcache);
+}
+
+/* Written whole to a temporary file and renamed over the old one, so a reader (another
+ * process) sees the old cache or the new one, never a torn one. Failures only lose time. */
+static void save_cache(struct vk_dev *vd)
+{
+	size_t size = 0;
+	void *data = NULL;
+	if (!vd->cache_path[0] ||
+	    vd->fn.vkGetPipelineCacheData(vd->device, vd->pcache, &size, NULL) != VK_SUCCESS || size == 0 ||
+	    !(data = xpu_malloc(size)))
+		return;
+	char tmp[sizeof vd->cache_path + 32];
+	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", vd->cache_path, (long)getpid());
+	FILE *f = NULL;
+	if (vd->fn.vkGetPipelineCacheData(vd->device, vd->pcache, &size, data) == VK_SUCCESS &&
+	    (f = fopen(tmp, "wb"))) {
+		bool ok = fwrite(data, 1, size, f) == size;
+		ok = fclose(f) == 0 && ok;
+		if (!ok || rename(tmp, vd->cache_path) != 0)
+			remove(tmp);
+	}
+	xpu_free(data);
+}
+
+/* ---- layouts and pipelines ----------------------------------------------------------------- */
+
+/* Module, descriptor set layout (one storage buffer per buffer argument) and pipeline
+ * layout, made with the kernel's first pipeline. The SPIR-V is copied to words: the
+ * embedded bytes are only byte-aligned. */
+static int open_layouts(struct vk_dev *vd, struct vk_kern *kn)
+{
+	VkDescriptorSetLayoutBinding b[XPU_MAX_ARGS];
+	uint32_t *code = xpu_malloc(kn->spv_size);
+	if (!code)
+		return -1;
+	memcpy(code, kn->spv, kn->spv_size);
+	VkShaderModuleCreateInfo mi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+					.codeSize = kn->spv_size, .pCode = code };
+	int rc = VK(&vd->fn, vkCreateShaderModule, vd->device, &mi, NULL, &kn->mod);
+	xpu_free(code);
+	for (uint32_t i = 0; i < kn->nbuf; i++)
+		b[i] = (VkDescriptorSetLayoutBinding){ .binding = i, .descriptorCount = 1,
+						       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+						       .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+	VkDescriptorSetLayoutCreateInfo di = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+					       .bindingCount = kn->nbuf, .pBindings = b };
+	VkPushConstantRange push = { .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = kn->push_bytes };
+	VkPipelineLayoutCreateInfo li = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+					  .setLayoutCount = 1, .pSetLayouts = &kn->dsl,
+					  .pushConstantRangeCount = kn->push_bytes ? 1 : 0,
+					  .pPushConstantRanges = &push };
+	if (rc || VK(&vd->fn, vkCreateDescriptorSetLayout, vd->device, &di, NULL, &kn->dsl) ||
+	    VK(&vd->fn, vkCreatePipelineLayout, vd->device, &li, NULL, &kn->layout))
+		return -1;
+	return 0;
+}
+
+/* The kernel's pipeline for `block` (specialization constants 0..2 are the workgroup size),
+ * made and cached on first use. Called with vd->lock held. */
+int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out)
+{
+	for (int i = 0; i < kn->npipes; i++)
+		if (memcmp(kn->pipes[i].block, block, sizeof kn->pipes[i].block) == 0) {
+			*out = kn->pipes[i].pipe;
+			return 0;
+		}
+	if (kn->npipes == XPU_VK_PIPES)
+		return xpu_fail("already %d block shapes made for this kernel; launch it with one of those",
+				XPU_VK_PIPES);
+	if (!kn->layout && open_layouts(vd, kn))
+		return -1;
+	VkSpecializationMapEntry map[3];
+	for (uint32_t i = 0; i < 3; i++)
+		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
+	VkSpecializationInfo spec = { .mapEntryCount = 3, .pMapEntries = map, .dataSize = 12,
+				      .pData = block };
+	VkComputePipelineCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+		.flags = vd->exec_props ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
+		.stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+			   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = kn->mod, .pName = "main",
+			   .pSpecializationInfo = &spec },
+		.layout = kn->layout,
+	};
+	struct vk_pipe *p = &kn->pipes[kn->npipes];
+	if (VK(&vd->fn, vkCreateComputePipelines, vd->device, vd->pcache, 1, &ci, NULL, &p->pipe))
+		return -1;
+	memcpy(p->block, block, sizeof p->block);
+	kn->npipes++;
+	save_cache(vd);
+	*out = p->pipe;
+	return 0;
+}
+
+/* ---- the device's kernels ------------------------------------------------------------------ */
+
+/* The decode mat-vec families run 32-lane waves over 1-D blocks. */
+static bool is_wave_kernel(const char *name)
+{
+	return strstr(name, "_q8k_wave") || strstr(name, "_q8k_id");
+}
+
+/* An entry for every kernel whose SPIR-V is embedded and runs here; the others stay NULL
+ * ("not built for vulkan:N"): a packed-dot kernel on a device without the feature. */
+int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4)
+{
+	int n = xpu_kernel_count();
+	if (!(vd->kerns = xpu_calloc((size_t)n, sizeof *vd->kerns)))
+		return -1;
+	for (int i = 0; i < n && i < XPU_MAX_KERNELS; i++) {
+		struct vk_kern *kn = &vd->kerns[i];
+		const struct xpu_kernel *k = xpu_kernel_at(i);
+		const struct xpu_vk_embedded *e = spv_of(k->def->name);
+		if (!e || (needs_dot(e) && !dot4))
+			continue;
+		kn->k = k;
+		kn->spv = e->data;
+		kn->spv_size = e->size;
+		kn->wave = is_wave_kernel(k->def->name);
+		place_args(kn);
+		if (kn->push_bytes > XPU_VK_PUSH || kn->push_bytes > vd->limits.maxPushConstantsSize)
+			return xpu_fail("kernel '%s' needs %u bytes of push constants", k->def->name,
+					kn->push_bytes);
+		d->entries[i] = kn;
+	}
+	return open_cache(vd);
+}
+
+void xpu_vk_kernels_close(struct vk_dev *vd)
+{
+	for (int i = 0; vd->kerns && i < xpu_kernel_count(); i++) {
+		struct vk_kern *kn = &vd->kerns[i];
+		for (int p = 0; p < kn->npipes; p++)
+			vd->fn.vkDestroyPipeline(vd->device, kn->pipes[p].pipe, NULL);
+		if (kn->layout)
+			vd->fn.vkDestroyPipelineLayout(vd->device, kn->layout, NULL);
+		if (kn->dsl)
+			vd->fn.vkDestroyDescriptorSetLayout(vd->device, kn->dsl, NULL);
+		if (kn->mod)
+			vd->fn.vkDestroyShaderModule(vd->device, kn->mod, NULL);
+	}
+	if (vd->pcache) {
+		save_cache(vd);
+		vd->fn.vkDestroyPipelineCache(vd->device, vd->pcache, NULL);
+	}
+	xpu_free(vd->kerns);
+	vd->kerns = NULL;
+}
+
+/* ---- the manifest ---------------------------------------------------------------------------- */
+
+static int64_t stat_value(const VkPipelineExecutableStatisticKHR *s)
+{
+	switch (s->format) {
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s->value.b32;
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return s->value.i64;
+	case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return (int64_t)s->value.u64;
+	default: return (int64_t)s->value.f64;
+	}
+}
+
+/* The manifest field a driver statistic answers, by the names drivers use (RADV "VGPRs",
+ * "Scratch size", "LDS size"; NVIDIA "Register Count"; ANV "Scratch Memory Size"), or NULL. */
+static int32_t *stat_field(struct xpu_manifest *m, const char *name)
+{
+	bool spill = strcasestr(name, "spill") || strcasestr(name, "scratch") ||
+		     strcasestr(name, "local memory");
+	bool size = strcasestr(name, "size") || strcasestr(name, "bytes");
+	if (spill)
+		return size ? &m->spill_bytes : NULL;
+	if (strcasestr(name, "vgpr") || strcasestr(name, "register"))
+		return &m->registers;
+	bool lds = strcasestr(name, "lds") || strcasestr(name, "shared") ||
+		   strcasestr(name, "workgroup memory");
+	if (lds && size)
+		return &m->lds_static_bytes;
+	return NULL;
+}
+
+/* Statistics of the pipeline's first executable (a compute pipeline has one). */
+static int read_stats(struct vk_dev *vd, VkPipeline pipe, struct xpu_manifest *m)
+{
+	VkPipelineExecutableStatisticKHR st[48];
+	uint32_t n = 48, used = 0;
+	VkPipelineExecutableInfoKHR ei = { .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+					   .pipeline = pipe, .executableIndex = 0 };
+	for (uint32_t i = 0; i < n; i++)
+		st[i] = (VkPipelineExecutableStatisticKHR){
+			.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR };
+	VkResult r = vd->fn.vkGetPipelineExecutableStatisticsKHR(vd->device, &ei, &n, st);
+	if (r != VK_INCOMPLETE && xpu_vk_check(r, "vkGetPipelineExecutableStatisticsKHR", __FILE__, __LINE__))
+		return -1;
+	strcpy(m->note, "driver:");
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t *f = stat_field(m, st[i].name);
+		if (!f || *f >= 0) /* the first statistic that answers a field is its answer */
+			continue;
+		*f = (int32_t)stat_value(&st[i]);
+		size_t len = strlen(m->note);
+		snprintf(m->note + len, sizeof m->note - len, " %s=%d", st[i].name, *f);
+		used++;
+	}
+	if (!used)
+		snprintf(m->note, sizeof m->note, "driver: %u statistics, none of registers or spill", n);
+	return 0;
+}
+
+/* What the driver reports of the kernel's pipeline (the last one made, or one made now for
+ * the table's block, 256 where it says any); what it does not report stays unknown. */
+int xpu_vk_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manifest *m)
+{
+	struct vk_dev *vd = vk_dev_of(d);
+	struct vk_kern *kn = d->entries[k->id];
+	uint32_t block[3] = { k->def->block ? k->def->block : 256, 1, 1 };
+	VkPipeline pipe;
+	int rc = 0;
+	pthread_mutex_lock(&vd->lock);
+	if (kn->npipes)
+		pipe = kn->pipes[kn->npipes - 1].pipe;
+	else
+		rc = xpu_vk_pipeline(vd, kn, block, &pipe);
+	m->max_threads = (int32_t)(kn->wave ? XPU_VK_WAVE_BLOCK_MAX
+					     : vd->limits.maxComputeWorkGroupInvocations);
+	if (rc == 0 && vd->exec_props && vd->fn.vkGetPipelineExecutableStatisticsKHR)
+		rc = read_stats(vd, pipe, m);
+	else if (rc == 0)
+		snprintf(m->note, sizeof m->note, "driver has no VK_KHR_pipeline_executable_properties");
+	pthread_mutex_unlock(&vd->lock);
+	return rc;
+}
