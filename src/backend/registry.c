@@ -9,17 +9,20 @@
 #include <string.h>
 
 extern const struct xpu_backend_ops xpu_cpu_backend;
+extern const struct xpu_backend_ops xpu_cuda_backend;
+extern const struct xpu_backend_ops xpu_hip_backend;
+extern const struct xpu_backend_ops xpu_vulkan_backend;
 
 /* A backend left out of this build: listed, with the reason, never opened. */
 #define NOT_BUILT(nm) { .name = nm, .probe = NULL }
 static const struct xpu_backend_ops not_built[] = {
-	NOT_BUILT("cuda"),
-	NOT_BUILT("vulkan"),
-	NOT_BUILT("hip"),
 };
 
 static const struct xpu_backend_ops *const built[] = {
 	&xpu_cpu_backend,
+	&xpu_cuda_backend,
+	&xpu_hip_backend,
+	&xpu_vulkan_backend,
 };
 
 #define NBUILT ((int)(sizeof built / sizeof *built))
@@ -35,7 +38,7 @@ int xpu_backend_count(void)
 
 const struct xpu_backend_ops *xpu_backend_at(int i)
 {
-	return i < NBUILT ? built[i] : &not_built[i - NBUILT];
+	return i < NBUILT ? built[i] : not_built + (i - NBUILT); /* not_built may be empty */
 }
 
 static bool disabled(const char *name)

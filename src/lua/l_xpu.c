@@ -183,5 +183,7 @@ int luaopen_xpu(lua_State *L)
 	xpu_lua_open_route(L, t);
 	xpu_lua_open_quant(L, t);
 	xpu_lua_open_gguf(L, t);
+	xpu_lua_open_hip(L, t);
+	xpu_lua_open_contract(L, t);
 	return 1;
 }

@@ -21,5 +21,7 @@ void xpu_lua_open_device(lua_State *L, int t);
 void xpu_lua_open_route(lua_State *L, int t);
 void xpu_lua_open_quant(lua_State *L, int t);
 void xpu_lua_open_gguf(lua_State *L, int t);
+void xpu_lua_open_hip(lua_State *L, int t);
+void xpu_lua_open_contract(lua_State *L, int t);
 
 #endif
