@@ -25,6 +25,7 @@ struct xpu_cpu_entry {
 /* Each kernels/cpu file group exports a NULL-terminated list; cpu_table.c gathers them. */
 extern const struct xpu_cpu_entry xpu_cpu_entries_base[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_quant[];
+extern const struct xpu_cpu_entry xpu_cpu_entries_shape[];
 
 static inline void *karg_ptr(const struct xpu_karg *a, int i)
 {

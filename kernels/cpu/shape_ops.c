@@ -1,0 +1,496 @@
+/* shape_ops.c — CPU bodies of the shape kernels (kernels/table_shape.c): pad, pad_backward,
+ * flip, roll, cumsum, triu, tril, write_slice, write_slice_rotating, contiguize. A group is
+ * 256 items (output elements; cumsum: lanes; write_slice*: source elements); each body walks
+ * its items a row run at a time with memcpy where the bytes are contiguous. The byte kernels
+ * move whole elements and never look at them; the typed ones (cumsum, pad_backward) add in a
+ * fixed order that the CUDA bodies repeat. Uses quant/f16.h for the half conversions. */
+#include "cpu_kernel.h"
+#include "quant/f16.h"
+
+#include <string.h>
+
+#define ITEMS 256
+
+static uint64_t u32_at(const struct xpu_karg *a, int base, int k)
+{
+	return (uint32_t)(a[base + k / 2].u >> (32 * (k & 1)));
+}
+
+static void item_range(uint64_t g0, uint64_t g1, uint64_t n, uint64_t *lo, uint64_t *hi)
+{
+	*lo = g0 * ITEMS < n ? g0 * ITEMS : n;
+	*hi = g1 * ITEMS < n ? g1 * ITEMS : n;
+}
+
+/* Multi-index of linear element e over dims (row-major). */
+static void unflatten(uint64_t e, const uint64_t *dims, int rank, uint64_t *idx)
+{
+	for (int k = rank - 1; k >= 0; k--) {
+		idx[k] = dims[k] ? e % dims[k] : 0;
+		e = dims[k] ? e / dims[k] : 0;
+	}
+}
+
+/* ---- pad ---------------------------------------------------------------------------------- */
+
+struct padgeo {
+	int rank, mode;
+	uint64_t elem, d[8], lo[8], od[8];
+};
+
+static void pad_geo(const struct xpu_karg *a, int base, uint64_t geom, struct padgeo *p)
+{
+	p->rank = (int)(geom & 0xff);
+	p->mode = (int)((geom >> 16) & 0xff);
+	for (int k = 0; k < p->rank; k++) {
+		p->d[k] = u32_at(a, base, k);
+		p->lo[k] = u32_at(a, base + 4, k);
+		p->od[k] = p->d[k] + p->lo[k] + u32_at(a, base + 8, k);
+	}
+}
+
+/* The input coordinate that output coordinate `o` of axis k reads, or -1 (constant border). */
+static int64_t pad_source(const struct padgeo *p, int k, uint64_t o)
+{
+	int64_t q = (int64_t)o - (int64_t)p->lo[k], d = (int64_t)p->d[k];
+	if (q >= 0 && q < d)
+		return q;
+	if (p->mode == 0)
+		return -1;
+	if (p->mode == 2)
+		return q < 0 ? 0 : d - 1;
+	return q < 0 ? -q : 2 * (d - 1) - q; /* reflect: each side is shorter than the axis */
+}
+
+/* One output row run [o, o + len) on the last axis, given the row's input base (or -1). */
+static void pad_run(const struct padgeo *p, uint8_t *out, const uint8_t *in, int64_t row, uint64_t o,
+		    uint64_t len, uint64_t fill)
+{
+	int last = p->rank - 1;
+	uint64_t e = p->elem;
+	for (uint64_t j = 0; j < len;) {
+		int64_t q = row < 0 ? -1 : pad_source(p, last, o + j);
+		if (q < 0) {
+			memcpy(out + j * e, &fill, e);
+			j++;
+			continue;
+		}
+		/* interior: a contiguous stretch of the input row */
+		uint64_t run = 1;
+		if (o + j >= p->lo[last])
+			while (j + run < len && o + j + run < p->lo[last] + p->d[last])
+				run++;
+		memcpy(out + j * e, in + ((uint64_t)row * p->d[last] + (uint64_t)q) * e, run * e);
+		j += run;
+	}
+}
+
+static void pad_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	struct padgeo p;
+	pad_geo(a, 4, a[2].u, &p);
+	p.elem = (a[2].u >> 8) & 0xff;
+	uint8_t *out = karg_ptr(a, 0);
+	const uint8_t *in = karg_ptr(a, 1);
+	uint64_t n = 1, lo, hi, idx[8];
+	for (int k = 0; k < p.rank; k++)
+		n *= p.od[k];
+	item_range(g0, g1, n, &lo, &hi);
+	if (p.rank == 0) { /* a scalar: nothing to pad */
+		if (lo < hi)
+			memcpy(out, in, p.elem);
+		return;
+	}
+	for (uint64_t e = lo; e < hi;) {
+		unflatten(e, p.od, p.rank, idx);
+		int last = p.rank - 1;
+		uint64_t len = p.od[last] - idx[last];
+		len = len < hi - e ? len : hi - e;
+		int64_t row = 0; /* the input row (all axes but the last), or -1 in the border */
+		for (int k = 0; k < last && row >= 0; k++) {
+			int64_t q = pad_source(&p, k, idx[k]);
+			row = q < 0 ? -1 : row * (int64_t)p.d[k] + q;
+		}
+		pad_run(&p, out + e * p.elem, in, row, idx[last], len, a[3].u);
+		e += len;
+	}
+}
+
+/* ---- pad_backward ------------------------------------------------------------------------- */
+
+static float load_f(const uint8_t *p, uint32_t dt)
+{
+	uint16_t h;
+	float f;
+	switch (dt) {
+	case 2: memcpy(&h, p, 2); return xpu_f16_to_f32(h);
+	case 3: memcpy(&h, p, 2); return xpu_bits_f32((uint32_t)h << 16);
+	default: memcpy(&f, p, 4); return f;
+	}
+}
+
+/* bf16 from f32: round to nearest even; NaN stays a quiet NaN. */
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t u = xpu_f32_bits(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+static void store_f(uint8_t *p, uint32_t dt, float v)
+{
+	uint16_t h;
+	switch (dt) {
+	case 2: h = xpu_f32_to_f16(v); memcpy(p, &h, 2); return;
+	case 3: h = f32_to_bf16(v); memcpy(p, &h, 2); return;
+	default: memcpy(p, &v, 4); return;
+	}
+}
+
+/* The upstream positions that feed input coordinate i of axis k: up to three ranges, in
+ * ascending order (reflect: the left mirror, the interior, the right mirror). */
+static int preimage(const struct padgeo *p, int k, uint64_t i, uint64_t r[3][2])
+{
+	uint64_t b = p->lo[k], d = p->d[k], after = p->od[k] - d - b;
+	int n = 0;
+	if (p->mode == 2) {
+		r[0][0] = i == 0 ? 0 : i + b;
+		r[0][1] = i == d - 1 ? p->od[k] : i + b + 1;
+		return 1;
+	}
+	if (p->mode == 1 && i >= 1 && i <= b) {
+		r[n][0] = b - i;
+		r[n++][1] = b - i + 1;
+	}
+	r[n][0] = i + b;
+	r[n++][1] = i + b + 1;
+	if (p->mode == 1 && i + 2 <= d && d - 1 - i <= after) {
+		r[n][0] = b + 2 * (d - 1) - i;
+		r[n][1] = r[n][0] + 1;
+		n++;
+	}
+	return n;
+}
+
+/* Sums the upstream gradient over the product of each axis's preimage, in lexicographic
+ * order of the upstream index, starting from the first term (so a lone term is copied
+ * exactly, -0 included). Halves and f32 accumulate in f32, f64 in f64. */
+static void pad_backward_one(const struct padgeo *p, uint32_t dt, const uint8_t *up, uint8_t *dst, const uint64_t *idx)
+{
+	uint64_t r[8][3][2], pos[8];
+	int nr[8], ri[8];
+	for (int k = 0; k < p->rank; k++) {
+		nr[k] = preimage(p, k, idx[k], r[k]);
+		ri[k] = 0;
+		pos[k] = r[k][0][0];
+	}
+	uint64_t elem = dt == 1 ? 8 : dt == 0 ? 4 : 2;
+	double acc64 = 0;
+	float acc32 = 0;
+	for (bool first = true;; first = false) {
+		uint64_t off = 0;
+		for (int k = 0; k < p->rank; k++)
+			off = off * p->od[k] + pos[k];
+		if (dt == 1) {
+			double v;
+			memcpy(&v, up + off * 8, 8);
+			acc64 = first ? v : acc64 + v;
+		} else {
+			float v = load_f(up + off * elem, dt);
+			acc32 = first ? v : acc32 + v;
+		}
+		int k = p->rank - 1; /* odometer: the last axis turns fastest */
+		for (; k >= 0; k--) {
+			if (++pos[k] < r[k][ri[k]][1])
+				break;
+			if (++ri[k] < nr[k]) {
+				pos[k] = r[k][ri[k]][0];
+				break;
+			}
+			ri[k] = 0;
+			pos[k] = r[k][0][0];
+		}
+		if (k < 0)
+			break;
+	}
+	if (dt == 1)
+		memcpy(dst, &acc64, 8);
+	else
+		store_f(dst, dt, acc32);
+}
+
+static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	struct padgeo p;
+	uint32_t dt = (uint32_t)((a[2].u >> 8) & 0xff);
+	pad_geo(a, 3, a[2].u, &p);
+	p.elem = dt == 1 ? 8 : dt == 0 ? 4 : 2;
+	uint64_t n = 1, lo, hi, idx[8];
+	for (int k = 0; k < p.rank; k++)
+		n *= p.d[k];
+	item_range(g0, g1, n, &lo, &hi);
+	for (uint64_t e = lo; e < hi; e++) {
+		unflatten(e, p.d, p.rank, idx);
+		pad_backward_one(&p, dt, karg_ptr(a, 1), (uint8_t *)karg_ptr(a, 0) + e * p.elem, idx);
+	}
+}
+
+/* ---- flip, roll ----------------------------------------------------------------------------- */
+
+static void move_elem(uint8_t *dst, const uint8_t *src, uint64_t elem)
+{
+	switch (elem) {
+	case 1: *dst = *src; break;
+	case 2: memcpy(dst, src, 2); break;
+	case 4: memcpy(dst, src, 4); break;
+	default: memcpy(dst, src, 8); break;
+	}
+}
+
+/* out[o, j, i] = in[o, src(j), i]: runs along the inner axis are contiguous on both sides;
+ * with inner == 1 a roll's run continues along j until the source wraps, a flip's goes
+ * element by element backwards. */
+static void reorder(const struct xpu_karg *a, uint64_t g0, uint64_t g1, uint64_t shift, bool flip, uint64_t elem)
+{
+	uint64_t dim = a[3].u, inner = a[4].u, n = a[2].u * dim * inner, lo, hi;
+	uint8_t *out = karg_ptr(a, 0);
+	const uint8_t *in = karg_ptr(a, 1);
+	item_range(g0, g1, n, &lo, &hi);
+	for (uint64_t e = lo; e < hi;) {
+		uint64_t i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
+		uint64_t src = flip ? dim - 1 - j : (j + dim - shift) % dim;
+		const uint8_t *row = in + ((o * dim + src) * inner + i) * elem;
+		uint64_t len = inner - i < hi - e ? inner - i : hi - e;
+		if (inner == 1 && flip) {
+			len = dim - j < hi - e ? dim - j : hi - e;
+			for (uint64_t x = 0; x < len; x++)
+				move_elem(out + (e + x) * elem, row - x * elem, elem);
+		} else {
+			if (inner == 1) {
+				len = dim - j < dim - src ? dim - j : dim - src;
+				len = len < hi - e ? len : hi - e;
+			}
+			memcpy(out + e * elem, row, len * elem);
+		}
+		e += len;
+	}
+}
+
+static void flip_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	reorder(a, g0, g1, 0, true, a[5].u);
+}
+
+static void roll_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	reorder(a, g0, g1, a[5].u, false, a[6].u);
+}
+
+/* ---- cumsum ------------------------------------------------------------------------------- */
+
+/* One lane (o, i): a sequential inclusive scan along dim, in the dtype's accumulator. */
+static void scan_lane(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t dim, uint64_t inner, uint32_t dt)
+{
+	if (dt == 1) {
+		double acc = 0;
+		for (uint64_t t = 0; t < dim; t++) {
+			double v;
+			memcpy(&v, in + (base + t * inner) * 8, 8);
+			acc = t ? acc + v : v;
+			memcpy(out + (base + t * inner) * 8, &acc, 8);
+		}
+		return;
+	}
+	uint64_t elem = dt == 0 ? 4 : 2;
+	float acc = 0;
+	for (uint64_t t = 0; t < dim; t++) {
+		float v = load_f(in + (base + t * inner) * elem, dt);
+		acc = t ? acc + v : v;
+		store_f(out + (base + t * inner) * elem, dt, acc);
+	}
+}
+
+static void cumsum_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	uint64_t dim = a[3].u, inner = a[4].u, lanes = a[2].u * inner, lo, hi;
+	item_range(g0, g1, lanes, &lo, &hi);
+	for (uint64_t lane = lo; lane < hi; lane++)
+		scan_lane(karg_ptr(a, 0), karg_ptr(a, 1), (lane / inner) * dim * inner + lane % inner, dim, inner,
+			  (uint32_t)a[5].u);
+}
+
+/* ---- triu, tril ------------------------------------------------------------------------------ */
+
+/* Keep [c0, c1) of row r: triu keeps c >= r + diagonal, tril keeps c <= r + diagonal. */
+static void kept_columns(uint64_t r, uint64_t cols, int64_t diag, bool upper, uint64_t *c0, uint64_t *c1)
+{
+	int64_t edge = (int64_t)r + diag;
+	if (upper) {
+		*c0 = edge <= 0 ? 0 : (uint64_t)edge < cols ? (uint64_t)edge : cols;
+		*c1 = cols;
+	} else {
+		*c0 = 0;
+		*c1 = edge < 0 ? 0 : (uint64_t)edge + 1 < cols ? (uint64_t)edge + 1 : cols;
+	}
+}
+
+static void zero_or_copy(uint8_t *out, const uint8_t *in, uint64_t from, uint64_t to, uint64_t elem, bool keep)
+{
+	if (from >= to)
+		return;
+	if (keep)
+		memcpy(out + from * elem, in + from * elem, (to - from) * elem);
+	else
+		memset(out + from * elem, 0, (to - from) * elem);
+}
+
+/* Row runs: zeros left of the kept columns, the kept ones copied, zeros right of them. */
+static void triangle(const struct xpu_karg *a, uint64_t g0, uint64_t g1, bool upper)
+{
+	uint64_t rows = a[3].u, cols = a[4].u, elem = a[6].u, n = a[2].u * rows * cols, lo, hi;
+	uint8_t *out = karg_ptr(a, 0);
+	const uint8_t *in = karg_ptr(a, 1);
+	item_range(g0, g1, n, &lo, &hi);
+	for (uint64_t e = lo; e < hi;) {
+		uint64_t c = e % cols, r = (e / cols) % rows, row = e - c;
+		uint64_t end = e + (cols - c < hi - e ? cols - c : hi - e), k0, k1;
+		kept_columns(r, cols, a[5].i, upper, &k0, &k1);
+		uint64_t a0 = row + k0 > e ? row + k0 : e, a1 = row + k1 < end ? row + k1 : end;
+		if (a0 >= a1) {
+			zero_or_copy(out, in, e, end, elem, false);
+		} else {
+			zero_or_copy(out, in, e, a0, elem, false);
+			zero_or_copy(out, in, a0, a1, elem, true);
+			zero_or_copy(out, in, a1, end, elem, false);
+		}
+		e = end;
+	}
+}
+
+static void triu_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	triangle(a, g0, g1, true);
+}
+
+static void tril_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	triangle(a, g0, g1, false);
+}
+
+/* ---- write_slice, write_slice_rotating ------------------------------------------------------- */
+
+struct slab {
+	int rank, axis;
+	uint64_t elem, d[8], s[8], w[8], start, modulus;
+};
+
+static void slab_geo(const struct xpu_karg *a, int base, uint64_t geom, struct slab *sl)
+{
+	sl->rank = (int)(geom & 0xff);
+	sl->elem = (geom >> 8) & 0xff;
+	for (int k = 0; k < sl->rank; k++) {
+		sl->d[k] = u32_at(a, base, k);
+		sl->s[k] = u32_at(a, base + 4, k);
+		sl->w[k] = u32_at(a, base + 8, k) - sl->s[k];
+	}
+}
+
+/* Dest coordinate of slab coordinate x on axis k: the ring axis wraps from the dynamic start. */
+static uint64_t slab_dest(const struct slab *sl, int k, uint64_t x)
+{
+	return k == sl->axis ? (sl->start + x) % sl->modulus : sl->s[k] + x;
+}
+
+/* Source items [lo, hi) in runs along the last axis; a run stops where the ring wraps, so a
+ * slab that crosses the boundary is written as its prefix and its suffix. */
+static void slab_copy(const struct slab *sl, uint8_t *dest, const uint8_t *src, uint64_t lo, uint64_t hi)
+{
+	uint64_t idx[8];
+	int last = sl->rank - 1;
+	for (uint64_t e = lo; e < hi;) {
+		unflatten(e, sl->w, sl->rank, idx);
+		uint64_t len = sl->w[last] - idx[last];
+		len = len < hi - e ? len : hi - e;
+		uint64_t d0 = slab_dest(sl, last, idx[last]);
+		if (last == sl->axis && d0 + len > sl->modulus)
+			len = sl->modulus - d0;
+		uint64_t off = 0;
+		for (int k = 0; k < sl->rank; k++)
+			off = off * sl->d[k] + slab_dest(sl, k, idx[k]);
+		memcpy(dest + off * sl->elem, src + e * sl->elem, len * sl->elem);
+		e += len;
+	}
+}
+
+static uint64_t slab_items(const struct slab *sl)
+{
+	uint64_t n = 1;
+	for (int k = 0; k < sl->rank; k++)
+		n *= sl->w[k];
+	return n;
+}
+
+static void write_slice_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	struct slab sl = { .axis = -1 };
+	uint64_t lo, hi;
+	slab_geo(a, 3, a[2].u, &sl);
+	item_range(g0, g1, slab_items(&sl), &lo, &hi);
+	if (sl.rank == 0 && lo < hi)
+		memcpy(karg_ptr(a, 0), karg_ptr(a, 1), sl.elem);
+	else
+		slab_copy(&sl, karg_ptr(a, 0), karg_ptr(a, 1), lo, hi);
+}
+
+static void write_slice_rotating_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	struct slab sl;
+	uint64_t lo, hi;
+	uint32_t pos;
+	slab_geo(a, 4, a[3].u, &sl);
+	sl.axis = (int)((a[3].u >> 16) & 0xff);
+	sl.modulus = a[3].u >> 32;
+	memcpy(&pos, karg_ptr(a, 2), 4);
+	sl.start = pos % sl.modulus;
+	item_range(g0, g1, slab_items(&sl), &lo, &hi);
+	slab_copy(&sl, karg_ptr(a, 0), karg_ptr(a, 1), lo, hi);
+}
+
+/* ---- contiguize -------------------------------------------------------------------------------- */
+
+static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	int rank = (int)(a[2].u & 0xff), last = rank - 1;
+	uint64_t elem = (a[2].u >> 8) & 0xff, d[8], idx[8], n = 1, lo, hi;
+	uint8_t *out = karg_ptr(a, 0);
+	const uint8_t *in = karg_ptr(a, 1);
+	for (int k = 0; k < rank; k++)
+		n *= d[k] = u32_at(a, 4, k);
+	item_range(g0, g1, n, &lo, &hi);
+	for (uint64_t e = lo; e < hi;) {
+		unflatten(e, d, rank, idx);
+		int64_t off = a[3].i;
+		for (int k = 0; k < rank; k++)
+			off += (int64_t)idx[k] * a[8 + k].i;
+		/* a run along the last axis is contiguous in the input only at stride 1 */
+		uint64_t len = rank && a[8 + last].i == 1 ? d[last] - idx[last] : 1;
+		len = len < hi - e ? len : hi - e;
+		memcpy(out + e * elem, in + (uint64_t)off * elem, len * elem);
+		e += len;
+	}
+}
+
+const struct xpu_cpu_entry xpu_cpu_entries_shape[] = {
+	{ "pad", pad_body },
+	{ "pad_backward", pad_backward_body },
+	{ "flip", flip_body },
+	{ "roll", roll_body },
+	{ "cumsum", cumsum_body },
+	{ "triu", triu_body },
+	{ "tril", tril_body },
+	{ "write_slice", write_slice_body },
+	{ "write_slice_rotating", write_slice_rotating_body },
+	{ "contiguize", contiguize_body },
+	{ NULL, NULL },
+};

@@ -1,0 +1,418 @@
+/* launch_shape.c — launchers of the shape kernels: a geometry (contract/contract_row.h) to
+ * grid, block and packed arguments; the route rows' launchers read it from a call's query
+ * facts and operands; copy between devices goes through the host. Uses launch.h. */
+#include "contract/contract_row.h"
+#include "launch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BLOCK 256
+#define MAX_GROUPS 0x7fffffffu /* CUDA's grid x limit; the CPU takes any */
+
+static const char *const names[XPU_SK_COUNT] = {
+	"pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating",
+	"contiguize", "copy_bytes",
+};
+
+const char *xpu_shape_kernel_name(int kernel)
+{
+	return kernel >= 0 && kernel < XPU_SK_COUNT ? names[kernel] : "?";
+}
+
+int xpu_shape_kernel_of(const char *name)
+{
+	for (int i = 0; i < XPU_SK_COUNT; i++)
+		if (strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static struct xpu_karg u64_arg(uint64_t v)
+{
+	return (struct xpu_karg){ .kind = XPU_ARG_U64, .u = v };
+}
+
+/* Eight values as four u64 arguments of two u32 each. */
+static int pack_pairs(struct xpu_karg *args, const uint64_t *v, int rank, const char *kernel, const char *what)
+{
+	for (int k = 0; k < 4; k++)
+		args[k] = u64_arg(0);
+	for (int k = 0; k < rank; k++) {
+		if (v[k] > UINT32_MAX)
+			return xpu_fail("kernel '%s': %s[%d] = %llu does not fit the kernel's 32-bit geometry", kernel, what, k,
+					(unsigned long long)v[k]);
+		args[k / 2].u |= v[k] << (32 * (k & 1));
+	}
+	return 0;
+}
+
+static int pack_signed(struct xpu_karg *args, const int64_t *v, int rank, const char *kernel, const char *what)
+{
+	uint64_t u[8];
+	for (int k = 0; k < rank; k++) {
+		if (v[k] < 0)
+			return xpu_fail("kernel '%s': %s[%d] = %lld is negative", kernel, what, k, (long long)v[k]);
+		u[k] = (uint64_t)v[k];
+	}
+	return pack_pairs(args, u, rank, kernel, what);
+}
+
+static uint64_t prod(const uint64_t *d, int rank)
+{
+	uint64_t n = 1;
+	for (int k = 0; k < rank; k++)
+		n *= d[k];
+	return n;
+}
+
+/* ---- packing per kernel ------------------------------------------------------------------ */
+
+static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+{
+	const char *kn = names[g->kernel];
+	bool fwd = g->kernel == XPU_SK_PAD;
+	uint64_t od[8];
+	int base = fwd ? 4 : 3;
+	for (int k = 0; k < g->rank; k++)
+		od[k] = g->dims[k] + (uint64_t)g->lo[k] + (uint64_t)g->hi[k];
+	a[0] = g->out;
+	a[1] = g->in;
+	a[2] = u64_arg((uint64_t)g->rank | (uint64_t)(fwd ? g->elem : g->dtype) << 8 | (uint64_t)g->mode << 16);
+	if (fwd)
+		a[3] = u64_arg(g->fill);
+	*nargs = base + 12;
+	*items = fwd ? prod(od, g->rank) : prod(g->dims, g->rank);
+	return pack_pairs(a + base, g->dims, g->rank, kn, "dims") || pack_signed(a + base + 4, g->lo, g->rank, kn, "before") ||
+	       pack_signed(a + base + 8, g->hi, g->rank, kn, "after");
+}
+
+static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+{
+	const char *kn = names[g->kernel];
+	bool ring = g->kernel == XPU_SK_WRITE_SLICE_ROTATING;
+	int base = ring ? 4 : 3;
+	uint64_t w[8];
+	for (int k = 0; k < g->rank; k++)
+		w[k] = (uint64_t)(g->hi[k] - g->lo[k]);
+	a[0] = g->out;
+	a[1] = g->in;
+	if (ring) {
+		if (g->modulus > UINT32_MAX)
+			return xpu_fail("kernel '%s': modulus %llu does not fit 32 bits", kn, (unsigned long long)g->modulus);
+		a[2] = g->aux;
+	}
+	a[base - 1] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8 |
+			      (ring ? (uint64_t)g->axis << 16 | g->modulus << 32 : 0));
+	*nargs = base + 12;
+	*items = prod(w, g->rank);
+	return pack_pairs(a + base, g->dims, g->rank, kn, "dest dims") || pack_signed(a + base + 4, g->lo, g->rank, kn, "start") ||
+	       pack_signed(a + base + 8, g->hi, g->rank, kn, "end");
+}
+
+static int pack_contiguize(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+{
+	a[0] = g->out;
+	a[1] = g->in;
+	a[2] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8);
+	a[3] = (struct xpu_karg){ .kind = XPU_ARG_I64, .i = g->shift };
+	for (int k = 0; k < 8; k++)
+		a[8 + k] = (struct xpu_karg){ .kind = XPU_ARG_I64, .i = k < g->rank ? g->lo[k] : 0 };
+	*nargs = 16;
+	*items = prod(g->dims, g->rank);
+	return pack_pairs(a + 4, g->dims, g->rank, names[g->kernel], "dims");
+}
+
+/* flip, roll, cumsum, triu, tril: three extents and the kernel's scalars. */
+static int pack_three(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+{
+	a[0] = g->out;
+	a[1] = g->in;
+	a[2] = u64_arg(g->outer);
+	a[3] = u64_arg(g->dim);
+	a[4] = u64_arg(g->inner);
+	*items = g->outer * g->dim * g->inner;
+	switch (g->kernel) {
+	case XPU_SK_FLIP: a[5] = u64_arg(g->elem); *nargs = 6; break;
+	case XPU_SK_ROLL: {
+		int64_t d = (int64_t)g->dim, s = d ? g->shift % d : 0;
+		a[5] = u64_arg((uint64_t)(s < 0 ? s + d : s)); /* Python's modulo: always wraps */
+		a[6] = u64_arg(g->elem);
+		*nargs = 7;
+		break;
+	}
+	case XPU_SK_CUMSUM:
+		a[5] = (struct xpu_karg){ .kind = XPU_ARG_U32, .u = g->dtype };
+		*nargs = 6;
+		*items = g->outer * g->inner; /* lanes */
+		if (!g->dim)
+			*items = 0;
+		break;
+	default:
+		a[5] = (struct xpu_karg){ .kind = XPU_ARG_I64, .i = g->shift };
+		a[6] = u64_arg(g->elem);
+		*nargs = 7;
+		break;
+	}
+	return 0;
+}
+
+/* ---- copy -------------------------------------------------------------------------------- */
+
+/* Between devices: straight from or into a host-visible side, else through a host bounce
+ * buffer in pieces. Each transfer waits for the work before it (the backends' rule). */
+static int copy_across(const struct xpu_karg *dst, const struct xpu_karg *src, uint64_t n)
+{
+	struct xpu_buffer *d = dst->b.buf, *s = src->b.buf;
+	uint64_t doff = dst->b.offset - d->offset, soff = src->b.offset - s->offset;
+	if (xpu_buffer_host(s) && !xpu_buffer_host(d))
+		return xpu_buffer_upload(d, doff, (const char *)xpu_buffer_host(s) + soff, n);
+	if (xpu_buffer_host(d))
+		return xpu_buffer_download(s, soff, (char *)xpu_buffer_host(d) + doff, n);
+	uint64_t piece = n < (64u << 20) ? n : 64u << 20;
+	char *bounce = xpu_malloc(piece ? piece : 1);
+	if (!bounce)
+		return xpu_fail("copy: no host memory for a %llu-byte bounce buffer", (unsigned long long)piece);
+	int rc = 0;
+	for (uint64_t at = 0; at < n && rc == 0; at += piece) {
+		uint64_t k = n - at < piece ? n - at : piece;
+		rc = xpu_buffer_download(s, soff + at, bounce, k) || xpu_buffer_upload(d, doff + at, bounce, k) ? -1 : 0;
+	}
+	xpu_free(bounce);
+	return rc;
+}
+
+static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
+{
+	static struct xpu_kernel *k;
+	uint64_t n = g->in.b.bytes;
+	if (g->out.b.bytes < n)
+		return xpu_fail("copy: the destination holds %llu bytes, the source %llu", (unsigned long long)g->out.b.bytes,
+				(unsigned long long)n);
+	*launched = false;
+	if (n == 0)
+		return 0;
+	if (g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev)
+		return copy_across(&g->out, &g->in, n);
+	if ((n + BLOCK - 1) / BLOCK > MAX_GROUPS)
+		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
+	if (!k && !(k = xpu_kernel_find("copy_bytes")))
+		return xpu_fail("kernel 'copy_bytes' is not in the kernel table");
+	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
+	uint32_t grid[3] = { (uint32_t)((n + BLOCK - 1) / BLOCK), 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	*launched = true;
+	return xpu_launch(s, k, grid, block, args, 3);
+}
+
+int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
+{
+	static struct xpu_kernel *cache[XPU_SK_COUNT];
+	struct xpu_karg args[XPU_MAX_ARGS];
+	int nargs = 0, rc;
+	uint64_t items = 0;
+	*launched = false;
+	if (g->kernel < 0 || g->kernel >= XPU_SK_COUNT || g->rank < 0 || g->rank > 8)
+		return xpu_fail("shape launch: kernel %d, rank %d is no shape kernel's geometry", g->kernel, g->rank);
+	if (g->kernel == XPU_SK_COPY)
+		return shape_copy(s, g, launched);
+	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD)
+		rc = pack_pad(g, args, &nargs, &items);
+	else if (g->kernel == XPU_SK_WRITE_SLICE || g->kernel == XPU_SK_WRITE_SLICE_ROTATING)
+		rc = pack_slab(g, args, &nargs, &items);
+	else if (g->kernel == XPU_SK_CONTIGUIZE)
+		rc = pack_contiguize(g, args, &nargs, &items);
+	else
+		rc = pack_three(g, args, &nargs, &items);
+	if (rc)
+		return -1;
+	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
+		return 0;
+	if ((items + BLOCK - 1) / BLOCK > MAX_GROUPS)
+		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],
+				(unsigned long long)items);
+	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
+		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
+	uint32_t grid[3] = { (uint32_t)((items + BLOCK - 1) / BLOCK), 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	if (xpu_launch(s, cache[g->kernel], grid, block, args, nargs))
+		return -1;
+	*launched = true;
+	return 0;
+}
+
+/* ---- route rows' launchers: the geometry from query facts ------------------------------- */
+
+/* Element size, and the typed kernels' code, of the query's format. */
+static int format_elem(const struct xpu_call *c, const char *kn, struct xpu_shape_geom *g)
+{
+	static const struct { const char *name; uint32_t elem, dtype; } fmts[] = {
+		{ "f32", 4, XPU_SHAPE_F32 }, { "f64", 8, XPU_SHAPE_F64 }, { "f16", 2, XPU_SHAPE_F16 },
+		{ "bf16", 2, XPU_SHAPE_BF16 }, { "i8", 1, 9 }, { "u8", 1, 9 }, { "i16", 2, 9 }, { "u16", 2, 9 },
+		{ "i32", 4, 9 }, { "u32", 4, 9 }, { "i64", 8, 9 }, { "u64", 8, 9 },
+	};
+	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
+	for (size_t i = 0; f && i < sizeof fmts / sizeof *fmts; i++)
+		if (strcmp(f, fmts[i].name) == 0) {
+			g->elem = fmts[i].elem;
+			g->dtype = fmts[i].dtype;
+			return 0;
+		}
+	return xpu_fail("kernel '%s': format '%s' is not an element dtype", kn, f ? f : "?");
+}
+
+static int64_t opt_fact(const struct xpu_call *c, const char *key, int64_t dflt)
+{
+	int64_t v;
+	return xpu_query_get(c->query, key, &v) ? v : dflt;
+}
+
+/* Fact `<name><j>` (or `<alt><j>`), for j below rank. */
+static int list_fact(const struct xpu_call *c, const char *kn, const char *name, const char *alt, int rank, int64_t *out)
+{
+	for (int j = 0; j < rank; j++) {
+		char key[48], key2[48];
+		snprintf(key, sizeof key, "%s%d", name, j);
+		snprintf(key2, sizeof key2, "%s%d", alt ? alt : name, j);
+		if (!xpu_query_get(c->query, key, &out[j]) && !xpu_query_get(c->query, key2, &out[j]))
+			return xpu_fail("kernel '%s' needs the query fact '%s'", kn, key);
+	}
+	return 0;
+}
+
+static int pairs_fact(const struct xpu_call *c, const char *kn, const char *name, int rank, int64_t *lo, int64_t *hi)
+{
+	char a[48], b[48];
+	for (int j = 0; j < rank; j++) {
+		snprintf(a, sizeof a, "%s%d.0", name, j);
+		snprintf(b, sizeof b, "%s%d.1", name, j);
+		if (xpu_query_need(c, kn, a, &lo[j]) || xpu_query_need(c, kn, b, &hi[j]))
+			return -1;
+	}
+	return 0;
+}
+
+static int rank_fact(const struct xpu_call *c, const char *kn, const char *prefixed, struct xpu_shape_geom *g)
+{
+	int64_t r;
+	if (!xpu_query_get(c->query, prefixed, &r) && xpu_query_need(c, kn, "rank", &r))
+		return -1;
+	if (r < 0 || r > 8)
+		return xpu_fail("kernel '%s': rank %lld outside 0..8", kn, (long long)r);
+	g->rank = (int)r;
+	return 0;
+}
+
+static int operands(const struct xpu_call *c, const char *kn, const char *out, const char *in, struct xpu_shape_geom *g)
+{
+	const struct xpu_karg *o = xpu_operand_buffer(c, kn, out), *i = o ? xpu_operand_buffer(c, kn, in) : NULL;
+	if (!i)
+		return -1;
+	g->out = *o;
+	g->in = *i;
+	return 0;
+}
+
+static int run(const struct xpu_call *c, const struct xpu_shape_geom *g)
+{
+	bool launched;
+	return xpu_shape_launch(c->stream, g, &launched);
+}
+
+static int launch_three(const struct xpu_call *c, int kernel)
+{
+	struct xpu_shape_geom g = { .kernel = kernel };
+	const char *kn = names[kernel];
+	bool tri = kernel == XPU_SK_TRIU || kernel == XPU_SK_TRIL;
+	int64_t v[3];
+	if (format_elem(c, kn, &g) || operands(c, kn, "out", "input", &g) ||
+	    xpu_query_need(c, kn, tri ? "batch_count" : "outer_count", &v[0]) ||
+	    xpu_query_need(c, kn, tri ? "rows" : "dim_size", &v[1]) ||
+	    xpu_query_need(c, kn, tri ? "cols" : "inner_count", &v[2]))
+		return -1;
+	if (v[0] < 0 || v[1] < 0 || v[2] < 0)
+		return xpu_fail("kernel '%s': a negative extent", kn);
+	g.outer = (uint64_t)v[0];
+	g.dim = (uint64_t)v[1];
+	g.inner = (uint64_t)v[2];
+	if (kernel == XPU_SK_ROLL && xpu_query_need(c, kn, "shift", &g.shift))
+		return -1;
+	if (tri)
+		g.shift = opt_fact(c, "diagonal", 0);
+	return run(c, &g);
+}
+
+int xpu_launch_flip(struct xpu_kernel *k, const struct xpu_call *c) { return launch_three(c, XPU_SK_FLIP); }
+int xpu_launch_roll(struct xpu_kernel *k, const struct xpu_call *c) { return launch_three(c, XPU_SK_ROLL); }
+int xpu_launch_cumsum(struct xpu_kernel *k, const struct xpu_call *c) { return launch_three(c, XPU_SK_CUMSUM); }
+int xpu_launch_triu(struct xpu_kernel *k, const struct xpu_call *c) { return launch_three(c, XPU_SK_TRIU); }
+int xpu_launch_tril(struct xpu_kernel *k, const struct xpu_call *c) { return launch_three(c, XPU_SK_TRIL); }
+
+/* pad: in_shape<j> (or dim<j>), padding<j>.0/.1, mode_tag, fill_bits; pad_backward reads the
+ * padded shape's dims and takes the padding off. */
+static int launch_pad(const struct xpu_call *c, int kernel)
+{
+	struct xpu_shape_geom g = { .kernel = kernel };
+	const char *kn = names[kernel];
+	bool fwd = kernel == XPU_SK_PAD;
+	int64_t d[8];
+	if (format_elem(c, kn, &g) || rank_fact(c, kn, fwd ? "input.rank" : "upstream.rank", &g) ||
+	    operands(c, kn, fwd ? "out" : "grad_in", fwd ? "input" : "upstream", &g) ||
+	    pairs_fact(c, kn, "padding", g.rank, g.lo, g.hi) || list_fact(c, kn, fwd ? "in_shape" : "out_shape", "dim", g.rank, d))
+		return -1;
+	for (int k = 0; k < g.rank; k++) {
+		int64_t v = fwd ? d[k] : d[k] - g.lo[k] - g.hi[k];
+		if (v < 0)
+			return xpu_fail("kernel '%s': axis %d: the padding is wider than the padded dim", kn, k);
+		g.dims[k] = (uint64_t)v;
+	}
+	g.mode = (uint32_t)opt_fact(c, "mode_tag", 0);
+	g.fill = (uint64_t)opt_fact(c, "fill_bits", 0);
+	return run(c, &g);
+}
+
+int xpu_launch_pad(struct xpu_kernel *k, const struct xpu_call *c) { return launch_pad(c, XPU_SK_PAD); }
+int xpu_launch_pad_backward(struct xpu_kernel *k, const struct xpu_call *c) { return launch_pad(c, XPU_SK_PAD_BACKWARD); }
+
+/* write_slice*: dest_shape<j> (or dest.dim<j>), ranges<j>.0/.1; the ring adds axis, modulus
+ * and the `position` operand. */
+static int launch_slab(const struct xpu_call *c, int kernel)
+{
+	struct xpu_shape_geom g = { .kernel = kernel };
+	const char *kn = names[kernel];
+	int64_t d[8], v;
+	if (format_elem(c, kn, &g) || rank_fact(c, kn, "dest.rank", &g) || operands(c, kn, "dest", "source", &g) ||
+	    list_fact(c, kn, "dest_shape", "dest.dim", g.rank, d) || pairs_fact(c, kn, "ranges", g.rank, g.lo, g.hi))
+		return -1;
+	for (int k = 0; k < g.rank; k++)
+		g.dims[k] = d[k] < 0 ? 0 : (uint64_t)d[k];
+	if (kernel == XPU_SK_WRITE_SLICE_ROTATING) {
+		const struct xpu_karg *pos = xpu_operand_buffer(c, kn, "position");
+		if (!pos || xpu_query_need(c, kn, "axis", &v) || xpu_query_need(c, kn, "modulus", (int64_t *)&g.modulus))
+			return -1;
+		g.aux = *pos;
+		g.axis = (uint32_t)v;
+	}
+	return run(c, &g);
+}
+
+int xpu_launch_write_slice(struct xpu_kernel *k, const struct xpu_call *c) { return launch_slab(c, XPU_SK_WRITE_SLICE); }
+int xpu_launch_write_slice_rotating(struct xpu_kernel *k, const struct xpu_call *c) { return launch_slab(c, XPU_SK_WRITE_SLICE_ROTATING); }
+
+/* contiguize: dim<j>, stride<j> (dense when absent) and offset, in elements. */
+int xpu_launch_contiguize(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct xpu_shape_geom g = { .kernel = XPU_SK_CONTIGUIZE };
+	const char *kn = names[XPU_SK_CONTIGUIZE];
+	int64_t d[8], dense = 1;
+	if (format_elem(c, kn, &g) || rank_fact(c, kn, "input.rank", &g) || operands(c, kn, "out", "input", &g) ||
+	    list_fact(c, kn, "dim", NULL, g.rank, d))
+		return -1;
+	for (int j = g.rank - 1; j >= 0; j--) {
+		char key[24];
+		snprintf(key, sizeof key, "stride%d", j);
+		g.dims[j] = d[j] < 0 ? 0 : (uint64_t)d[j];
+		g.lo[j] = opt_fact(c, key, dense);
+		dense *= d[j];
+	}
+	g.shift = opt_fact(c, "offset", 0);
+	return run(c, &g);
+}

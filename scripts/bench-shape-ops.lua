@@ -1,0 +1,142 @@
+-- bench-shape-ops.lua — every shape-op contract of a device's backend, timed at a size past
+-- the caches, its GB/s taken from the contract's own bytes_moved and quoted against the
+-- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
+-- Each kernel is bit-checked against its CPU twin first where the device is not the CPU.
+--   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--ops a,b] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local autotune = require "xpu.autotune"
+
+local opts = { device = "cpu:0", reps = 7, jsonl = false, file = "contracts/shape-ops.md" }
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--device" then opts.device = arg[i + 1]; i = i + 1
+  elseif a == "--mib" then opts.mib = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
+  elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
+  elseif a == "--jsonl" then opts.jsonl = true
+  else io.stderr:write("bench-shape-ops: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 1
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bench-shape-ops: ", err, "\n"); os.exit(1) end
+local contracts, cerr = xpu.contracts.try_load(opts.file)
+if not contracts then io.stderr:write("bench-shape-ops: ", cerr, "\n"); os.exit(1) end
+
+local mine, cpu_twin = {}, {}
+for _, c in ipairs(contracts) do
+  if d:supports(c.code_capability) then mine[#mine + 1] = c end
+  if c.backend == "cpu" then cpu_twin[c.kernel] = c end
+end
+local wanted = {}
+for op in (opts.ops or ""):gmatch("[^,]+") do wanted[op] = true end
+
+-- The working set (input bytes) past any cache: 16x the L2, at least 64 MiB.
+local mib = opts.mib or math.max(64, (d.l2_bytes * 16) >> 20)
+local n = (mib << 20) // 4 -- f32 elements
+local C = 1024
+local R = n // C
+local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
+report.log("bench-shape-ops: %s (%s), f32 %dx%d (%d MiB in), copy ceiling %s", d.id, d.name, R, C, mib,
+  ceiling and ("%.1f GB/s"):format(ceiling) or "unknown (run scripts/bandwidth.lua first)")
+
+local function pattern(bytes)
+  local unit = ("xpulua shape ops "):rep(64)
+  return unit:rep(bytes // #unit + 1):sub(1, bytes)
+end
+
+-- Per op: inputs (name -> { dtype, shape, bytes }, or a strided view), params, output bytes.
+local function cases()
+  local f32 = function(shape) local b = 4 for _, v in ipairs(shape) do b = b * v end return { dtype = "f32", shape = shape, bytes = b } end
+  return {
+    pad = { inputs = { input = f32 { R, C } }, params = { padding = { { 1, 1 }, { 16, 16 } } }, out = (R + 2) * (C + 32) * 4 },
+    pad_backward = { inputs = { upstream = f32 { R + 2, C + 32 } }, params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = 1 },
+                     out = R * C * 4 },
+    flip = { inputs = { input = f32 { R, C } }, params = { axis = 1 }, out = n * 4 },
+    roll = { inputs = { input = f32 { R, C } }, params = { axis = 1, shift = 7 }, out = n * 4 },
+    cumsum = { inputs = { input = f32 { 256, n // 256 } }, params = { axis = 0 }, out = n * 4 },
+    triu = { inputs = { input = f32 { R // C, C, C } }, params = {}, out = n * 4 },
+    tril = { inputs = { input = f32 { R // C, C, C } }, params = {}, out = n * 4 },
+    write_slice = { inputs = { source = f32 { R // 2, C }, dest = f32 { R, C } },
+                    params = { ranges = { { R // 4, R // 4 + R // 2 }, { 0, C } } } },
+    write_slice_rotating = { inputs = { source = f32 { R // 2, C }, position = { dtype = "u32", shape = { 1 }, bytes = 4, data = string.pack("<I4", 3 * R // 4) },
+                                        dest = f32 { R, C } },
+                             params = { axis = 0, modulus = R, ranges = { { 0, R // 2 }, { 0, C } } } },
+    copy = { inputs = { src = f32 { n } }, params = {}, out = n * 4 },
+    contiguize = { inputs = { input = { dtype = "f32", shape = { C, R }, strides = { 1, C }, bytes = n * 4 } }, params = {}, out = n * 4 },
+  }
+end
+
+-- Buffers on device dev for a case; returns the launch spec.
+local function spec_on(dev, case, out_bytes)
+  local spec = { inputs = {}, params = case.params }
+  for name, op in pairs(case.inputs) do
+    spec.inputs[name] = { dtype = op.dtype, shape = op.shape, strides = op.strides,
+                          buffer = dev:buffer(op.data or pattern(op.bytes)) }
+  end
+  if out_bytes then spec.out = dev:buffer(out_bytes) end
+  return spec
+end
+
+local function output_of(c, spec)
+  local r = c:call { inputs = (function()
+    local t = {}
+    for name, v in pairs(spec.inputs) do t[name] = { dtype = v.dtype, shape = v.shape, strides = v.strides } end
+    return t
+  end)(), params = spec.params }
+  return spec.out or spec.inputs[r.in_place].buffer
+end
+
+-- The bit gate: the same case on the CPU twin gives the same bytes (bitwise contracts).
+local function bit_gate(c, case)
+  if d.id == "cpu:0" or c.determinism ~= "bitwise" or not cpu_twin[c.kernel] then return "-" end
+  local cpu = xpu.device "cpu:0"
+  local a, b = spec_on(d, case, case.out), spec_on(cpu, case, case.out)
+  c:launch(a)
+  cpu_twin[c.kernel]:launch(b)
+  return output_of(c, a):download() == output_of(cpu_twin[c.kernel], b):download() and "ok" or "DIFFERS"
+end
+
+local rows, records, failed = {}, {}, false
+local all = cases()
+local list = {}
+for _, c in ipairs(mine) do
+  if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
+end
+local s = d:default_stream()
+for k, c in ipairs(list) do
+  local case = all[c.kernel]
+  local gate = bit_gate(c, case)
+  failed = failed or gate == "DIFFERS"
+  local spec = spec_on(d, case, case.out)
+  spec.stream = s
+  local times, bytes = {}, 0
+  for r = 1, opts.reps + 2 do
+    local m = s:timer_begin()
+    bytes = c:launch(spec).bytes_moved
+    local sec = s:timer_end(m)
+    if r > 2 then times[#times + 1] = sec end -- two warm-up passes
+    report.progress((k - 1) * (opts.reps + 2) + r, #list * (opts.reps + 2), c.kernel)
+  end
+  local st = report.stats(times)
+  local gbs = bytes / st.median / 1e9
+  rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
+                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate }
+  records[#records + 1] = { bench = "shape-ops", kernel = c.kernel, backend = c.backend, device = d:fingerprint(),
+                            commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
+                            bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
+                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate }
+end
+
+print(report.table {
+  title = ("%s — %s, f32, %d MiB in, %d reps, GB/s from each contract's bytes_moved"):format(d.id, d.name, mib, opts.reps),
+  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate" },
+  rows = rows,
+})
+if opts.jsonl then
+  for _, r in ipairs(records) do report.jsonl(r) end
+end
+os.exit(failed and 1 or 0)

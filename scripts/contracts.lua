@@ -1,0 +1,116 @@
+-- contracts.lua — a contract file's contracts, the route rows they become, and an audit of a
+-- query set against those rows (the declared half: no device asked):
+--   xpulua scripts/contracts.lua FILE.md [--queries QUERIES.lua] [--backend cpu|cuda]
+-- Each contract registers in the regime named after its kernel, so a query asks for one op.
+-- QUERIES.lua returns a list of { name = "...", regime = op, format = dtype, <facts>... }.
+-- A malformed file prints the reader's error (file, line, kernel, key) and exits 1.
+local xpu = require "xpu"
+local report = require "xpu.report"
+
+local path, queries_file, backend
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  if a == "--queries" then queries_file = arg[i + 1]; i = i + 1
+  elseif a == "--backend" then backend = arg[i + 1]; i = i + 1
+  elseif a:sub(1, 2) == "--" then io.stderr:write("contracts: unknown option '", a, "'\n"); os.exit(2)
+  else path = a end
+  i = i + 1
+end
+if not path then
+  io.stderr:write("usage: xpulua scripts/contracts.lua FILE.md [--queries QUERIES.lua] [--backend cpu|cuda]\n")
+  os.exit(2)
+end
+
+local contracts, err = xpu.contracts.try_load(path)
+if not contracts then
+  io.stderr:write("contracts: ", err, "\n")
+  os.exit(1)
+end
+
+-- The built-in query set: each op served, and the refusals a planner meets most.
+local function q(name, regime, format, facts)
+  facts.name, facts.regime, facts.format = name, regime, format
+  return facts
+end
+local DEFAULT_QUERIES = {
+  q("pad f32 3x4 reflect", "pad", "f32", { rank = 2, dim0 = 3, dim1 = 4, ["padding0.0"] = 1, ["padding0.1"] = 1,
+    ["padding1.0"] = 2, ["padding1.1"] = 0, mode_tag = 1 }),
+  q("pad bf16 2x2 reflect 2", "pad", "bf16", { rank = 2, dim0 = 2, dim1 = 2, ["padding0.0"] = 2, ["padding0.1"] = 0,
+    ["padding1.0"] = 0, ["padding1.1"] = 0, mode_tag = 1 }),
+  q("pad_backward f16 8", "pad_backward", "f16", { rank = 1, dim0 = 8, ["padding0.0"] = 2, ["padding0.1"] = 2, mode_tag = 2 }),
+  q("pad_backward i32 8", "pad_backward", "i32", { rank = 1, dim0 = 8 }),
+  q("flip f32 4x6 axis 1", "flip", "f32", { rank = 2, dim0 = 4, dim1 = 6, axis = 1 }),
+  q("flip u8 strided", "flip", "u8", { rank = 2, dim0 = 4, dim1 = 6, stride0 = 1, stride1 = 4, axis = 0 }),
+  q("roll i64 axis 0", "roll", "i64", { rank = 3, dim0 = 2, dim1 = 3, dim2 = 4, axis = 0, shift = -3 }),
+  q("roll f32 axis 3 of 2", "roll", "f32", { rank = 2, dim0 = 2, dim1 = 3, axis = 3, shift = 1 }),
+  q("cumsum bf16 axis 1", "cumsum", "bf16", { rank = 2, dim0 = 16, dim1 = 128, axis = 1 }),
+  q("cumsum i32", "cumsum", "i32", { rank = 1, dim0 = 16, axis = 0 }),
+  q("triu f32 8x8", "triu", "f32", { rank = 2, dim0 = 8, dim1 = 8 }),
+  q("triu f32 rank 1", "triu", "f32", { rank = 1, dim0 = 8 }),
+  q("tril f64 batch 2x3x3", "tril", "f64", { rank = 3, dim0 = 2, dim1 = 3, dim2 = 3, diagonal = -1 }),
+  q("write_slice f16 slab", "write_slice", "f16", { ["source.rank"] = 2, ["source.dim0"] = 1, ["source.dim1"] = 64,
+    ["dest.rank"] = 2, ["dest.dim0"] = 128, ["dest.dim1"] = 64, ["ranges0.0"] = 5, ["ranges0.1"] = 6,
+    ["ranges1.0"] = 0, ["ranges1.1"] = 64 }),
+  q("write_slice f32 past the end", "write_slice", "f32", { ["dest.rank"] = 1, ["dest.dim0"] = 8, ["ranges0.0"] = 6,
+    ["ranges0.1"] = 9 }),
+  q("write_slice_rotating bf16 ring", "write_slice_rotating", "bf16", { ["dest.rank"] = 2, ["dest.dim0"] = 64,
+    ["dest.dim1"] = 32, axis = 0, modulus = 64, ["ranges0.0"] = 0, ["ranges0.1"] = 1, ["ranges1.0"] = 0, ["ranges1.1"] = 32 }),
+  q("copy u8 4096", "copy", "u8", { rank = 1, dim0 = 4096 }),
+  q("contiguize f32 transposed", "contiguize", "f32", { rank = 2, dim0 = 4, dim1 = 6, stride0 = 1, stride1 = 4 }),
+}
+
+local queries = DEFAULT_QUERIES
+if queries_file then
+  local ok, qs = pcall(dofile, queries_file)
+  if not ok or type(qs) ~= "table" then
+    io.stderr:write("contracts: ", queries_file, ": ", tostring(qs), "\n")
+    os.exit(1)
+  end
+  queries = qs
+end
+
+-- Contracts and their rows.
+local t = xpu.new_routes(path)
+local crow = {}
+for _, c in ipairs(contracts) do
+  if not backend or c.backend == backend then
+    local rows = c:register(t, c.kernel)
+    local formats = {}
+    for _, r in ipairs(rows) do formats[#formats + 1] = r.format end
+    crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, c.line, c.determinism, c.bytes_moved,
+                        ("%s.%s.<%s>"):format(c.kernel, c.backend, table.concat(formats, "|")),
+                        table.concat(rows[1].needs, ",") }
+  end
+end
+print(report.table {
+  title = ("%s: %d contracts, %d rows"):format(path, #crow, #t),
+  header = { "kernel", "backend", "entry", "line", "determinism", "bytes_moved", "rows", "needs" },
+  rows = crow,
+})
+
+-- The audit: per query, the rows that serve it, or the refusal of the row that got furthest.
+local qs, names = {}, {}
+for k, spec in ipairs(queries) do
+  local facts = {}
+  for key, v in pairs(spec) do
+    if key ~= "name" then facts[key] = v end
+  end
+  qs[k] = xpu.query(facts)
+  names[k] = spec.name or tostring(qs[k])
+end
+local a = t:audit(qs)
+local arows = {}
+for k, query in ipairs(qs) do
+  local serving = {}
+  for ri = 1, a.nrows do
+    if a:clause(k, ri) == "Admitted" then serving[#serving + 1] = a:row_name(ri) end
+  end
+  local answer = #serving > 0 and table.concat(serving, ", ") or tostring(t:why_not_admissible(query, false))
+  arows[#arows + 1] = { names[k], a:served(k), answer }
+end
+print()
+print(report.table { title = ("audit of %d queries: %d unserved"):format(#qs, a:unserved_count()),
+                     header = { "query", "rows", "served by / refusal" }, rows = arows })
+print()
+print(("rows that never fire: %d of %d"):format(a:never_firing_count(), #t))

@@ -1,0 +1,410 @@
+-- contract_spec.lua — the FKC reader (good, malformed and hostile contracts), call validation
+-- and costs, contracts as route rows with gates that name the contract field, and the planner.
+-- The kernels themselves against their contracts are in shape_ops_spec.lua.
+local xpu = require "xpu"
+
+local FILE = "contracts/shape-ops.md"
+local FIX = "spec/fixtures/contracts/"
+
+local function by_name(list)
+  local t = {}
+  for _, c in ipairs(list) do t[c.kernel .. "." .. c.backend] = c end
+  return t
+end
+
+local contracts = xpu.contracts.load(FILE)
+local C = by_name(contracts)
+
+local function dense(dtype, shape) return { dtype = dtype, shape = shape } end
+
+describe("the FKC reader", function()
+  it("reads every block of contracts/shape-ops.md, one per kernel and backend", function()
+    assert.equal(22, #contracts)
+    for _, k in ipairs { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice",
+                         "write_slice_rotating", "copy", "contiguize" } do
+      for _, b in ipairs { "cpu", "cuda" } do
+        local c = C[k .. "." .. b]
+        assert.truthy(c, k .. " on " .. b)
+        assert.equal(FILE, c.file)
+        assert.is_true(c.line > 1)
+        assert.truthy(xpu.device "cpu:0":kernel(c.entry_point), c.entry_point) -- raises when not a kernel
+      end
+    end
+  end)
+
+  it("keeps every section of a contract", function()
+    local c = C["write_slice_rotating.cpu"]
+    assert.equal("WriteSliceRotating", c.op_kind)
+    assert.equal("write_slice_rotating", c.entry_point)
+    assert.same({ "source", "position", "dest" }, { c.inputs[1].name, c.inputs[2].name, c.inputs[3].name })
+    assert.same({ "u32" }, c.inputs[2].dtypes)
+    assert.equal("0..=1", c.inputs[2].rank)
+    assert.equal("required", c.inputs[1].layout.contiguous)
+    assert.equal("rejected", c.inputs[1].layout.reverse_strides)
+    assert.equal("in_place(dest)", c.outputs[1].aliasing)
+    assert.equal("same_as(dest)", c.outputs[1].layout_guarantee)
+    assert.is_true(c.in_place)
+    assert.equal("requires_contiguous", c.awkward_layout_strategy)
+    assert.equal("dtype_bytes", c.alignment_bytes)
+    assert.equal("2 * source.n * dtype_bytes", c.bytes_moved)
+    assert.equal("derived", c.provenance)
+    assert.equal("bitwise", c.determinism)
+    assert.equal(0, c.memory.device_bytes)
+    local kinds = {}
+    for _, f in ipairs(c.fields) do kinds[f.name] = f.kind end
+    assert.same({ dest_shape = "Vec<usize>", axis = "usize", modulus = "usize", ranges = "Vec<(usize,usize)>",
+                  position = "DynScalar" }, kinds)
+    assert.equal("source.n == 0", c.fast_paths[1].when)
+    assert.equal("code.host", c.code_capability)
+    assert.equal("code.ptx", C["write_slice_rotating.cuda"].code_capability)
+    assert.equal("1.01 * max(dim_size - 1, 0) * eps + 2 * eps_out", C["cumsum.cpu"].max_relative)
+    assert.is_nil(C["cumsum.cpu"].max_ulp)
+    assert.matches("contract pad %(cpu%) contracts/shape%-ops.md:%d+: Pad", tostring(C["pad.cpu"]))
+  end)
+
+  -- Each malformed fixture: the line and key of the defect, and words from the reason.
+  local malformed = {
+    { "bad-yaml.md", 17, "accept.inputs[0].dtypes[1]", "YAML: did not find expected" },
+    { "missing-key.md", 9, "cost", "missing required key" },
+    { "wrong-type.md", 29, "caps.in_place", "expected true or false, got a string" },
+    { "unknown-dtype.md", 16, "accept.inputs[0].dtypes[1]", "unknown dtype 'F17'" },
+    { "unknown-flag.md", 17, "accept.inputs[0].layout.contigous", "unknown layout flag" },
+    { "bad-expression.md", 36, "cost.bytes_moved", "does not parse: unexpected end" },
+    { "unknown-name.md", 36, "cost.bytes_moved", "unknown name 'elements'" },
+    { "lua-escape.md", 36, "cost.bytes_moved", "does not parse" },
+    { "unknown-key.md", 45, "determinsm", "unknown key" },
+    { "bad-rank.md", 18, "accept.inputs[0].rank", "outside 0..=8" },
+    { "overflow.md", 37, "cost.memory.device_bytes", "overflows a 64-bit integer" },
+    { "alias.md", 16, "accept.inputs[0].dtypes", "anchor '&d' refused" },
+    { "tag.md", 35, "cost.flops", "only the core schema's tags" },
+    { "deep.md", 35, "cost.flops[0][0][0][0][0]", "nesting deeper than 8" },
+    { "in-place-mismatch.md", 29, "caps.in_place", "no output aliases an input in place" },
+    { "bad-output.md", 25, "return.outputs[0].dtype_rule", "'inptu' is not an operand" },
+  }
+  for _, m in ipairs(malformed) do
+    local file, line, key, words = m[1], m[2], m[3], m[4]
+    it("refuses " .. file .. " naming file, line, kernel and key", function()
+      local path = FIX .. file
+      local list, err = xpu.contracts.try_load(path)
+      assert.is_nil(list)
+      local prefix = ("%s:%d: kernel 'flip': %s: "):format(path, line, key)
+      assert.equal(prefix, err:sub(1, #prefix), err)
+      assert.truthy(err:find(words, 1, true), err)
+      assert.has_error(function() xpu.contracts.load(path) end, err)
+    end)
+  end
+
+  it("refuses files with no front matter, no blocks, another version or an unclosed block", function()
+    local cases = {
+      { "no-front-matter.md", "no-front-matter.md:1: (front matter): missing" },
+      { "no-blocks.md", "no-blocks.md:6: (file): no ```fkc blocks" },
+      { "bad-version.md", "bad-version.md:2: front matter: fkc_version: 2 outside 1..1" },
+      { "unclosed.md", "unclosed.md:8: (file): the ```fkc block opened here is never closed" },
+    }
+    for _, c in ipairs(cases) do
+      local _, err = xpu.contracts.try_load(FIX .. c[1])
+      assert.truthy(err:find(c[2], 1, true), err)
+    end
+    local _, err = xpu.contracts.try_load(FIX .. "nonexistent.md")
+    assert.matches("nonexistent.md: cannot open", err)
+    assert.equal(1, #xpu.contracts.load(FIX .. "good.md"))
+  end)
+
+  it("refuses hostile YAML quickly and in bounded memory", function()
+    local good = io.open(FIX .. "good.md"):read("a")
+    local head = good:sub(1, good:find("```fkc\n", 1, true) + 6)
+    local function block(yaml) return head .. yaml .. "\n```\n" end
+    -- a billion laughs: nine levels of ten aliases each
+    local laughs = { "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]" }
+    for i = 1, 9 do
+      local refs = {}
+      for j = 1, 10 do refs[j] = "*a" .. (i - 1) end
+      laughs[#laughs + 1] = ("a%d: &a%d [%s]"):format(i, i, table.concat(refs, ", "))
+    end
+    local hostile = {
+      { block(table.concat(laughs, "\n")), "anchor '&a0' refused" },
+      { block("kernel: x\nbomb: " .. ("["):rep(100000)), "nesting deeper than 8" },
+      { block("kernel: x\nbomb: {" .. ("a: {"):rep(5000)), "nesting deeper than 8" },
+      { block("kernel: !<tag:evil.com,2000:x> x"), "only the core schema's tags" },
+      { block("kernel: !local x"), "only the core schema's tags" },
+      { block("kernel: flip\n- x\n"), "YAML" },
+      { head .. ("x"):rep(2 * 1024 * 1024), "more than the 1048576 a contract file may hold" },
+      { block("kernel: flip\nblurb: \"" .. ("y"):rep(8000) .. "\""), "a scalar of 8000 bytes" },
+      { head .. "kernel: a\0b\n```\n", "a NUL byte" },
+    }
+    for i, h in ipairs(hostile) do
+      local t0 = xpu.now()
+      local ok, err = pcall(xpu.contracts.parse, h[1], "hostile" .. i)
+      local took = xpu.now() - t0
+      assert.is_false(ok, "hostile " .. i)
+      assert.truthy(err:find("hostile" .. i, 1, true), err)
+      assert.truthy(err:find(h[2], 1, true), "hostile " .. i .. ": " .. err)
+      assert.is_true(took < 0.5, ("hostile %d took %.3f s"):format(i, took))
+    end
+    local many = {}
+    for i = 1, 30000 do many[i] = "- " .. i end
+    local ok, err = pcall(xpu.contracts.parse, block("kernel: flip\nlist:\n" .. table.concat(many, "\n")), "many")
+    assert.is_false(ok)
+    assert.truthy(err:find("more than 20000 nodes", 1, true), err)
+  end)
+
+  it("fails cleanly at every allocation while loading, then loads", function()
+    if not xpu.T or not xpu.T.fail_after then return pending("xpu.T (fault injection) is not in this build") end
+    local n, list, err = 0, nil, nil
+    while true do
+      xpu.T.fail_after(n)
+      list, err = xpu.contracts.try_load(FILE)
+      xpu.T.fail_after(-1)
+      if list then break end
+      assert.is_string(err)
+      n = n + 1
+      assert.is_true(n < 20000, "never loaded")
+    end
+    assert.is_true(n > 10)
+    assert.equal(22, #list)
+  end)
+end)
+
+describe("a call against a contract", function()
+  it("admits the call and gives the output dtype, shape and evaluated costs", function()
+    local r = C["pad.cpu"]:call { inputs = { input = dense("bf16", { 2, 3 }) }, params = { padding = { { 1, 2 }, { 0, 3 } } } }
+    assert.equal("bf16", r.dtype)
+    assert.same({ 5, 6 }, r.shape)
+    assert.equal(30, r.n)
+    assert.equal((6 + 30) * 2, r.bytes_moved)
+    assert.equal(0, r.flops)
+    assert.equal(2, r.alignment)
+    assert.same({ 2, 3 }, r.params.in_shape) -- defaults filled in
+    assert.same({ 5, 6 }, r.params.out_shape)
+    assert.equal(0, r.params.mode_tag)
+    local s = C["cumsum.cpu"]:call { inputs = { dense("f32", { 4, 5, 6 }) }, params = { axis = 1 } }
+    assert.same({ 4, 5, 6 }, { s.params.outer_count, s.params.dim_size, s.params.inner_count })
+    assert.equal(4 * 6 * 4, s.flops)
+    assert.equal(2 * 120 * 4, s.bytes_moved)
+    local b = C["pad_backward.cpu"]:call { inputs = { dense("f16", { 8 }) }, params = { padding = { { 2, 2 } }, mode_tag = 1 } }
+    assert.same({ 4 }, b.shape)
+    assert.equal(4, b.flops)
+    assert.equal((8 + 4) * 2, b.bytes_moved)
+  end)
+
+  it("refuses a dtype, a rank, a layout and a constraint, naming the contract field", function()
+    local function refusal(c, spec)
+      local r, why, verdict = c:call(spec)
+      assert.is_nil(r)
+      return why, verdict
+    end
+    assert.equal("accept.inputs[0].dtypes: I32 not accepted (F32, F64, F16, BF16)",
+      refusal(C["cumsum.cpu"], { inputs = { dense("i32", { 4 }) }, params = { axis = 0 } }))
+    assert.equal("accept.inputs[0].rank: rank 1 outside 2..=8", refusal(C["triu.cpu"], { inputs = { dense("f32", { 4 }) } }))
+    local why, verdict = refusal(C["flip.cpu"], { inputs = { { dtype = "f32", shape = { 4, 2 }, strides = { 1, 4 } } }, params = { axis = 0 } })
+    assert.equal("accept.inputs[0].layout.strided: rejected (input is strided)", why)
+    assert.equal("layout", verdict)
+    assert.equal("accept.inputs[0].layout.start_offset: rejected (input is offset from its base)",
+      refusal(C["flip.cpu"], { inputs = { { dtype = "f32", shape = { 4 }, offset = 3 } }, params = { axis = 0 } }))
+    assert.matches("^accept.inputs%[0%].layout.broadcast_stride0: rejected",
+      refusal(C["flip.cpu"], { inputs = { { dtype = "f32", shape = { 4, 3 }, strides = { 0, 1 } } }, params = { axis = 0 } }))
+    assert.matches("^accept.inputs%[0%].layout.reverse_strides: rejected",
+      refusal(C["flip.cpu"], { inputs = { { dtype = "f32", shape = { 4 }, strides = { -1 }, offset = 3 } }, params = { axis = 0 } }))
+    assert.equal("accept.op_params.fields.axis.constraint: axis < input.rank fails",
+      refusal(C["roll.cpu"], { inputs = { dense("f32", { 4 }) }, params = { axis = 1, shift = 1 } }))
+    assert.equal("accept.op_params.fields.shift: missing (the call gives none and the contract has no default)",
+      refusal(C["roll.cpu"], { inputs = { dense("f32", { 4 }) }, params = { axis = 0 } }))
+    assert.equal("accept.op_params.fields.mode_tag.constraint: mode_tag != 1 or (padding[i].0 < in_shape[i] and "
+      .. "padding[i].1 < in_shape[i]) or padding[i].0 + padding[i].1 == 0 fails at i = 0",
+      refusal(C["pad.cpu"], { inputs = { dense("f32", { 3 }) }, params = { padding = { { 3, 0 } }, mode_tag = 1 } }))
+    assert.equal("accept.inputs[0].shape_constraint: dim[i] == ranges[i].1 - ranges[i].0 fails at i = 1",
+      refusal(C["write_slice.cpu"], { inputs = { source = dense("f32", { 2, 3 }), dest = dense("f32", { 4, 4 }) },
+                                      params = { ranges = { { 0, 2 }, { 0, 2 } } } }))
+    assert.equal("accept.inputs[1].shape_constraint: dtype == source.dtype fails",
+      refusal(C["write_slice.cpu"], { inputs = { source = dense("f32", { 2 }), dest = dense("i32", { 4 }) },
+                                      params = { ranges = { { 0, 2 } } } }))
+    assert.equal("accept.op_params.fields.mode_tag: 300 is not a u8 value",
+      refusal(C["pad.cpu"], { inputs = { dense("f32", { 3 }) }, params = { padding = { { 0, 0 } }, mode_tag = 300 } }))
+    assert.equal("accept.op_params.fields.in_shape: -1 is not a Vec<usize> value",
+      refusal(C["pad_backward.cpu"], { inputs = { dense("f32", { 3 }) }, params = { padding = { { 2, 2 } } } }))
+    assert.equal("accept.inputs[1].rank: rank 2 outside 0..=1",
+      refusal(C["write_slice_rotating.cpu"], { inputs = { source = dense("f32", { 1 }), position = dense("u32", { 1, 1 }),
+        dest = dense("f32", { 4 }) }, params = { axis = 0, modulus = 4, ranges = { { 0, 1 } } } }))
+  end)
+
+  it("raises on misuse: unknown operands, params and dtypes", function()
+    local c = C["flip.cpu"]
+    assert.has_error(function() c:call { inputs = { nope = dense("f32", { 2 }) } } end, "call: contract 'flip' has no operand nope")
+    assert.has_error(function() c:call { inputs = { dense("f32", { 2 }) }, params = { axes = 1 } } end,
+      "call: contract 'flip' has no op_params field 'axes'")
+    assert.has_error(function() c:call { inputs = { dense("f99", { 2 }) } } end)
+    assert.has_error(function() c:call { inputs = { dense("f32", { 2 }) }, extra = 1 } end, "call: unknown key 'extra'")
+    assert.has_error(function()
+      C["write_slice_rotating.cpu"]:call { inputs = {}, params = { position = 3 } }
+    end, "param 'position' is read from an operand at run time, not given in a call")
+  end)
+
+  it("evaluates costs with overflow checks, never wrapping", function()
+    local good = io.open(FIX .. "good.md"):read("a")
+    local text = good:gsub('bytes_moved: "2 %* input.n %* dtype_bytes"',
+      'bytes_moved: "input.n * 4294967296 * 4294967296"', 1)
+    local c = xpu.contracts.parse(text, "overflowing")[1]
+    local r, why = c:call { inputs = { dense("f32", { 2 }) }, params = { axis = 0 } }
+    assert.is_nil(r)
+    assert.equal("cost.bytes_moved: arithmetic overflows a 64-bit integer", why)
+    text = good:gsub('flops: "0"', 'flops: "input.n / (axis - axis) + 1"', 1)
+    c = xpu.contracts.parse(text, "dividing")[1]
+    r, why = c:call { inputs = { dense("f32", { 2 }) }, params = { axis = 0 } }
+    assert.equal("cost.flops: division by zero", why)
+    text = good:gsub('flops: "0"', 'flops: "2 + 3 * 4 - (10 - 4) / 3 %% 2 + prod(input.dim, 1, 2) + min(7, 5)"', 1)
+    c = xpu.contracts.parse(text, "precedence")[1]
+    assert.equal(2 + 12 - 0 + 3 + 5, c:call { inputs = { dense("f32", { 2, 3 }) }, params = { axis = 0 } }.flops)
+  end)
+
+  it("states precision bounds as expressions over the call", function()
+    local p = C["cumsum.cpu"]:precision { inputs = { dense("f16", { 101 }) }, params = { axis = 0 } }
+    assert.near(1.01 * 100 * 2 ^ -24 + 2 * 2 ^ -11, p.max_relative, 1e-15)
+    assert.is_nil(p.max_ulp)
+    assert.equal(0, C["flip.cpu"]:precision { inputs = { dense("f32", { 3 }) }, params = { axis = 0 } }.max_ulp)
+  end)
+end)
+
+describe("contracts as route rows", function()
+  local function q(format, facts)
+    local spec = { format = format, regime = "elementwise" }
+    for k, v in pairs(facts or {}) do spec[k] = v end
+    return xpu.query(spec)
+  end
+
+  it("registers one row per dtype, format the dtype's name, in the elementwise regime", function()
+    local t = xpu.new_routes "contract-rows"
+    local rows = C["cumsum.cpu"]:register(t)
+    local names = {}
+    for _, r in ipairs(rows) do
+      names[#names + 1] = r.name
+      assert.equal("elementwise", r.regime)
+      assert.same({ "code.host" }, r.needs)
+      assert.equal("cumsum", r.kernel)
+    end
+    assert.same({ "cumsum.cpu.f32", "cumsum.cpu.f64", "cumsum.cpu.f16", "cumsum.cpu.bf16" }, names)
+    assert.equal("f16", rows[3].format)
+    assert.has_error(function() C["cumsum.cpu"]:register(t) end, "route table 'contract-rows' already has a row named 'cumsum.cpu.f32'")
+    local before = #t
+    t:freeze()
+    assert.has_error(function() C["flip.cpu"]:register(t) end)
+    assert.equal(before, #t)
+    local rows2 = C["copy.cpu"]:register(xpu.new_routes "other", "bind", { priority = 7 })
+    assert.equal("bind", rows2[1].regime)
+    assert.equal(7, rows2[1].priority)
+    assert.equal("copy_bytes", rows2[1].kernel)
+  end)
+
+  it("gates shape in C from the query's facts, naming the contract field that refused", function()
+    local cpu = xpu.device "cpu:0"
+    local only = xpu.new_routes "only-triu"
+    C["triu.cpu"]:register(only)
+    local r = only:why_not_admissible(q("f32", { rank = 1, dim0 = 5 }), cpu)
+    assert.equal("Shape", r.clause)
+    assert.equal("accept.inputs[0].rank: rank 1 outside 2..=8", r.gate)
+    r = only:why_not_admissible(q("f32", { rank = 2, dim0 = 3, dim1 = 4, batch_count = 2 }), cpu)
+    assert.equal("accept.op_params.fields.cols.constraint: batch_count * rows * cols == input.n fails", r.gate)
+    assert.equal("triu.cpu.f32", only:admissible(q("f32", { rank = 2, dim0 = 3, dim1 = 4 }), cpu).name)
+    assert.equal("accept.inputs[0].layout.strided: rejected (input is strided)",
+      only:why_not_admissible(q("f32", { rank = 2, dim0 = 3, dim1 = 4, strided = 1 }), false).gate)
+    -- a strided operand (from its strides): the contiguous-only row refuses, contiguize serves it
+    local t = xpu.new_routes "gates"
+    C["triu.cpu"]:register(t)
+    C["contiguize.cpu"]:register(t)
+    local strided = q("f32", { rank = 2, dim0 = 3, dim1 = 4, stride0 = 1, stride1 = 3 })
+    local names = {}
+    for _, row in ipairs(t:candidates(strided, cpu)) do names[#names + 1] = row.name end
+    assert.same({ "contiguize.cpu.f32" }, names)
+    -- the audit walks the declared half: no device asked
+    local a = t:audit { q("f32", { rank = 1 }), q("f32", { rank = 3, dim0 = 2, dim1 = 2, dim2 = 2 }), q("i8", { rank = 2 }) }
+    assert.equal(0, a:unserved_count())
+    assert.is_true(a:never_firing_count() > 0)
+  end)
+
+  it("resolves through the contract gates without allocating", function()
+    if not xpu.T or not xpu.T.alloc_count then return pending("xpu.T.alloc_count is absent from this build") end
+    local cpu = xpu.device "cpu:0"
+    local t = xpu.new_routes "no-alloc"
+    for _, c in ipairs(contracts) do c:register(t, c.kernel) end
+    local hit = xpu.call { query = xpu.query { format = "f16", regime = "pad", rank = 2, dim0 = 30, dim1 = 40,
+      ["padding0.0"] = 1, ["padding0.1"] = 2, ["padding1.0"] = 3, ["padding1.1"] = 4, mode_tag = 1 }, device = cpu }
+    local miss = xpu.call { query = xpu.query { format = "f32", regime = "triu", rank = 1, dim0 = 9 }, device = cpu }
+    for _ = 1, 10 do t:pick(hit); t:pick(miss) end -- warm
+    collectgarbage("stop")
+    local before = xpu.T.alloc_count()
+    local picked
+    for _ = 1, 500 do
+      picked = t:pick(hit)
+      t:pick(miss)
+      t:admissible(hit.query, cpu)
+    end
+    local after = xpu.T.alloc_count()
+    collectgarbage("restart")
+    assert.equal("pad.cpu.f16", picked.name)
+    assert.equal(0, after - before)
+  end)
+
+  it("refuses a CUDA contract's row on the CPU as Unsupported: its code is not there", function()
+    local t = xpu.new_routes "cuda-rows"
+    C["flip.cuda"]:register(t)
+    local r = t:why_not_admissible(q("f32", { rank = 1, dim0 = 4, axis = 0 }), xpu.device "cpu:0")
+    assert.equal("Unsupported", r.clause)
+    assert.matches("code.ptx", r.gate, 1, true)
+  end)
+
+  it("dispatches a row through the kernel's launcher, reading the geometry from the query", function()
+    local cpu = xpu.device "cpu:0"
+    local t = xpu.new_routes "dispatch"
+    C["roll.cpu"]:register(t)
+    local src = cpu:buffer(string.pack("<i4<i4<i4<i4<i4<i4", 1, 2, 3, 4, 5, 6))
+    local out = cpu:buffer(24)
+    local query = q("i32", { rank = 2, dim0 = 2, dim1 = 3, axis = 1, outer_count = 2, dim_size = 3, inner_count = 1, shift = 1 })
+    local call = xpu.call { query = query, device = cpu, operands = { out = out, input = src } }
+    local row = t:bind(call)
+    assert.equal("roll.cpu.i32", row.name)
+    local k = cpu:kernel "roll"
+    local before = k.launches
+    row:dispatch(call)
+    assert.equal(before + 1, k.launches)
+    local got = { string.unpack("<i4<i4<i4<i4<i4<i4", out:download()) }
+    got[7] = nil -- unpack's next position
+    assert.same({ 3, 1, 2, 6, 4, 5 }, got)
+  end)
+end)
+
+describe("the planner", function()
+  it("runs a contiguous operand directly and prices the one step", function()
+    local p = xpu.contracts.plan(contracts, { op = "flip", backend = "cpu", inputs = { dense("f32", { 6, 5 }) }, params = { axis = 0 } })
+    assert.equal(1, #p.steps)
+    assert.equal("flip", p.steps[1].op)
+    assert.equal(2 * 30 * 4, p.bytes_moved)
+    assert.same({ 6, 5 }, p.shape)
+  end)
+
+  it("puts a contiguize in front of a contiguous-only kernel given a view, priced from its own contract", function()
+    local view = { dtype = "f16", shape = { 5, 6 }, strides = { 1, 5 } }
+    local p = xpu.contracts.plan(contracts, { op = "cumsum", backend = "cpu", inputs = { view }, params = { axis = 1 } })
+    assert.equal(2, #p.steps)
+    assert.equal("contiguize", p.steps[1].op)
+    assert.equal("input", p.steps[1].input)
+    assert.equal(C["contiguize.cpu"]:call { inputs = { view } }.bytes_moved, p.steps[1].bytes_moved)
+    assert.equal("cumsum", p.steps[2].op)
+    assert.equal(2 * 30 * 2, p.steps[2].bytes_moved)
+    assert.equal(p.steps[1].bytes_moved + p.steps[2].bytes_moved, p.bytes_moved)
+    assert.equal(5 * 5, p.flops)
+    assert.equal(tostring(C["contiguize.cpu"]), tostring(p.steps[1].contract))
+  end)
+
+  it("takes rows made from contracts, and says why when no candidate admits the call", function()
+    local t = xpu.new_routes "plan-rows"
+    local rows = C["triu.cpu"]:register(t)
+    for _, r in ipairs(C["contiguize.cpu"]:register(t)) do rows[#rows + 1] = r end
+    local p = xpu.contracts.plan(rows, { inputs = { { dtype = "f32", shape = { 3, 3 }, strides = { 3, 1 }, offset = 2 } } })
+    assert.same({ "contiguize", "triu" }, { p.steps[1].op, p.steps[2].op })
+    local none, why = xpu.contracts.plan(rows, { inputs = { dense("f32", { 3 }) } })
+    assert.is_nil(none)
+    assert.equal("triu (cpu): accept.inputs[0].rank: rank 1 outside 2..=8", why)
+    local _, why2 = xpu.contracts.plan({ C["triu.cpu"] }, { inputs = { { dtype = "f32", shape = { 3, 3 }, strides = { 1, 3 } } } })
+    assert.matches("and no contiguize contract for its backend", why2, 1, true)
+    assert.has_error(function() xpu.contracts.plan({ xpu.new_routes "x" }, { inputs = {} }) end)
+  end)
+end)

@@ -1,0 +1,586 @@
+-- shape_ops_spec.lua — every claim of contracts/shape-ops.md against its kernel, on every
+-- backend present (the CPU always; CUDA where a device is, skipped with the reason where
+-- not): dtypes accepted and refused, the shape rule (outputs poisoned first, every byte
+-- checked against a Lua reference), in-place aliasing (bytes outside the slab untouched),
+-- `bitwise` as identical bytes across backends, cumsum and pad_backward within their stated
+-- bounds, the empty fast paths, and misaligned or short buffers refused before a launch.
+local xpu = require "xpu"
+
+local contracts = xpu.contracts.load("contracts/shape-ops.md")
+local C = {}
+for _, c in ipairs(contracts) do C[c.kernel .. "." .. c.backend] = c end
+
+local BYTES = { f32 = 4, f64 = 8, f16 = 2, bf16 = 2, i8 = 1, i16 = 2, i32 = 4, i64 = 8, u8 = 1, u16 = 2, u32 = 4, u64 = 8 }
+
+-- ---- data ------------------------------------------------------------------------------------
+
+local seed = 12345
+-- Each case's data from a seed of its own, so a second run and another backend see the same.
+local function reseed(...)
+  seed = 7
+  for _, c in ipairs { string.byte(table.concat({ ... }, "/"), 1, -1) } do seed = (seed * 31 + c) % 2147483648 end
+end
+local function rand(n) -- deterministic, never all one value
+  seed = (seed * 1103515245 + 12345) % 2147483648
+  return seed % n
+end
+
+local function random_bytes(n)
+  local t = {}
+  for i = 1, n do t[i] = string.char(rand(251) + 1) end
+  return table.concat(t)
+end
+
+local function poison(n) return ("\xa5\x5a"):rep(n // 2 + 1):sub(1, n) end
+
+local function elements(s, e)
+  local t = {}
+  for i = 1, #s, e do t[#t + 1] = s:sub(i, i + e - 1) end
+  return t
+end
+
+local function prod(shape, from, to)
+  local n = 1
+  for k = from or 1, to or #shape do n = n * shape[k] end
+  return n
+end
+
+local function unflatten(i, shape) -- 0-based linear index to 0-based coordinates
+  local idx = {}
+  for k = #shape, 1, -1 do
+    idx[k] = shape[k] > 0 and i % shape[k] or 0
+    i = shape[k] > 0 and i // shape[k] or 0
+  end
+  return idx
+end
+
+local function flatten(idx, shape)
+  local i = 0
+  for k = 1, #shape do i = i * shape[k] + idx[k] end
+  return i
+end
+
+-- halves: encode values k/8 exactly, decode any bits
+local function f16_bits(v)
+  if v == 0 then return 0 end
+  local sign = v < 0 and 0x8000 or 0
+  local a, e = math.abs(v), 0
+  while a >= 2 do a, e = a / 2, e + 1 end
+  while a < 1 do a, e = a * 2, e - 1 end
+  return sign | ((e + 15) << 10) | math.floor((a - 1) * 1024 + 0.5)
+end
+
+local function f16_value(b)
+  local e, m = (b >> 10) & 31, b & 1023
+  local s = (b & 0x8000 ~= 0) and -1 or 1
+  if e == 0 then return s * m * 2.0 ^ -24 end
+  if e == 31 then return m == 0 and s * math.huge or 0 / 0 end
+  return s * (1 + m / 1024) * 2.0 ^ (e - 15)
+end
+
+local codec = {
+  f32 = { function(v) return string.pack("<f", v) end, function(s) return (string.unpack("<f", s)) end },
+  f64 = { function(v) return string.pack("<d", v) end, function(s) return (string.unpack("<d", s)) end },
+  f16 = { function(v) return string.pack("<I2", f16_bits(v)) end, function(s) return f16_value((string.unpack("<I2", s))) end },
+  bf16 = { function(v) return string.pack("<f", v):sub(3, 4) end,
+           function(s) return (string.unpack("<f", "\0\0" .. s)) end },
+}
+
+local function encode(dt, values)
+  local t = {}
+  for i, v in ipairs(values) do t[i] = codec[dt][1](v) end
+  return table.concat(t)
+end
+
+local function decode(dt, s)
+  local t = {}
+  for i, e in ipairs(elements(s, BYTES[dt])) do t[i] = codec[dt][2](e) end
+  return t
+end
+
+-- values k/8 (exact in every float dtype), plus an f32/f64 tail that makes rounding happen
+local function random_values(n, dt)
+  local t = {}
+  for i = 1, n do
+    t[i] = (rand(129) - 64) / 8
+    if dt == "f32" or dt == "f64" then t[i] = t[i] + (rand(1000) - 500) * 1e-4 end
+  end
+  return decode(dt, encode(dt, t)) -- what the kernel will see, rounded to the dtype
+end
+
+local function hex(s) return (s:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
+
+-- Equal bytes, or a failure naming the first element that differs (never a dump of bytes).
+local function same_bytes(want, got, e, what)
+  if want == got then return end
+  if #want ~= #got then error(("%s: %d bytes, expected %d"):format(what, #got, #want), 2) end
+  for i = 1, #want, e do
+    local a, b = want:sub(i, i + e - 1), got:sub(i, i + e - 1)
+    if a ~= b then
+      error(("%s: element %d is %s, expected %s"):format(what, (i - 1) // e, hex(b), hex(a)), 2)
+    end
+  end
+end
+
+-- ---- references (on elements: byte strings) ------------------------------------------------------
+
+local ref = {}
+
+function ref.pad(x, shape, padding, mode, fill)
+  local out_shape = {}
+  for k = 1, #shape do out_shape[k] = shape[k] + padding[k][1] + padding[k][2] end
+  local out = {}
+  for o = 0, prod(out_shape) - 1 do
+    local idx, src, border = unflatten(o, out_shape), {}, false
+    for k = 1, #shape do
+      local q, d = idx[k] - padding[k][1], shape[k]
+      if q < 0 or q >= d then
+        if mode == 0 then border = true
+        elseif mode == 2 then q = q < 0 and 0 or d - 1
+        else q = q < 0 and -q or 2 * (d - 1) - q end
+      end
+      src[k] = q
+    end
+    out[o + 1] = border and fill or x[flatten(src, shape) + 1]
+  end
+  return table.concat(out), out_shape
+end
+
+-- the terms (as upstream indices) folded into every gradient element
+function ref.pad_terms(in_shape, padding, mode)
+  local out_shape = {}
+  for k = 1, #in_shape do out_shape[k] = in_shape[k] + padding[k][1] + padding[k][2] end
+  local terms = {}
+  for i = 1, prod(in_shape) do terms[i] = {} end
+  for o = 0, prod(out_shape) - 1 do
+    local idx, src, border = unflatten(o, out_shape), {}, false
+    for k = 1, #in_shape do
+      local q, d = idx[k] - padding[k][1], in_shape[k]
+      if q < 0 or q >= d then
+        if mode == 0 then border = true
+        elseif mode == 2 then q = q < 0 and 0 or d - 1
+        else q = q < 0 and -q or 2 * (d - 1) - q end
+      end
+      src[k] = q
+    end
+    if not border then table.insert(terms[flatten(src, in_shape) + 1], o + 1) end
+  end
+  return terms, out_shape
+end
+
+local function outer_dim_inner(shape, axis)
+  return prod(shape, 1, axis), shape[axis + 1], prod(shape, axis + 2)
+end
+
+function ref.reorder(x, shape, axis, src_of)
+  local outer, dim, inner = outer_dim_inner(shape, axis)
+  local out = {}
+  for o = 0, outer - 1 do
+    for j = 0, dim - 1 do
+      for i = 0, inner - 1 do out[#out + 1] = x[(o * dim + src_of(j, dim)) * inner + i + 1] end
+    end
+  end
+  return table.concat(out)
+end
+
+function ref.tri(x, shape, diag, upper, zero)
+  local rows, cols, out = shape[#shape - 1], shape[#shape], {}
+  for e = 0, #x - 1 do
+    local c, r = e % cols, (e // cols) % rows
+    local keep = upper and c >= r + diag or (not upper and c <= r + diag)
+    out[e + 1] = keep and x[e + 1] or zero
+  end
+  return table.concat(out)
+end
+
+function ref.slab(dest, dest_shape, src, ranges, axis, modulus, pos)
+  local w = {}
+  for k = 1, #dest_shape do w[k] = ranges[k][2] - ranges[k][1] end
+  local out = { table.unpack(dest) }
+  for e = 0, prod(w) - 1 do
+    local idx, d = unflatten(e, w), {}
+    for k = 1, #w do
+      d[k] = (k - 1 == axis) and (pos % modulus + idx[k]) % modulus or ranges[k][1] + idx[k]
+    end
+    out[flatten(d, dest_shape) + 1] = src[e + 1]
+  end
+  return table.concat(out)
+end
+
+function ref.view(x, shape, strides, offset)
+  local out = {}
+  for e = 0, prod(shape) - 1 do
+    local idx, at = unflatten(e, shape), offset
+    for k = 1, #shape do at = at + idx[k] * strides[k] end
+    out[e + 1] = x[at + 1]
+  end
+  return table.concat(out)
+end
+
+-- ---- devices ------------------------------------------------------------------------------------
+
+-- The devices that run a backend's code, or nil and why none does.
+local function devices_of(backend)
+  local cap = C["flip." .. backend].code_capability
+  local list = {}
+  for _, d in ipairs(xpu.devices()) do
+    if d:supports(cap) then list[#list + 1] = d end
+  end
+  if #list > 0 then
+    if not list[1]:kernel_available "pad" then return nil, ("the shape kernels are not built for %s"):format(list[1].id) end
+    return list
+  end
+  for _, b in ipairs(xpu.backends()) do
+    if b.name == backend then return nil, ("no %s device: %s (%s)"):format(backend:upper(), b.state, b.reason) end
+  end
+  return nil, "no backend named " .. backend
+end
+
+-- Runs contract c on device d. inputs: name -> { dtype, shape, data = bytes [, strides, offset] };
+-- `out_bytes` sizes a poisoned output (nil: in place). Returns the output's bytes and the result.
+local function run(c, d, inputs, params, out_bytes, in_place)
+  local spec = { inputs = {}, params = params }
+  local bufs = {}
+  for name, op in pairs(inputs) do
+    bufs[name] = d:buffer(op.data)
+    spec.inputs[name] = { dtype = op.dtype, shape = op.shape, strides = op.strides, offset = op.offset, buffer = bufs[name] }
+  end
+  local out
+  if out_bytes then
+    out = d:buffer(poison(out_bytes))
+    spec.out = out
+  else
+    out = bufs[in_place]
+  end
+  local r = c:launch(spec)
+  return out:download(), r
+end
+
+-- ---- cases: each returns the expected bytes and runs the kernel -------------------------------------
+
+local cases = {}
+
+cases.pad = function(c, d, dt)
+  local e = BYTES[dt]
+  local out = {}
+  for _, case in ipairs {
+    { shape = { 3, 4, 5 }, padding = { { 1, 2 }, { 0, 3 }, { 2, 0 } } },
+    { shape = { 40, 70 }, padding = { { 3, 5 }, { 7, 2 } } },
+    { shape = {}, padding = {} },
+  } do
+    local data = random_bytes(prod(case.shape) * e)
+    for mode = 0, 2 do
+      local fill_bits = 0x1122334455667788 & ((1 << (8 * e)) - 1)
+      if e == 8 then fill_bits = 0x1122334455667788 end
+      local want, out_shape = ref.pad(elements(data, e), case.shape, case.padding, mode, string.pack("<i8", fill_bits):sub(1, e))
+      local got, r = run(c, d, { input = { dtype = dt, shape = case.shape, data = data } },
+        { padding = case.padding, mode_tag = mode, fill_bits = fill_bits }, #want)
+      assert.same(out_shape, r.shape)
+      same_bytes(want, got, e, ("pad %s %s mode %d"):format(dt, table.concat(case.shape, "x"), mode))
+      out[#out + 1] = got
+    end
+  end
+  return table.concat(out)
+end
+
+local function scan_case(c, d, dt, extra, want_of)
+  local e, out = BYTES[dt], {}
+  local shape = { 3, 4, 5 }
+  local data = random_bytes(prod(shape) * e)
+  for axis = 0, 2 do
+    for _, p in ipairs(extra) do
+      local params = { axis = axis }
+      for k, v in pairs(p) do params[k] = v end
+      local want = want_of(elements(data, e), shape, axis, p)
+      local got, r = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, params, #want)
+      assert.same(shape, r.shape)
+      same_bytes(want, got, e, ("%s %s axis %d"):format(c.kernel, dt, axis))
+      out[#out + 1] = got
+    end
+  end
+  return table.concat(out)
+end
+
+cases.flip = function(c, d, dt)
+  return scan_case(c, d, dt, { {} }, function(x, shape, axis)
+    return ref.reorder(x, shape, axis, function(j, dim) return dim - 1 - j end)
+  end)
+end
+
+cases.roll = function(c, d, dt)
+  return scan_case(c, d, dt, { { shift = -7 }, { shift = 0 }, { shift = 2 }, { shift = 13 } }, function(x, shape, axis, p)
+    return ref.reorder(x, shape, axis, function(j, dim) return (j - p.shift) % dim end)
+  end)
+end
+
+local function tri_case(upper)
+  return function(c, d, dt)
+    local e, shape, out = BYTES[dt], { 2, 5, 7 }, {}
+    local data = random_bytes(prod(shape) * e)
+    for _, diag in ipairs { -2, 0, 3 } do
+      local want = ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
+      local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { diagonal = diag }, #want)
+      same_bytes(want, got, e, ("%s %s diagonal %d"):format(c.kernel, dt, diag))
+      out[#out + 1] = got
+    end
+    return table.concat(out)
+  end
+end
+cases.triu, cases.tril = tri_case(true), tri_case(false)
+
+cases.write_slice = function(c, d, dt)
+  local e, dest_shape, ranges = BYTES[dt], { 4, 6, 5 }, { { 1, 3 }, { 2, 6 }, { 0, 5 } }
+  local src = random_bytes(2 * 4 * 5 * e)
+  local dest = poison(prod(dest_shape) * e)
+  local want = ref.slab(elements(dest, e), dest_shape, elements(src, e), ranges)
+  local got, r = run(c, d, { source = { dtype = dt, shape = { 2, 4, 5 }, data = src }, dest = { dtype = dt, shape = dest_shape, data = dest } },
+    { ranges = ranges }, nil, "dest")
+  assert.equal("dest", r.in_place)
+  same_bytes(want, got, e, "write_slice " .. dt) -- every byte outside the slab still the poison
+  return got
+end
+
+cases.write_slice_rotating = function(c, d, dt)
+  local e, out = BYTES[dt], {}
+  for _, case in ipairs {
+    { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 0, 4 } }, pos = 3 },  -- splits: rows 3, 4, 0
+    { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 1, 3 } }, pos = 7 },  -- no split: rows 2..4
+    { dest = { 3, 8 }, axis = 1, modulus = 8, ranges = { { 1, 3 }, { 0, 5 } }, pos = 6 },  -- splits on the last axis
+  } do
+    local w = {}
+    for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+    local src, dest = random_bytes(prod(w) * e), poison(prod(case.dest) * e)
+    local want = ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges, case.axis, case.modulus, case.pos)
+    local got = run(c, d, {
+      source = { dtype = dt, shape = w, data = src },
+      position = { dtype = "u32", shape = { 1 }, data = string.pack("<I4", case.pos) },
+      dest = { dtype = dt, shape = case.dest, data = dest },
+    }, { axis = case.axis, modulus = case.modulus, ranges = case.ranges }, nil, "dest")
+    same_bytes(want, got, e, ("ring %s pos %d"):format(dt, case.pos))
+    out[#out + 1] = got
+  end
+  return table.concat(out)
+end
+
+cases.contiguize = function(c, d, dt)
+  local e, out = BYTES[dt], {}
+  local data = random_bytes(64 * e)
+  for _, v in ipairs {
+    { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
+    { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
+    { shape = { 2, 3, 4 }, strides = { -24, 4, -1 }, offset = 50 }, -- reversed, offset
+    { shape = { 5, 7 }, strides = { 7, 1 }, offset = 0 },      -- already dense
+  } do
+    local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
+    local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
+    assert.same(v.shape, r.shape)
+    same_bytes(want, got, e, "contiguize " .. dt .. " " .. table.concat(v.strides, ","))
+    out[#out + 1] = got
+  end
+  return table.concat(out)
+end
+
+cases.copy = function(c, d, dt)
+  local e = BYTES[dt]
+  local data = random_bytes(1000 * e)
+  local got = run(c, d, { src = { dtype = dt, shape = { 10, 100 }, data = data } }, {}, #data)
+  same_bytes(data, got, e, "copy " .. dt)
+  return got
+end
+
+-- typed kernels: values checked within the stated bound; the bytes returned for determinism
+cases.cumsum = function(c, d, dt)
+  local e, out = BYTES[dt], {}
+  for _, case in ipairs { { shape = { 3, 50, 4 } }, { shape = { 2, 3000 } } } do
+    local x = random_values(prod(case.shape), dt)
+    local data = encode(dt, x)
+    for axis = 0, #case.shape - 1 do
+      local params = { axis = axis }
+      local got = run(c, d, { input = { dtype = dt, shape = case.shape, data = data } }, params, #data)
+      local bound = c:precision { inputs = { { dtype = dt, shape = case.shape } }, params = params }.max_relative
+      local y = decode(dt, got)
+      local outer, dim, inner = outer_dim_inner(case.shape, axis)
+      for o = 0, outer - 1 do
+        for i = 0, inner - 1 do
+          local sum, mag = 0, 0
+          for j = 0, dim - 1 do
+            local at = (o * dim + j) * inner + i + 1
+            sum, mag = sum + x[at], mag + math.abs(x[at])
+            assert.is_true(math.abs(y[at] - sum) <= bound * mag,
+              ("cumsum %s axis %d at %d: %.9g vs %.9g, bound %.3g"):format(dt, axis, at, y[at], sum, bound * mag))
+          end
+        end
+      end
+      out[#out + 1] = got
+    end
+  end
+  return table.concat(out)
+end
+
+cases.pad_backward = function(c, d, dt)
+  local e, out = BYTES[dt], {}
+  local in_shape, padding = { 3, 4 }, { { 1, 2 }, { 2, 1 } }
+  for mode = 0, 2 do
+    local terms, out_shape = ref.pad_terms(in_shape, padding, mode)
+    local x = random_values(prod(out_shape), dt)
+    local data = encode(dt, x)
+    local params = { padding = padding, mode_tag = mode }
+    local got, r = run(c, d, { upstream = { dtype = dt, shape = out_shape, data = data } }, params, prod(in_shape) * e)
+    assert.same(in_shape, r.shape)
+    local bound = c:precision { inputs = { { dtype = dt, shape = out_shape } }, params = params }.max_relative or 0
+    local y, xs = decode(dt, got), elements(data, e)
+    for g = 1, prod(in_shape) do
+      local sum, mag = 0, 0
+      for _, t in ipairs(terms[g]) do sum, mag = sum + x[t], mag + math.abs(x[t]) end
+      if mode == 0 then
+        same_bytes(xs[terms[g][1]], got:sub((g - 1) * e + 1, g * e), e, "pad_backward constant mode copies exactly")
+      else
+        assert.is_true(math.abs(y[g] - sum) <= bound * mag, ("pad_backward %s mode %d at %d"):format(dt, mode, g))
+      end
+    end
+    out[#out + 1] = got
+  end
+  return table.concat(out)
+end
+
+-- ---- the specs ------------------------------------------------------------------------------------
+
+local ORDER = { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating",
+                "copy", "contiguize" }
+
+-- A dtype no contract of the kernel accepts, for the refusal.
+local function refused_dtype(c)
+  for _, dt in ipairs { "i32", "u64", "f32" } do
+    local ok = false
+    for _, a in ipairs(c.dtypes) do ok = ok or a == dt end
+    if not ok then return dt end
+  end
+end
+
+local outputs = {} -- backend -> kernel -> dtype -> bytes (for the cross-backend comparison)
+
+for _, backend in ipairs { "cpu", "cuda" } do
+  describe("shape kernels on " .. backend, function()
+    local devs, why = devices_of(backend)
+    outputs[backend] = {}
+    for _, k in ipairs(ORDER) do
+      local c = C[k .. "." .. backend]
+      outputs[backend][k] = {}
+      it(("%s: every dtype it accepts, against the reference"):format(k), function()
+        if not devs then return pending(why) end
+        for _, d in ipairs(devs) do
+          for _, dt in ipairs(c.dtypes) do
+            reseed(k, dt)
+            local first = cases[k](c, d, dt)
+            reseed(k, dt)
+            if d == devs[1] then outputs[backend][k][dt] = first end
+            if c.determinism ~= "nondeterministic" then -- same hardware: the same bytes again
+              same_bytes(first, cases[k](c, d, dt), BYTES[dt], ("%s %s on %s: a second run"):format(k, dt, d.id))
+            end
+          end
+        end
+      end)
+      local bad = refused_dtype(c)
+      if bad then
+        it(("%s: refuses %s before any launch, naming accept.inputs[0].dtypes"):format(k, bad), function()
+          if not devs then return pending(why) end
+          local d = devs[1]
+          local name = c.inputs[1].name
+          local _, refusal = c:call { inputs = { [name] = { dtype = bad, shape = { 2, 2 } } } }
+          assert.matches("^accept.inputs%[0%].dtypes: " .. bad:upper() .. " not accepted", refusal)
+          if #c.inputs > 1 then return end
+          local kernel = d:kernel(c.entry_point)
+          local before = kernel.launches
+          local ok, err = pcall(c.launch, c, { inputs = { [name] = { dtype = bad, shape = { 2, 2 }, buffer = d:buffer(64) } },
+                                               out = d:buffer(64) })
+          assert.is_false(ok)
+          assert.matches("accept.inputs[0].dtypes: " .. bad:upper() .. " not accepted", err, 1, true)
+          assert.equal(before, kernel.launches)
+        end)
+      end
+    end
+
+    it("refuses a misaligned or too-short buffer before the launch, at the contract and at the kernel", function()
+      if not devs then return pending(why) end
+      local d, c = devs[1], C["flip." .. backend]
+      local kernel = d:kernel "flip"
+      local before = kernel.launches
+      local big = d:buffer(random_bytes(256))
+      local out = d:buffer(256)
+      local spec = { inputs = { input = { dtype = "f32", shape = { 4, 8 }, buffer = big:slice(2, 128) } }, params = { axis = 0 }, out = out }
+      assert.has_error(function() c:launch(spec) end,
+        "contract 'flip' (" .. backend .. "): caps.alignment_bytes: input's base offset 2 is not a multiple of 4")
+      spec.inputs.input.buffer = big:slice(0, 100)
+      assert.has_error(function() c:launch(spec) end,
+        "contract 'flip' (" .. backend .. "): input: buffer too short (100 bytes, the call needs 128)")
+      spec.inputs.input.buffer = big
+      spec.out = d:buffer(64)
+      assert.has_error(function() c:launch(spec) end,
+        "contract 'flip' (" .. backend .. "): out: buffer too short (64 bytes, the call needs 128)")
+      -- the kernel's own signature refuses the same, whoever launches it
+      local ok, err = pcall(kernel.launch, kernel, nil, 1, 256, out, big:slice(2, 128), 4, 8, 1, 4)
+      assert.is_false(ok)
+      assert.matches("argument 'in': base not aligned %(offset 2 is not a multiple of the 4%-byte element%)", err)
+      ok, err = pcall(kernel.launch, kernel, nil, 1, 256, out, big:slice(0, 100), 4, 8, 1, 4)
+      assert.matches("argument 2 'in': buffer too short %(100 bytes, needs 128%)", err)
+      assert.equal(before, kernel.launches)
+    end)
+
+    it("takes the empty fast paths: nothing launched, nothing written", function()
+      if not devs then return pending(why) end
+      local d = devs[1]
+      local ws, k = C["write_slice." .. backend], d:kernel "write_slice"
+      local before = k.launches
+      local dest = poison(4 * 4 * 4)
+      local got, r = run(ws, d, { source = { dtype = "f32", shape = { 0, 4 }, data = "" }, dest = { dtype = "f32", shape = { 4, 4 }, data = dest } },
+        { ranges = { { 2, 2 }, { 0, 4 } } }, nil, "dest")
+      assert.equal("empty slab: nothing launched", r.fast_path)
+      assert.is_false(r.launched)
+      same_bytes(dest, got, 4, "an empty slab writes nothing")
+      assert.equal(before, k.launches)
+      local roll = C["roll." .. backend]
+      local r2 = roll:launch { inputs = { input = { dtype = "f16", shape = { 3, 0, 2 }, buffer = d:buffer(0) } },
+                               params = { axis = 1, shift = 5 }, out = d:buffer(0) }
+      assert.equal("empty axis: nothing launched", r2.fast_path)
+      assert.is_false(r2.launched)
+      local _, r3 = run(C["write_slice." .. backend], d, { source = { dtype = "u8", shape = { 3 }, data = "abc" },
+        dest = { dtype = "u8", shape = { 5 }, data = "-----" } }, { ranges = { { 1, 4 } } }, nil, "dest")
+      assert.equal("rank 1: one contiguous span", r3.fast_path)
+      assert.is_true(r3.launched)
+    end)
+  end)
+end
+
+describe("shape kernels across backends", function()
+  it("bitwise contracts give identical bytes on every backend; the others on finite values too", function()
+    local cuda, why = devices_of "cuda"
+    if not cuda then return pending(why) end
+    local n = 0
+    for _, k in ipairs(ORDER) do
+      for dt, bytes in pairs(outputs.cpu[k] or {}) do
+        local other = outputs.cuda[k] and outputs.cuda[k][dt]
+        assert.truthy(other, k .. " " .. dt .. " did not run on cuda")
+        if C[k .. ".cpu"].determinism == "bitwise" then
+          same_bytes(bytes, other, BYTES[dt], ("%s %s: cuda against cpu"):format(k, dt))
+          n = n + 1
+        end
+      end
+    end
+    assert.is_true(n > 50)
+  end)
+
+  it("copies host to device and back, and device to device", function()
+    local cuda, why = devices_of "cuda"
+    if not cuda then return pending(why) end
+    local cpu = xpu.device "cpu:0"
+    local data = random_bytes(3 * 1024 * 1024 + 5)
+    local host = cpu:buffer(data)
+    local dev = cuda[1]:buffer(#data)
+    C["copy.cpu"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = host } }, out = dev }
+    local dev2 = cuda[#cuda]:buffer(#data)
+    C["copy.cuda"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev } }, out = dev2 }
+    local back = cpu:buffer(#data)
+    C["copy.cuda"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev2 } }, out = back }
+    same_bytes(data, back:download(), 1, "host to device to device to host")
+  end)
+end)

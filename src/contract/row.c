@@ -1,0 +1,181 @@
+/* row.c — contracts become route rows: one row per dtype the contract accepts (the row's
+ * format), launching the entry point's kernel, with a C shape half that checks accept
+ * against the query's facts and answers with the contract field that refused.
+ * Uses route.h and contract.h. */
+#include "contract_row.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct fkc_row {
+	const struct xpu_contract *c;
+	int dtype;
+};
+
+/* The code format a backend's kernels come in: the capability a row of that backend needs. */
+const char *xpu_fkc_code_cap(const char *backend)
+{
+	static const char *const map[][2] = { { "cpu", "code.host" }, { "cuda", "code.ptx" },
+					      { "vulkan", "code.spirv" }, { "hip", "code.amdgcn" } };
+	for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+		if (strcmp(map[i][0], backend) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+static void fkc_row_release(struct xpu_row *r)
+{
+	struct fkc_row *fr = r->ud;
+	if (!fr)
+		return;
+	xpu_fkc_release(fr->c->file);
+	xpu_free(fr);
+	r->ud = NULL;
+}
+
+const struct xpu_contract *xpu_fkc_row_contract(const struct xpu_row *r)
+{
+	return r->release == fkc_row_release && r->ud ? ((const struct fkc_row *)r->ud)->c : NULL;
+}
+
+/* ---- the query as a partial call -------------------------------------------------------- */
+
+static bool fact(const struct xpu_query *q, const char *prefix, const char *name, int64_t *v)
+{
+	char key[XPU_NAME_MAX];
+	snprintf(key, sizeof key, "%s%s", prefix, name);
+	int32_t id = xpu_name_find(XPU_NAME_KEY, key);
+	return id >= 0 && xpu_query_fact(q, id, v);
+}
+
+/* Operand k from `rank`, `dim<j>`, `stride<j>`, `offset` and the five flags (unprefixed for
+ * the first operand, `<name>.` for any). Flags come from the strides when all are given,
+ * else from the flag facts; with neither, the layout is unknown (the call check decides). */
+static void operand_from(const struct xpu_contract *c, int k, int dtype, const struct xpu_query *q,
+			 struct xpu_fkc_tensor *t)
+{
+	char prefix[XPU_FKC_NAME + 2], name[24];
+	int64_t v;
+	snprintf(prefix, sizeof prefix, "%s.", c->input[k].name);
+	const char *pre = k == 0 && !fact(q, prefix, "rank", &v) ? "" : prefix;
+	t->present = true;
+	t->dtype = c->input[k].dtypes & (1u << dtype) ? dtype : -1;
+	t->rank = fact(q, pre, "rank", &v) && v >= 0 && v <= XPU_FKC_MAX_RANK ? (int)v : -1;
+	t->dims_known = t->rank >= 0;
+	bool strides = t->rank >= 0;
+	for (int j = 0; j < t->rank; j++) {
+		snprintf(name, sizeof name, "dim%d", j);
+		t->dims_known &= fact(q, pre, name, &t->dims[j]) && t->dims[j] >= 0;
+		snprintf(name, sizeof name, "stride%d", j);
+		strides &= fact(q, pre, name, &t->strides[j]);
+	}
+	t->has_strides = strides && t->dims_known;
+	if (t->has_strides)
+		fact(q, pre, "offset", &t->offset);
+	if (t->dims_known && xpu_fkc_tensor_derive(t))
+		t->dims_known = t->has_strides = false;
+	if (t->has_strides)
+		return;
+	t->flags_known = false;
+	t->flags = 0;
+	for (int f = XPU_LF_STRIDED; f < XPU_LF_COUNT; f++)
+		if (fact(q, pre, xpu_layout_flag_names[f], &v)) {
+			t->flags_known = true;
+			t->flags |= v ? 1u << f : 0;
+		}
+	if (!(t->flags & (1u << XPU_LF_STRIDED | 1u << XPU_LF_BROADCAST | 1u << XPU_LF_REVERSE)))
+		t->flags |= 1u << XPU_LF_CONTIGUOUS;
+}
+
+/* op_params from facts: scalars by name, lists as `<name><j>`, pairs as `<name><j>.0/.1`. */
+static void params_from(const struct xpu_contract *c, const struct xpu_query *q, struct xpu_fkc_call *call)
+{
+	for (int k = 0; k < c->nfields; k++) {
+		const struct xpu_fkc_field *f = &c->field[k];
+		struct xpu_fkc_param *p = &call->p[k];
+		char name[XPU_FKC_NAME + 16];
+		if (f->kind <= XPU_FK_U32) {
+			p->present = fact(q, "", f->name, &p->i);
+			continue;
+		}
+		for (int j = 0; j < XPU_FKC_MAX_LIST; j++) {
+			bool got;
+			if (f->kind == XPU_FK_PAIRS) {
+				snprintf(name, sizeof name, "%s%d.0", f->name, j);
+				got = fact(q, "", name, &p->v[2 * j]);
+				snprintf(name, sizeof name, "%s%d.1", f->name, j);
+				got = got && fact(q, "", name, &p->v[2 * j + 1]);
+			} else {
+				snprintf(name, sizeof name, "%s%d", f->name, j);
+				got = fact(q, "", name, &p->v[j]);
+			}
+			if (!got)
+				break;
+			p->n = j + 1;
+		}
+		p->present = p->n > 0;
+	}
+}
+
+void xpu_fkc_call_from_query(const struct xpu_contract *c, int dtype, const struct xpu_query *q,
+			     struct xpu_fkc_call *call)
+{
+	memset(call, 0, sizeof *call);
+	call->partial = true;
+	for (int k = 0; k < c->ninputs; k++)
+		operand_from(c, k, dtype, q, &call->in[k]);
+	params_from(c, q, call);
+}
+
+static const char *fkc_shape(const struct xpu_row *cr, const struct xpu_query *q, void *host)
+{
+	struct xpu_row *r = (struct xpu_row *)cr;
+	const struct fkc_row *fr = r->ud;
+	struct xpu_fkc_call call;
+	struct xpu_fkc_result res;
+	xpu_fkc_call_from_query(fr->c, fr->dtype, q, &call);
+	xpu_fkc_check(fr->c, &call, &res);
+	if (res.verdict == XPU_FKC_OK)
+		return NULL;
+	snprintf(r->gate, sizeof r->gate, "%.*s", (int)sizeof r->gate - 1, res.refusal);
+	return r->gate;
+}
+
+/* ---- registration --------------------------------------------------------------------------- */
+
+struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t regime, int32_t priority)
+{
+	struct xpu_kernel *k = xpu_kernel_find(c->entry_point);
+	const char *cap = xpu_fkc_code_cap(c->backend);
+	if (!k) {
+		xpu_fail("%s:%d: kernel '%s': entry_point: '%s' is not in the kernel table", c->file->path, c->line,
+			 c->kernel, c->entry_point);
+		return NULL;
+	}
+	if (!cap) {
+		xpu_fail("kernel '%s': backend '%s' has no code format a row could need", c->kernel, c->backend);
+		return NULL;
+	}
+	int32_t format = xpu_name_id(XPU_NAME_FORMAT, xpu_dtype_format(dtype));
+	int32_t need = xpu_name_id(XPU_NAME_CAP, cap);
+	struct xpu_row *r = format < 0 || need < 0 ? NULL : xpu_calloc(1, sizeof *r);
+	struct fkc_row *fr = r ? xpu_malloc(sizeof *fr) : NULL;
+	if (!fr) {
+		xpu_free(r);
+		return NULL;
+	}
+	snprintf(r->name, sizeof r->name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dtype));
+	r->regime = regime;
+	r->format = format;
+	r->priority = priority;
+	r->nneeds = 1;
+	r->needs[0] = need;
+	r->kernel = k->id;
+	r->shape = fkc_shape;
+	fr->c = c;
+	fr->dtype = dtype;
+	r->ud = fr;
+	r->release = fkc_row_release;
+	xpu_fkc_retain(c->file);
+	return r;
+}

@@ -1,0 +1,900 @@
+/* l_contract.c — xpu.contracts (load, try_load, parse, plan) and xpu.Contract: a call
+ * validated and priced, rows registered into a route table, a checked launch of the
+ * contract's kernel, precision bounds, and every field for printing. Uses src/contract. */
+#include "contract/contract_row.h"
+#include "lx.h"
+#include "xpu_lua.h"
+
+#include <math.h>
+#include <string.h>
+
+#define XPU_CONTRACT_MT "xpu.Contract"
+#define XPU_FKC_HOLDER_MT "xpu.ContractFile"
+#define MAX_CANDIDATES 64
+
+void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);
+
+struct lcontract {
+	const struct xpu_contract *c; /* holds a reference to its file */
+};
+
+/* A file is held by this userdata while its contract objects are made, so an error raised
+ * half-way leaves the file to the collector rather than leaking it. */
+struct lholder {
+	struct xpu_fkc_file *f;
+};
+
+static int holder_gc(lua_State *L)
+{
+	struct lholder *h = luaL_checkudata(L, 1, XPU_FKC_HOLDER_MT);
+	xpu_fkc_release(h->f);
+	h->f = NULL;
+	return 0;
+}
+
+static const struct xpu_contract *checkcontract(lua_State *L, int i)
+{
+	struct lcontract *u = luaL_checkudata(L, i, XPU_CONTRACT_MT);
+	if (!u->c)
+		luaL_argerror(L, i, "contract was released");
+	return u->c;
+}
+
+static void push_contract(lua_State *L, const struct xpu_contract *c)
+{
+	struct lcontract *u = lua_newuserdatauv(L, sizeof *u, 0);
+	u->c = NULL;
+	luaL_setmetatable(L, XPU_CONTRACT_MT);
+	xpu_fkc_retain(c->file);
+	u->c = c;
+}
+
+static int contract_gc(lua_State *L)
+{
+	struct lcontract *u = luaL_checkudata(L, 1, XPU_CONTRACT_MT);
+	if (u->c)
+		xpu_fkc_release(u->c->file);
+	u->c = NULL;
+	return 0;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
+
+static struct lholder *new_holder(lua_State *L)
+{
+	struct lholder *h = lua_newuserdatauv(L, sizeof *h, 0);
+	h->f = NULL;
+	luaL_setmetatable(L, XPU_FKC_HOLDER_MT);
+	return h;
+}
+
+static int push_contracts(lua_State *L, struct lholder *h)
+{
+	lua_createtable(L, h->f->ncontracts, 0);
+	for (int i = 0; i < h->f->ncontracts; i++) {
+		push_contract(L, &h->f->contracts[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+static int load(lua_State *L, bool raise)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct lholder *h = new_holder(L);
+	if (!(h->f = xpu_fkc_load(path)))
+		return raise ? lx_error(L) : lx_fail(L);
+	return push_contracts(L, h);
+}
+
+/* xpu.contracts.load(path) -> { contract, ... }; raises with file, line, kernel and key. */
+static int l_load(lua_State *L)
+{
+	return load(L, true);
+}
+
+/* xpu.contracts.try_load(path) -> list | nil, message */
+static int l_try_load(lua_State *L)
+{
+	return load(L, false);
+}
+
+/* xpu.contracts.parse(text [, name]) -> list: contract text from memory, named in messages. */
+static int l_parse(lua_State *L)
+{
+	size_t len;
+	const char *text = luaL_checklstring(L, 1, &len);
+	const char *name = luaL_optstring(L, 2, "(string)");
+	struct lholder *h = new_holder(L);
+	if (!(h->f = xpu_fkc_parse(name, text, len)))
+		return lx_error(L);
+	return push_contracts(L, h);
+}
+
+/* ---- a call from Lua ---------------------------------------------------------------------- */
+
+static void check_keys(lua_State *L, int t, const char *what, const char *const *known)
+{
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+		bool ok = false;
+		for (int i = 0; k && known[i] && !ok; i++)
+			ok = strcmp(k, known[i]) == 0;
+		if (!ok)
+			luaL_error(L, "%s: unknown key '%s'", what, k ? k : luaL_typename(L, -2));
+		lua_pop(L, 1);
+	}
+}
+
+static int read_ints(lua_State *L, int t, const char *what, int64_t *out, int max)
+{
+	if (!lua_istable(L, t))
+		luaL_error(L, "%s must be a list of integers, got %s", what, luaL_typename(L, t));
+	lua_Integer n = luaL_len(L, t);
+	if (n > max)
+		luaL_error(L, "%s lists %d values, at most %d", what, (int)n, max);
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_geti(L, t, i);
+		if (!lua_isinteger(L, -1))
+			luaL_error(L, "%s[%d] must be an integer, got %s", what, (int)i, luaL_typename(L, -1));
+		out[i - 1] = lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	return (int)n;
+}
+
+static const char *const operand_keys[] = { "dtype", "shape", "strides", "offset", "buffer", NULL };
+
+/* { dtype = "f32", shape = {...}, strides = {...}, offset = n, buffer = b } at t. */
+static void read_operand(lua_State *L, int t, const char *name, struct xpu_fkc_tensor *out, struct xpu_buffer **buf)
+{
+	char what[64];
+	snprintf(what, sizeof what, "operand '%s'", name);
+	luaL_checktype(L, t, LUA_TTABLE);
+	check_keys(L, t, what, operand_keys);
+	memset(out, 0, sizeof *out);
+	out->present = true;
+	if (lua_getfield(L, t, "dtype") != LUA_TSTRING || (out->dtype = xpu_dtype_parse(lua_tostring(L, -1))) < 0)
+		luaL_error(L, "%s: dtype must be a dtype name (f32, bf16, u8, ...), got %s", what,
+			   lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+	lua_getfield(L, t, "shape");
+	snprintf(what, sizeof what, "operand '%s' shape", name);
+	out->rank = read_ints(L, lua_gettop(L), what, out->dims, XPU_FKC_MAX_RANK);
+	for (int k = 0; k < out->rank; k++)
+		if (out->dims[k] < 0)
+			luaL_error(L, "%s[%d] is negative", what, k + 1);
+	out->dims_known = true;
+	if (lua_getfield(L, t, "strides") != LUA_TNIL) {
+		snprintf(what, sizeof what, "operand '%s' strides", name);
+		if (read_ints(L, lua_gettop(L), what, out->strides, XPU_FKC_MAX_RANK) != out->rank)
+			luaL_error(L, "%s: one stride per dim", what);
+		out->has_strides = true;
+	}
+	if (lua_getfield(L, t, "offset") != LUA_TNIL && !lua_isinteger(L, -1))
+		luaL_error(L, "operand '%s': offset must be an integer (elements)", name);
+	out->offset = lua_tointeger(L, -1);
+	if (xpu_fkc_tensor_derive(out))
+		lx_error(L);
+	if (buf)
+		*buf = lua_getfield(L, t, "buffer") == LUA_TNIL ? NULL : lx_checkbuffer(L, -1);
+	lua_pop(L, 4 + (buf != NULL));
+}
+
+/* inputs: positional in the contract's order, or by operand name. */
+static void read_inputs(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call,
+			struct xpu_buffer **bufs)
+{
+	if (lua_getfield(L, spec, "inputs") != LUA_TTABLE)
+		luaL_error(L, "call: 'inputs' must be a table of operands, got %s", luaL_typename(L, -1));
+	int t = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		int k = lua_isinteger(L, -2) ? (int)lua_tointeger(L, -2) - 1
+		      : lua_type(L, -2) == LUA_TSTRING ? xpu_fkc_input_index(c, lua_tostring(L, -2)) : -1;
+		if (k < 0 || k >= c->ninputs)
+			luaL_error(L, "call: contract '%s' has no operand %s%s", c->kernel,
+				   lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "at index ",
+				   lua_type(L, -2) == LUA_TSTRING ? "" : lua_tostring(L, -2));
+		read_operand(L, lua_gettop(L), c->input[k].name, &call->in[k], bufs ? &bufs[k] : NULL);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+static void read_param(lua_State *L, int v, const struct xpu_contract *c, int k, struct xpu_fkc_param *p)
+{
+	const struct xpu_fkc_field *f = &c->field[k];
+	char what[64];
+	snprintf(what, sizeof what, "param '%s'", f->name);
+	p->present = true;
+	switch (f->kind) {
+	case XPU_FK_DYN:
+		luaL_error(L, "%s is read from an operand at run time, not given in a call", what);
+		break;
+	case XPU_FK_LIST:
+		p->n = read_ints(L, v, what, p->v, XPU_FKC_MAX_LIST);
+		break;
+	case XPU_FK_BYTES: {
+		size_t n;
+		const char *s = lua_type(L, v) == LUA_TSTRING ? lua_tolstring(L, v, &n) : NULL;
+		if (!s)
+			p->n = read_ints(L, v, what, p->v, XPU_FKC_MAX_LIST);
+		else if (n > XPU_FKC_MAX_LIST)
+			luaL_error(L, "%s: %d bytes, at most %d", what, (int)n, XPU_FKC_MAX_LIST);
+		for (size_t j = 0; s && j < n; j++)
+			p->v[j] = (unsigned char)s[j];
+		if (s)
+			p->n = (int)n;
+		break;
+	}
+	case XPU_FK_PAIRS: {
+		luaL_checktype(L, v, LUA_TTABLE);
+		lua_Integer n = luaL_len(L, v);
+		if (n > XPU_FKC_MAX_LIST)
+			luaL_error(L, "%s lists %d pairs, at most %d", what, (int)n, XPU_FKC_MAX_LIST);
+		for (lua_Integer j = 1; j <= n; j++) {
+			lua_geti(L, v, j);
+			if (read_ints(L, lua_gettop(L), what, p->v + 2 * (j - 1), 2) != 2)
+				luaL_error(L, "%s[%d] must be a pair {a, b}", what, (int)j);
+			lua_pop(L, 1);
+		}
+		p->n = (int)n;
+		break;
+	}
+	default:
+		if (!lua_isinteger(L, v))
+			luaL_error(L, "%s must be an integer, got %s", what, luaL_typename(L, v));
+		p->i = lua_tointeger(L, v);
+	}
+}
+
+/* params: by field name. In a plan an unknown name only disqualifies the candidate. */
+static bool read_params(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call, bool strict)
+{
+	bool ok = true;
+	if (lua_getfield(L, spec, "params") == LUA_TNIL)
+		return lua_pop(L, 1), true;
+	luaL_checktype(L, -1, LUA_TTABLE);
+	int t = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		int k = lua_type(L, -2) == LUA_TSTRING ? xpu_fkc_field_index(c, lua_tostring(L, -2)) : -1;
+		if (k < 0 && strict)
+			luaL_error(L, "call: contract '%s' has no op_params field '%s'", c->kernel,
+				   lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+		if (k >= 0)
+			read_param(L, lua_gettop(L), c, k, &call->p[k]);
+		ok &= k >= 0;
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return ok;
+}
+
+static void read_call(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call,
+		      struct xpu_buffer **bufs)
+{
+	static const char *const keys[] = { "inputs", "params", "out", "stream", NULL };
+	luaL_checktype(L, spec, LUA_TTABLE);
+	check_keys(L, spec, "call", keys);
+	memset(call, 0, sizeof *call);
+	read_inputs(L, spec, c, call, bufs);
+	read_params(L, spec, c, call, true);
+}
+
+/* ---- results ------------------------------------------------------------------------------ */
+
+static void push_ints(lua_State *L, const int64_t *v, int n)
+{
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		lua_pushinteger(L, v[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static void push_param(lua_State *L, const struct xpu_fkc_field *f, const struct xpu_fkc_param *p)
+{
+	if (f->kind == XPU_FK_LIST || f->kind == XPU_FK_BYTES) {
+		push_ints(L, p->v, p->n);
+	} else if (f->kind == XPU_FK_PAIRS) {
+		lua_createtable(L, p->n, 0);
+		for (int j = 0; j < p->n; j++) {
+			push_ints(L, p->v + 2 * j, 2);
+			lua_rawseti(L, -2, j + 1);
+		}
+	} else {
+		lua_pushinteger(L, p->i);
+	}
+}
+
+/* { dtype, shape, n, bytes_moved, flops, in_place, fast_path, alignment, params } */
+static void push_result(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_call *call,
+			const struct xpu_fkc_result *r)
+{
+	lua_createtable(L, 0, 10);
+	lua_pushstring(L, xpu_dtype_format(r->dtype));
+	lua_setfield(L, -2, "dtype");
+	if (r->rank >= 0) {
+		push_ints(L, r->dims, r->rank);
+		lua_setfield(L, -2, "shape");
+		lua_pushinteger(L, r->n);
+		lua_setfield(L, -2, "n");
+	}
+	if (r->bytes_known) {
+		lua_pushinteger(L, (lua_Integer)r->bytes_moved);
+		lua_setfield(L, -2, "bytes_moved");
+	}
+	if (r->flops_known) {
+		lua_pushinteger(L, (lua_Integer)r->flops);
+		lua_setfield(L, -2, "flops");
+	}
+	if (r->in_place >= 0) {
+		lua_pushstring(L, c->input[r->in_place].name);
+		lua_setfield(L, -2, "in_place");
+	}
+	if (r->fast_path >= 0) {
+		const struct xpu_fkc_fast *fp = &c->caps.fast[r->fast_path];
+		lua_pushstring(L, fp->note ? fp->note : fp->cls[0] ? fp->cls : "fast path");
+		lua_setfield(L, -2, "fast_path");
+	}
+	lua_pushinteger(L, r->alignment);
+	lua_setfield(L, -2, "alignment");
+	lua_createtable(L, 0, c->nfields);
+	for (int k = 0; k < c->nfields; k++)
+		if (call->p[k].present) {
+			push_param(L, &c->field[k], &call->p[k]);
+			lua_setfield(L, -2, c->field[k].name);
+		}
+	lua_setfield(L, -2, "params");
+}
+
+static const char *verdict_word(enum xpu_fkc_verdict v)
+{
+	return v == XPU_FKC_LAYOUT ? "layout" : "refused";
+}
+
+/* c:call{ inputs = {...}, params = {...} } -> result | nil, refusal, "layout" | "refused" */
+static int c_call(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0); /* collected on an error */
+	struct xpu_fkc_result r;
+	read_call(L, 2, c, call, NULL);
+	xpu_fkc_check(c, call, &r);
+	if (r.verdict != XPU_FKC_OK) {
+		luaL_pushfail(L);
+		lua_pushstring(L, r.refusal);
+		lua_pushstring(L, verdict_word(r.verdict));
+		return 3;
+	}
+	push_result(L, c, call, &r);
+	return 1;
+}
+
+/* c:precision{ inputs, params } -> { max_ulp, max_relative, max_absolute } (absent: `~`) */
+static int c_precision(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
+	struct xpu_fkc_result r;
+	double b[3];
+	static const char *const keys[] = { "max_ulp", "max_relative", "max_absolute" };
+	read_call(L, 2, c, call, NULL);
+	xpu_fkc_check(c, call, &r);
+	if (r.verdict != XPU_FKC_OK)
+		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
+	xpu_fkc_precision(c, call, &b[0], &b[1], &b[2]);
+	lua_createtable(L, 0, 3);
+	for (int k = 0; k < 3; k++)
+		if (!isnan(b[k])) {
+			lua_pushnumber(L, b[k]);
+			lua_setfield(L, -2, keys[k]);
+		}
+	return 1;
+}
+
+/* ---- rows --------------------------------------------------------------------------------- */
+
+/* The C table behind an xpu.RouteTable: l_route.c's userdata is that one pointer. */
+static struct xpu_table *checktable(lua_State *L, int i)
+{
+	return *(struct xpu_table **)luaL_checkudata(L, i, XPU_TABLE_MT);
+}
+
+static void drop_rows(struct xpu_row **rows, int from, int n)
+{
+	for (int i = from; i < n; i++) {
+		rows[i]->release(rows[i]);
+		xpu_free(rows[i]);
+	}
+}
+
+/* c:register(table [, regime [, { priority = n }]]) -> { row, ... }: one row per dtype of the
+ * first operand, format = the dtype's name, regime "elementwise" unless given. Every check
+ * runs before the first row is made. */
+static int c_register(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_table *t = checktable(L, 2);
+	lua_settop(L, 4);
+	if (lua_isnil(L, 3)) {
+		lua_pushliteral(L, "elementwise");
+		lua_replace(L, 3);
+	}
+	int32_t regime = lx_checkname(L, 3, XPU_NAME_REGIME), priority = 0;
+	if (!lua_isnil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		static const char *const keys[] = { "priority", NULL };
+		check_keys(L, 4, "register", keys);
+		lua_getfield(L, 4, "priority");
+		priority = (int32_t)luaL_optinteger(L, -1, 0);
+	}
+	if (t->frozen)
+		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++) {
+		char name[64];
+		snprintf(name, sizeof name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dt));
+		if ((c->input[0].dtypes & (1u << dt)) && xpu_table_row(t, name))
+			return luaL_error(L, "route table '%s' already has a row named '%s'", t->name, name);
+	}
+	struct xpu_row *rows[XPU_DT_COUNT];
+	int n = 0;
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++)
+		if ((c->input[0].dtypes & (1u << dt)) && !(rows[n++] = xpu_fkc_row_new(c, dt, regime, priority))) {
+			drop_rows(rows, 0, n - 1);
+			return lx_error(L);
+		}
+	for (int i = 0; i < n; i++)
+		if (xpu_table_register(t, rows[i])) {
+			drop_rows(rows, i, n);
+			return lx_error(L);
+		}
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		lx_push_row_of(L, 2, rows[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+/* ---- launches ------------------------------------------------------------------------------- */
+
+/* Bytes an operand's view reaches from its buffer's base. */
+static int operand_need(lua_State *L, const char *name, const struct xpu_fkc_tensor *t, uint64_t *need)
+{
+	int64_t lo = t->offset, hi = t->offset, dense = 1, eb = xpu_dtype_bytes(t->dtype);
+	if (t->n == 0)
+		return *need = 0, 0;
+	for (int k = t->rank - 1; k >= 0; k--) {
+		int64_t st = t->has_strides ? t->strides[k] : dense, reach;
+		if (__builtin_mul_overflow(t->dims[k] - 1, st, &reach) || __builtin_add_overflow(st < 0 ? lo : hi, reach, st < 0 ? &lo : &hi))
+			return luaL_error(L, "launch: operand '%s': its view reaches past 64 bits", name);
+		dense *= t->dims[k];
+	}
+	if (lo < 0)
+		return luaL_error(L, "launch: operand '%s': the view reaches %I elements before its buffer", name, (lua_Integer)-lo);
+	*need = ((uint64_t)hi + 1) * (uint64_t)eb;
+	return 0;
+}
+
+static void check_buffer(lua_State *L, const struct xpu_contract *c, const char *name, const struct xpu_buffer *b,
+			 uint64_t need, int64_t align)
+{
+	if (align > 1 && b->offset % (uint64_t)align)
+		luaL_error(L, "contract '%s' (%s): caps.alignment_bytes: %s's base offset %I is not a multiple of %I",
+			   c->kernel, c->backend, name, (lua_Integer)b->offset, (lua_Integer)align);
+	if (b->bytes < need)
+		luaL_error(L, "contract '%s' (%s): %s: buffer too short (%I bytes, the call needs %I)", c->kernel,
+			   c->backend, name, (lua_Integer)b->bytes, (lua_Integer)need);
+}
+
+static struct xpu_karg karg_of(const struct xpu_buffer *b)
+{
+	struct xpu_karg a = { .kind = XPU_ARG_BUF };
+	a.b.buf = (struct xpu_buffer *)b;
+	a.b.offset = b->offset;
+	a.b.bytes = b->bytes;
+	return a;
+}
+
+/* The device the inputs live on, which must run the contract's backend code. */
+static struct xpu_device *launch_device(lua_State *L, const struct xpu_contract *c, struct xpu_buffer **bufs)
+{
+	for (int k = 0; k < c->ninputs; k++)
+		if (!bufs[k])
+			luaL_error(L, "launch: operand '%s' needs a buffer", c->input[k].name);
+	struct xpu_device *d = bufs[0]->alloc->dev;
+	bool copy = xpu_shape_kernel_of(c->entry_point) == XPU_SK_COPY;
+	for (int k = 1; k < c->ninputs && !copy; k++)
+		if (bufs[k]->alloc->dev != d)
+			luaL_error(L, "launch: operand '%s' lives on %s, '%s' on %s", c->input[k].name, bufs[k]->alloc->dev->id,
+				   c->input[0].name, d->id);
+	const char *cap = xpu_fkc_code_cap(c->backend);
+	int32_t id = cap ? xpu_name_find(XPU_NAME_CAP, cap) : -1;
+	if (id < 0 || !xpu_device_supports(d, id))
+		luaL_error(L, "contract '%s' is for %s code (%s), which %s does not run", c->kernel, c->backend,
+			   cap ? cap : "?", d->id);
+	return d;
+}
+
+static const struct xpu_buffer *launch_out(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_result *r,
+					    struct xpu_buffer **bufs)
+{
+	int t = lua_getfield(L, 2, "out");
+	const struct xpu_buffer *out = t == LUA_TNIL ? NULL : lx_checkbuffer(L, -1);
+	lua_pop(L, 1);
+	if (r->in_place >= 0) {
+		if (out && out != bufs[r->in_place] && (out->alloc != bufs[r->in_place]->alloc ||
+							out->offset != bufs[r->in_place]->offset))
+			luaL_error(L, "launch: the output aliases '%s' in place; 'out' must be that buffer or absent",
+				   c->input[r->in_place].name);
+		return bufs[r->in_place];
+	}
+	if (!out)
+		luaL_error(L, "launch: 'out' must be the output's buffer");
+	bool copy = xpu_shape_kernel_of(c->entry_point) == XPU_SK_COPY;
+	if (!copy && out->alloc->dev != bufs[0]->alloc->dev)
+		luaL_error(L, "launch: 'out' lives on %s, the operands on %s", out->alloc->dev->id, bufs[0]->alloc->dev->id);
+	return out;
+}
+
+/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
+ * stream = s } -> result (plus `launched`): checked against the contract (refusals raise), the
+ * buffers' alignment and length checked, then the kernel launched without a sync. */
+static int c_launch(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
+	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
+	struct xpu_fkc_result r;
+	struct xpu_shape_geom g;
+	read_call(L, 2, c, call, bufs);
+	struct xpu_device *d = launch_device(L, c, bufs);
+	xpu_fkc_check(c, call, &r);
+	if (r.verdict != XPU_FKC_OK)
+		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
+	const struct xpu_buffer *out = launch_out(L, c, &r, bufs);
+	for (int k = 0; k < c->ninputs; k++) {
+		uint64_t need = 0;
+		operand_need(L, c->input[k].name, &call->in[k], &need);
+		check_buffer(L, c, c->input[k].name, bufs[k], need, r.alignment);
+	}
+	check_buffer(L, c, c->output[0].name, out, (uint64_t)r.n * (uint64_t)xpu_dtype_bytes(r.dtype), r.alignment);
+	if (xpu_fkc_geom(c, call, &g))
+		return lx_error(L);
+	g.in = karg_of(bufs[0]);
+	g.out = karg_of(out);
+	int pos = xpu_fkc_input_index(c, "position");
+	if (pos >= 0)
+		g.aux = karg_of(bufs[pos]);
+	struct xpu_stream *s = lua_getfield(L, 2, "stream") == LUA_TNIL ? d->default_stream : lx_checkstream(L, -1);
+	if (s->dev != d)
+		return luaL_error(L, "launch: the stream is on %s, the operands on %s", s->dev->id, d->id);
+	bool launched;
+	if (xpu_shape_launch(s, &g, &launched))
+		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
+	push_result(L, c, call, &r);
+	lua_pushboolean(L, launched);
+	lua_setfield(L, -2, "launched");
+	return 1;
+}
+
+/* ---- the planner ---------------------------------------------------------------------------- */
+
+/* A contract object, or a row made from a contract. */
+static const struct xpu_contract *candidate(lua_State *L, int i)
+{
+	struct lcontract *u = luaL_testudata(L, i, XPU_CONTRACT_MT);
+	if (u && u->c)
+		return u->c;
+	struct xpu_row **r = luaL_testudata(L, i, XPU_ROW_MT);
+	const struct xpu_contract *c = r ? xpu_fkc_row_contract(*r) : NULL;
+	if (!c)
+		luaL_error(L, "plan: candidates must be contracts or rows made from contracts, got %s",
+			   r ? (*r)->name : luaL_typename(L, i));
+	return c;
+}
+
+static void push_plan(lua_State *L, const struct xpu_plan *p)
+{
+	const struct xpu_plan_step *last = &p->step[p->nsteps - 1];
+	push_result(L, last->c, &p->call, &p->result);
+	lua_pushinteger(L, (lua_Integer)p->bytes_moved);
+	lua_setfield(L, -2, "bytes_moved");
+	lua_pushinteger(L, (lua_Integer)p->flops);
+	lua_setfield(L, -2, "flops");
+	lua_createtable(L, p->nsteps, 0);
+	for (int i = 0; i < p->nsteps; i++) {
+		const struct xpu_plan_step *st = &p->step[i];
+		lua_createtable(L, 0, 7);
+		lua_pushstring(L, st->c->kernel);
+		lua_setfield(L, -2, "op");
+		lua_pushstring(L, st->c->entry_point);
+		lua_setfield(L, -2, "kernel");
+		lua_pushstring(L, st->c->backend);
+		lua_setfield(L, -2, "backend");
+		push_contract(L, st->c);
+		lua_setfield(L, -2, "contract");
+		if (st->input >= 0) {
+			lua_pushstring(L, last->c->input[st->input].name);
+			lua_setfield(L, -2, "input");
+		}
+		lua_pushinteger(L, (lua_Integer)st->bytes_moved);
+		lua_setfield(L, -2, "bytes_moved");
+		lua_pushinteger(L, (lua_Integer)st->flops);
+		lua_setfield(L, -2, "flops");
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, "steps");
+}
+
+static bool wanted(lua_State *L, const struct xpu_contract *c, const char *op, const char *backend)
+{
+	if (backend && strcmp(c->backend, backend) != 0)
+		return false;
+	return op ? strcmp(c->kernel, op) == 0 : strcmp(c->op_kind, "Contiguize") != 0;
+}
+
+/* xpu.contracts.plan(contracts_or_rows, { op =, backend =, inputs =, params = }) -> plan | nil, why.
+ * The plan: steps (each with op, kernel, backend, contract, bytes_moved, flops, and `input`
+ * for a contiguize), their totals, and the op's output (dtype, shape). */
+static int l_plan(lua_State *L)
+{
+	static const char *const keys[] = { "op", "backend", "inputs", "params", NULL };
+	luaL_checktype(L, 1, LUA_TTABLE);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	check_keys(L, 2, "plan", keys);
+	lua_getfield(L, 2, "op");
+	lua_getfield(L, 2, "backend");
+	const char *op = luaL_optstring(L, -2, NULL), *backend = luaL_optstring(L, -1, NULL);
+	lua_Integer n = luaL_len(L, 1);
+	if (n > MAX_CANDIDATES)
+		return luaL_error(L, "plan: %d candidates, at most %d", (int)n, MAX_CANDIDATES);
+	const struct xpu_contract *cands[MAX_CANDIDATES];
+	const struct xpu_fkc_call *calls[MAX_CANDIDATES];
+	struct xpu_fkc_call *space = lua_newuserdatauv(L, sizeof *space * (size_t)(n ? n : 1), 0);
+	int m = 0;
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_geti(L, 1, i);
+		const struct xpu_contract *c = candidate(L, -1);
+		lua_pop(L, 1);
+		bool dup = false;
+		for (int j = 0; j < m; j++)
+			dup |= cands[j] == c; /* several rows of one contract */
+		if (dup)
+			continue;
+		cands[m] = c;
+		calls[m] = NULL;
+		if (wanted(L, c, op, backend)) {
+			memset(&space[m], 0, sizeof *space);
+			read_inputs(L, 2, c, &space[m], NULL);
+			if (read_params(L, 2, c, &space[m], false))
+				calls[m] = &space[m];
+		}
+		m++;
+	}
+	struct xpu_plan *plan = lua_newuserdatauv(L, sizeof *plan, 0);
+	char why[1024];
+	if (xpu_fkc_plan(cands, calls, m, plan, why, sizeof why)) {
+		luaL_pushfail(L);
+		lua_pushstring(L, why);
+		return 2;
+	}
+	push_plan(L, plan);
+	return 1;
+}
+
+/* ---- fields ----------------------------------------------------------------------------------- */
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+	if (v && *v) {
+		lua_pushstring(L, v);
+		lua_setfield(L, -2, k);
+	}
+}
+
+static void set_expr(lua_State *L, const char *k, const struct xpu_expr *e)
+{
+	if (e)
+		set_str(L, k, e->text);
+}
+
+static void push_dtypes(lua_State *L, uint32_t set)
+{
+	lua_newtable(L);
+	for (int d = 0, n = 0; d < XPU_DT_COUNT; d++)
+		if (set & (1u << d)) {
+			lua_pushstring(L, xpu_dtype_format(d));
+			lua_rawseti(L, -2, ++n);
+		}
+}
+
+static void push_clauses(lua_State *L, const char *k, const struct xpu_fkc_clauses *cl)
+{
+	if (!cl->n)
+		return;
+	lua_createtable(L, cl->n, 0);
+	for (int i = 0; i < cl->n; i++) {
+		lua_pushstring(L, cl->e[i]->text);
+		lua_rawseti(L, -2, i + 1);
+	}
+	lua_setfield(L, -2, k);
+}
+
+static void push_inputs(lua_State *L, const struct xpu_contract *c)
+{
+	static const char *const rules[] = { "rejected", "accepted", "required" };
+	lua_createtable(L, c->ninputs, 0);
+	for (int i = 0; i < c->ninputs; i++) {
+		const struct xpu_fkc_input *in = &c->input[i];
+		lua_createtable(L, 0, 5);
+		set_str(L, "name", in->name);
+		push_dtypes(L, in->dtypes);
+		lua_setfield(L, -2, "dtypes");
+		set_str(L, "rank", in->rank_text);
+		lua_createtable(L, 0, XPU_LF_COUNT);
+		for (int f = 0; f < XPU_LF_COUNT; f++)
+			set_str(L, xpu_layout_flag_names[f], rules[in->layout[f]]);
+		lua_setfield(L, -2, "layout");
+		push_clauses(L, "shape_constraint", &in->shape);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static void push_fields(lua_State *L, const struct xpu_contract *c)
+{
+	lua_createtable(L, c->nfields, 0);
+	for (int i = 0; i < c->nfields; i++) {
+		const struct xpu_fkc_field *f = &c->field[i];
+		lua_createtable(L, 0, 5);
+		set_str(L, "name", f->name);
+		set_str(L, "kind", xpu_field_kind_word(f->kind));
+		push_clauses(L, "constraint", &f->constraint);
+		set_expr(L, "default", f->dflt);
+		set_str(L, "note", f->note);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static void push_outputs(lua_State *L, const struct xpu_contract *c)
+{
+	lua_createtable(L, c->noutputs, 0);
+	for (int i = 0; i < c->noutputs; i++) {
+		const struct xpu_fkc_output *o = &c->output[i];
+		char s[64];
+		lua_createtable(L, 0, 5);
+		set_str(L, "name", o->name);
+		snprintf(s, sizeof s, o->dtype_rule == XPU_DR_FIXED ? "%s" : "passthrough(%s)",
+			 o->dtype_rule == XPU_DR_FIXED ? xpu_dtype_name(o->dtype_src) : c->input[o->dtype_src].name);
+		set_str(L, "dtype_rule", s);
+		snprintf(s, sizeof s, o->shape_rule == XPU_SR_SAME_AS ? "same_as(%s)" : "from_params(%s)",
+			 o->shape_rule == XPU_SR_SAME_AS ? c->input[o->shape_src].name : c->field[o->shape_src].name);
+		set_str(L, "shape_rule", s);
+		snprintf(s, sizeof s, "same_as(%s)", o->layout_same_as >= 0 ? c->input[o->layout_same_as].name : "");
+		set_str(L, "layout_guarantee", o->layout_same_as >= 0 ? s : "contiguous");
+		snprintf(s, sizeof s, "in_place(%s)", o->in_place >= 0 ? c->input[o->in_place].name : "");
+		set_str(L, "aliasing", o->in_place >= 0 ? s : "none");
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static void push_fast_paths(lua_State *L, const struct xpu_contract *c)
+{
+	lua_createtable(L, c->caps.nfast, 0);
+	for (int i = 0; i < c->caps.nfast; i++) {
+		lua_createtable(L, 0, 3);
+		set_expr(L, "when", c->caps.fast[i].when);
+		set_str(L, "class", c->caps.fast[i].cls);
+		set_str(L, "note", c->caps.fast[i].note);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+static bool push_string_field(lua_State *L, const struct xpu_contract *c, const char *k)
+{
+	const struct { const char *key; const char *v; } strs[] = {
+		{ "kernel", c->kernel }, { "op_kind", c->op_kind }, { "backend", c->backend },
+		{ "entry_point", c->entry_point }, { "kernel_source", c->kernel_source }, { "blurb", c->blurb },
+		{ "file", c->file->path }, { "variant", c->variant }, { "determinism", xpu_determinism_word(c->determinism) },
+		{ "awkward_layout_strategy", xpu_awkward_word(c->caps.awkward) }, { "provenance", c->cost.provenance },
+		{ "cost_class", c->cost.cls }, { "flops", c->cost.flops->text }, { "bytes_moved", c->cost.bytes_moved->text },
+		{ "alignment_bytes", c->caps.alignment_bytes->text },
+		{ "access_granularity_bits", c->caps.granularity_bits->text }, { "precision_notes", c->precision.notes },
+		{ "max_ulp", c->precision.max_ulp ? c->precision.max_ulp->text : NULL },
+		{ "max_relative", c->precision.max_relative ? c->precision.max_relative->text : NULL },
+		{ "max_absolute", c->precision.max_absolute ? c->precision.max_absolute->text : NULL },
+		{ "code_capability", xpu_fkc_code_cap(c->backend) },
+	};
+	for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+		if (strcmp(k, strs[i].key) == 0) {
+			if (strs[i].v)
+				lua_pushstring(L, strs[i].v);
+			else
+				lua_pushnil(L);
+			return true;
+		}
+	return false;
+}
+
+static bool push_other_field(lua_State *L, const struct xpu_contract *c, const char *k)
+{
+	if (strcmp(k, "line") == 0)
+		lua_pushinteger(L, c->line);
+	else if (strcmp(k, "in_place") == 0)
+		lua_pushboolean(L, c->caps.in_place);
+	else if (strcmp(k, "bit_stable") == 0)
+		lua_pushboolean(L, c->precision.bit_stable);
+	else if (strcmp(k, "audited") == 0)
+		lua_pushboolean(L, c->precision.audited);
+	else if (strcmp(k, "dtypes") == 0)
+		push_dtypes(L, c->input[0].dtypes);
+	else if (strcmp(k, "inputs") == 0)
+		push_inputs(L, c);
+	else if (strcmp(k, "fields") == 0)
+		push_fields(L, c);
+	else if (strcmp(k, "outputs") == 0)
+		push_outputs(L, c);
+	else if (strcmp(k, "fast_paths") == 0)
+		push_fast_paths(L, c);
+	else if (strcmp(k, "overhead_ns") == 0 && c->cost.overhead_known)
+		lua_pushnumber(L, c->cost.overhead_ns);
+	else if (strcmp(k, "memory") == 0) {
+		lua_createtable(L, 0, 3);
+		lua_pushinteger(L, c->cost.device_bytes);
+		lua_setfield(L, -2, "device_bytes");
+		lua_pushinteger(L, c->cost.host_bytes);
+		lua_setfield(L, -2, "host_bytes");
+		lua_pushinteger(L, c->cost.disk_bytes);
+		lua_setfield(L, -2, "disk_bytes");
+	} else
+		return false;
+	return true;
+}
+
+static int contract_index(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	const char *k = luaL_checkstring(L, 2);
+	luaL_getmetafield(L, 1, "methods");
+	if (lua_getfield(L, -1, k) != LUA_TNIL)
+		return 1;
+	if (!push_string_field(L, c, k) && !push_other_field(L, c, k))
+		lua_pushnil(L);
+	return 1;
+}
+
+static int contract_tostring(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	lua_pushfstring(L, "contract %s (%s) %s:%d: %s, entry %s, %s", c->kernel, c->backend, c->file->path, c->line,
+			c->op_kind, c->entry_point, xpu_determinism_word(c->determinism));
+	return 1;
+}
+
+static const luaL_Reg contract_methods[] = {
+	{ "call", c_call }, { "precision", c_precision }, { "register", c_register }, { "launch", c_launch },
+	{ NULL, NULL },
+};
+
+static const luaL_Reg contract_meta[] = {
+	{ "__index", contract_index }, { "__tostring", contract_tostring }, { "__gc", contract_gc },
+	{ "__close", contract_gc }, { NULL, NULL },
+};
+
+static const luaL_Reg funcs[] = {
+	{ "load", l_load }, { "try_load", l_try_load }, { "parse", l_parse }, { "plan", l_plan }, { NULL, NULL },
+};
+
+void xpu_lua_open_contract(lua_State *L, int t)
+{
+	lx_newclass(L, XPU_CONTRACT_MT, contract_methods, contract_meta);
+	luaL_newmetatable(L, XPU_FKC_HOLDER_MT);
+	lua_pushcfunction(L, holder_gc);
+	lua_setfield(L, -2, "__gc");
+	lua_pop(L, 1);
+	luaL_newlib(L, funcs);
+	lua_setfield(L, t, "contracts");
+}
