@@ -1,9 +1,15 @@
-/* table_quant.c — the quant kernels' names, signatures and extents, shared by every backend:
- * q8_K pack, the bind split and the integer-route decode mat-vecs (dense and grouped).
- * Uses core/device.h and quant/formats.h. Launch semantics are stated by each entry. */
+/* table_quant.c — the quant kernels' names, signatures, extents and launchers, shared by every
+ * backend: q8_K pack, the bind split and the integer-route decode mat-vecs (dense and
+ * grouped). Uses core/device.h, quant/formats.h and launch_quant.c's launchers. Launch
+ * semantics are stated by each entry. */
 #include "table.h"
 #include "quant/formats.h"
 #include "quant/ggml_types.h"
+
+/* launch_quant.c */
+int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_split(struct xpu_kernel *k, const struct xpu_call *c);
 
 /* ---- q8k_pack: workgroup g packs q8_K block g of n / 256 ---------------------------------- */
 
@@ -97,7 +103,8 @@ static int split_bytes_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_AR
 		return xpu_fail("a %llu-byte block is not a scale at one end and a payload",
 				(unsigned long long)bb);
 	if (rb != prefix + bpr * pay)
-		return xpu_fail("row_bytes %llu is not prefix + bpr * payload_bytes", (unsigned long long)rb);
+		return xpu_fail("row_bytes %llu is not prefix + bpr * payload_bytes",
+				(unsigned long long)rb);
 	if (n == 0)
 		return 0;
 	const uint64_t gb = base + n - 1;
@@ -204,7 +211,7 @@ const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ "q8k_pack", "xq:buf@4! x:buf@4 n:u32", q8k_pack_extent, NULL, 0 },
 	{ "split_payload_dword", "out:buf@4! src:buf total:u32 block_base:u32 block_bytes:u32 "
 	  "payload_words:u32 src_payload_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
-	  split_payload_dword_extent, NULL, 0 },
+	  split_payload_dword_extent, xpu_launch_split, 0 },
 	{ "split_scale_dword", "out:buf@4! src:buf total:u32 row_base:u32 block_bytes:u32 "
 	  "scale_bytes:u32 scale_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
 	  split_scale_dword_extent, NULL, 0 },
@@ -213,15 +220,15 @@ const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ "split_bytes", "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
 	  "payload_bytes:u32 scale_bytes:u32 scale_off:u32 bpr:u32 prefix:u32 row_bytes:u32",
 	  split_bytes_extent, NULL, 0 },
-	{ "q4_0_q8k_wave", WAVE_SIG, q4_0_wave_extent, NULL, 0 },
-	{ "q8_0_q8k_wave", WAVE_SIG, q8_0_wave_extent, NULL, 0 },
-	{ "q4_K_q8k_wave", WAVE_SIG, q4_K_wave_extent, NULL, 0 },
-	{ "q6_K_q8k_wave", WAVE_SIG, q6_K_wave_extent, NULL, 0 },
-	{ "iq4_nl_q8k_wave", WAVE_SIG, iq4_nl_wave_extent, NULL, 0 },
-	{ "q4_0_q8k_id", ID_SIG, q4_0_id_extent, NULL, 0 },
-	{ "q8_0_q8k_id", ID_SIG, q8_0_id_extent, NULL, 0 },
-	{ "q4_K_q8k_id", ID_SIG, q4_K_id_extent, NULL, 0 },
-	{ "q6_K_q8k_id", ID_SIG, q6_K_id_extent, NULL, 0 },
-	{ "iq4_nl_q8k_id", ID_SIG, iq4_nl_id_extent, NULL, 0 },
+	{ "q4_0_q8k_wave", WAVE_SIG, q4_0_wave_extent, xpu_launch_wave, 0 },
+	{ "q8_0_q8k_wave", WAVE_SIG, q8_0_wave_extent, xpu_launch_wave, 0 },
+	{ "q4_K_q8k_wave", WAVE_SIG, q4_K_wave_extent, xpu_launch_wave, 0 },
+	{ "q6_K_q8k_wave", WAVE_SIG, q6_K_wave_extent, xpu_launch_wave, 0 },
+	{ "iq4_nl_q8k_wave", WAVE_SIG, iq4_nl_wave_extent, xpu_launch_wave, 0 },
+	{ "q4_0_q8k_id", ID_SIG, q4_0_id_extent, xpu_launch_id, 0 },
+	{ "q8_0_q8k_id", ID_SIG, q8_0_id_extent, xpu_launch_id, 0 },
+	{ "q4_K_q8k_id", ID_SIG, q4_K_id_extent, xpu_launch_id, 0 },
+	{ "q6_K_q8k_id", ID_SIG, q6_K_id_extent, xpu_launch_id, 0 },
+	{ "iq4_nl_q8k_id", ID_SIG, iq4_nl_id_extent, xpu_launch_id, 0 },
 	{ NULL, NULL, NULL, NULL, 0 },
 };

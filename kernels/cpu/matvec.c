@@ -79,19 +79,22 @@ static float row_small(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint3
 	return xpu_wave_reduce(acc);
 }
 
-static void rows_q4_0(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr, uint64_t n)
+static void rows_q4_0(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
 		y[r] = row_small(w + r * rb, x, bpr, 16, dot_q4_0);
 }
 
-static void rows_q8_0(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr, uint64_t n)
+static void rows_q8_0(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
 		y[r] = row_small(w + r * rb, x, bpr, 32, dot_q8_0);
 }
 
-static void rows_iq4_nl(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr, uint64_t n)
+static void rows_iq4_nl(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
 		y[r] = row_small(w + r * rb, x, bpr, 16, dot_iq4_nl);
@@ -178,13 +181,15 @@ static float row_q6_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
 	return xpu_wave_reduce(acc);
 }
 
-static void rows_q4_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr, uint64_t n)
+static void rows_q4_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
 		y[r] = row_q4_K(w + r * rb, x, bpr);
 }
 
-static void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr, uint64_t n)
+static void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
 		y[r] = row_q6_K(w + r * rb, x, bpr);

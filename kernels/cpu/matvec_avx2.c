@@ -33,11 +33,23 @@ static inline float rd_f32(const uint8_t *p)
 }
 
 /* The scale prefix is read slowly beside the payload. Touching all of it at the row's start
- * keeps the row one sequential stream, which the hardware prefetcher needs on long rows. */
+ * keeps the row one sequential stream, which the hardware prefetcher needs on long rows.
+ * (GCC 12 drops a loop of nothing but _mm_prefetch; __builtin_prefetch stays.) */
 static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
 {
 	for (uint64_t o = 0; o < prefix; o += 64)
-		_mm_prefetch((const char *)(row + o), _MM_HINT_T0);
+		__builtin_prefetch(row + o, 0, 3);
+}
+
+/* Rows longer than a page also prefetch their weights a page ahead of the n bytes about to
+ * be read (through the row's end into the next: rows are back to back). Shorter rows leave
+ * it to the hardware, which streams them faster alone. */
+#define AHEAD 4096
+
+static inline void prefetch_ahead(const uint8_t *p, uint32_t n, bool on)
+{
+	for (uint32_t o = 0; on && o < n; o += 64)
+		__builtin_prefetch(p + AHEAD + o, 0, 3);
 }
 
 /* The canonical wave reduction on four 8-lane accumulators (lanes 0-7, 8-15, ...): each
@@ -60,18 +72,76 @@ AVX2 INLINE int32_t hsum8(__m256i v)
 	return _mm_cvtsi128_si32(s);
 }
 
-/* ---- the int8 dot steps, one per instruction set ------------------------------------------ */
+/* ---- the activation ------------------------------------------------------------------------ */
 
-/* acc + the sums of four u8 x s8 products per int32 lane (u <= 15 here: no saturation) */
-AVX2 INLINE __m256i dot_u4s8_avx2(__m256i acc, __m256i u, __m256i s)
+/* Where a q8_K activation's parts lie: block b's 256 values at v + b vs, its eight sums at
+ * h + b hs and its d at h + b hs + 32. Either the 320-byte blocks themselves or a compact
+ * copy: values back to back and the sums and scales apart. A row re-reads the whole
+ * activation, and on long rows the compact copy is what still fits in L1 beside the
+ * weights streaming through. */
+struct xview {
+	const uint8_t *v, *h;
+	uint32_t vs, hs;
+};
+
+#define COMPACT_HEADER 36
+/* q8_K blocks a call copies compactly onto its stack (32 KiB of values); past that the
+ * bodies read the blocks where they are. */
+#define COMPACT_BLOCKS 128
+
+static inline struct xview xview_blocks(const uint8_t *x)
 {
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+	return (struct xview){ x, x + XPU_Q8K_SUMS, XPU_Q8K_BYTES, XPU_Q8K_BYTES };
 }
 
-VNNI INLINE __m256i dot_u4s8_vnni(__m256i acc, __m256i u, __m256i s)
+/* Copies nb q8_K blocks compactly into v (256 nb bytes) and h (36 nb bytes). */
+static inline struct xview xview_compact(const uint8_t *x, uint32_t nb, uint8_t *v, uint8_t *h)
 {
-	return _mm256_dpbusd_epi32(acc, u, s);
+	for (uint32_t b = 0; b < nb; b++) {
+		memcpy(v + (uint64_t)b * 256, x + (uint64_t)b * XPU_Q8K_BYTES, 256);
+		memcpy(h + (uint64_t)b * COMPACT_HEADER, x + (uint64_t)b * XPU_Q8K_BYTES + XPU_Q8K_SUMS, 36);
+	}
+	return (struct xview){ v, h, 256, COMPACT_HEADER };
 }
+
+static inline const uint8_t *xv_values(const struct xview *X, uint64_t b)
+{
+	return X->v + b * X->vs;
+}
+
+static inline const uint8_t *xv_sums(const struct xview *X, uint64_t b)
+{
+	return X->h + b * X->hs;
+}
+
+static inline float xv_scale(const struct xview *X, uint64_t b)
+{
+	return rd_f32(X->h + b * X->hs + 32);
+}
+
+/* the q8_K d of eight consecutive blocks from b */
+AVX2 INLINE __m256 xv_scales8(const struct xview *X, uint64_t b)
+{
+	return _mm256_setr_ps(xv_scale(X, b), xv_scale(X, b + 1), xv_scale(X, b + 2), xv_scale(X, b + 3),
+			      xv_scale(X, b + 4), xv_scale(X, b + 5), xv_scale(X, b + 6), xv_scale(X, b + 7));
+}
+
+struct xcompact {
+	uint8_t v[COMPACT_BLOCKS * 256] __attribute__((aligned(64)));
+	uint8_t h[COMPACT_BLOCKS * COMPACT_HEADER];
+};
+
+/* A call of four rows or more reads a compact copy (when it fits); a shorter call reads the
+ * blocks in place rather than copy about as much as it reads. */
+static inline struct xview xview_for(const uint8_t *x, uint32_t nb, uint64_t rows,
+				     struct xcompact *c)
+{
+	if (rows >= 4 && nb <= COMPACT_BLOCKS)
+		return xview_compact(x, nb, c->v, c->h);
+	return xview_blocks(x);
+}
+
+/* ---- the int16 dot step, one per instruction set ------------------------------------------ */
 
 /* acc + pairwise int16 products summed into int32 lanes */
 AVX2 INLINE __m256i dot_s16_avx2(__m256i acc, __m256i a, __m256i b)
@@ -88,30 +158,14 @@ typedef __m256i (*dot_fn)(__m256i acc, __m256i a, __m256i b);
 
 /* ---- the 32-element formats: q4_0, q8_0, iq4_nl ------------------------------------------ */
 
-/* One q8_K block (eight weight blocks' activations) as the dots want it. Nibble formats:
- * v[2p] holds elements 0-15 of blocks 2p and 2p+1 side by side, v[2p+1] their elements
- * 16-31, matching the low and high nibbles of the two blocks' 32 payload bytes. q8_0: v[b]
- * is block b's 32 values. */
-struct act8 {
-	__m256i v[8];
-	__m256i bsum; /* sum[0..7] */
-	float xs;
-};
-
-AVX2 INLINE void act8_load(struct act8 *A, const uint8_t *xb, bool nibbles)
+/* The activations of blocks 2p and 2p+1 (64 bytes at a) as the nibbles pair with them:
+ * elements 0-15 of both side by side, then elements 16-31 of both. */
+AVX2 INLINE void act_pair(const uint8_t *a, __m256i *lo, __m256i *hi)
 {
-#pragma GCC unroll 8
-	for (int b = 0; b < 8; b++)
-		A->v[b] = _mm256_loadu_si256((const __m256i *)(xb + 32 * b));
-	if (nibbles)
-#pragma GCC unroll 4
-		for (int p = 0; p < 4; p++) {
-			__m256i a0 = A->v[2 * p], a1 = A->v[2 * p + 1];
-			A->v[2 * p] = _mm256_permute2x128_si256(a0, a1, 0x20);
-			A->v[2 * p + 1] = _mm256_permute2x128_si256(a0, a1, 0x31);
-		}
-	A->bsum = _mm256_loadu_si256((const __m256i *)(xb + XPU_Q8K_SUMS));
-	A->xs = rd_f32(xb + XPU_Q8K_SCALE);
+	__m256i a0 = _mm256_loadu_si256((const __m256i *)a);
+	__m256i a1 = _mm256_loadu_si256((const __m256i *)(a + 32));
+	*lo = _mm256_permute2x128_si256(a0, a1, 0x20);
+	*hi = _mm256_permute2x128_si256(a0, a1, 0x31);
 }
 
 /* m[p] holds four partial sums of block 2p in its low half and four of block 2p+1 in its
@@ -155,104 +209,118 @@ AVX2 INLINE __m256i iq4nl_table(int bias)
 		_mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)));
 }
 
-/* Each returns the integer dots of one row's eight blocks against one q8_K block. */
-typedef __m256i (*dots8_fn)(const uint8_t *q, const struct act8 *A);
+/* Each returns the integer dots of one row's eight blocks (payload q) against one q8_K
+ * block (values a, sums bsums). */
+typedef __m256i (*dots8_fn)(const uint8_t *q, const uint8_t *a, const uint8_t *bsums);
 
-AVX2 INLINE __m256i dots8_q4_0_avx2(const uint8_t *q, const struct act8 *A)
+AVX2 INLINE __m256i bsums8(const uint8_t *bsums)
+{
+	return _mm256_loadu_si256((const __m256i *)bsums);
+}
+
+AVX2 INLINE __m256i dots8_q4_0_avx2(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	__m256i m[4];
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++) {
-		__m256i lo, hi;
+		__m256i lo, hi, alo, ahi;
 		nibbles(q + 32 * p, &lo, &hi);
+		act_pair(a + 64 * p, &alo, &ahi);
 		/* 15 * 127 * 4 fits int16 */
-		__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, A->v[2 * p]),
-					     _mm256_maddubs_epi16(hi, A->v[2 * p + 1]));
+		__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo),
+					     _mm256_maddubs_epi16(hi, ahi));
 		m[p] = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
 	}
-	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 3));
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(bsums8(bsums), 3));
 }
 
-VNNI INLINE __m256i dots8_q4_0_vnni(const uint8_t *q, const struct act8 *A)
+VNNI INLINE __m256i dots8_q4_0_vnni(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	__m256i m[4];
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++) {
-		__m256i lo, hi;
+		__m256i lo, hi, alo, ahi;
 		nibbles(q + 32 * p, &lo, &hi);
-		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, A->v[2 * p]),
-					   hi, A->v[2 * p + 1]);
+		act_pair(a + 64 * p, &alo, &ahi);
+		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, alo),
+					   hi, ahi);
 	}
-	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 3));
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(bsums8(bsums), 3));
 }
 
-AVX2 INLINE __m256i dots8_iq4_nl_avx2(const uint8_t *q, const struct act8 *A)
+AVX2 INLINE __m256i dots8_iq4_nl_avx2(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	const __m256i kv = iq4nl_table(0), ones = _mm256_set1_epi16(1);
 	__m256i m[4];
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++) {
-		__m256i lo, hi;
+		__m256i lo, hi, alo, ahi;
 		nibbles(q + 32 * p, &lo, &hi);
+		act_pair(a + 64 * p, &alo, &ahi);
 		lo = _mm256_shuffle_epi8(kv, lo);
 		hi = _mm256_shuffle_epi8(kv, hi);
 		/* 127 * 127 * 2 fits int16 once, not twice: widen each */
-		m[p] = _mm256_add_epi32(_mm256_madd_epi16(dot_s8_pairs(lo, A->v[2 * p]), ones),
-					_mm256_madd_epi16(dot_s8_pairs(hi, A->v[2 * p + 1]), ones));
+		m[p] = _mm256_add_epi32(_mm256_madd_epi16(dot_s8_pairs(lo, alo), ones),
+					_mm256_madd_epi16(dot_s8_pairs(hi, ahi), ones));
 	}
 	return block_sums8_pairs(m);
 }
 
 /* The codebook plus 128 is unsigned; sum (kv + 128) a - 128 sum a is the same integer. */
-VNNI INLINE __m256i dots8_iq4_nl_vnni(const uint8_t *q, const struct act8 *A)
+VNNI INLINE __m256i dots8_iq4_nl_vnni(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	const __m256i kv = iq4nl_table(128);
 	__m256i m[4];
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++) {
-		__m256i lo, hi;
+		__m256i lo, hi, alo, ahi;
 		nibbles(q + 32 * p, &lo, &hi);
+		act_pair(a + 64 * p, &alo, &ahi);
 		lo = _mm256_shuffle_epi8(kv, lo);
 		hi = _mm256_shuffle_epi8(kv, hi);
-		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, A->v[2 * p]),
-					   hi, A->v[2 * p + 1]);
+		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, alo),
+					   hi, ahi);
 	}
-	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(A->bsum, 7));
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(bsums8(bsums), 7));
 }
 
-AVX2 INLINE __m256i dots8_q8_0_avx2(const uint8_t *q, const struct act8 *A)
+AVX2 INLINE __m256i dots8_q8_0_avx2(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	__m256i m[8];
 #pragma GCC unroll 8
 	for (int b = 0; b < 8; b++) {
 		__m256i w = _mm256_loadu_si256((const __m256i *)(q + 32 * b));
-		m[b] = _mm256_madd_epi16(dot_s8_pairs(w, A->v[b]), _mm256_set1_epi16(1));
+		__m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * b));
+		m[b] = _mm256_madd_epi16(dot_s8_pairs(w, av), _mm256_set1_epi16(1));
 	}
 	return block_sums8_full(m);
 }
 
 /* w ^ 0x80 is w + 128 as an unsigned byte */
-VNNI INLINE __m256i dots8_q8_0_vnni(const uint8_t *q, const struct act8 *A)
+VNNI INLINE __m256i dots8_q8_0_vnni(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
 {
 	__m256i m[8];
 #pragma GCC unroll 8
 	for (int b = 0; b < 8; b++) {
 		__m256i w = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(q + 32 * b)),
 					     _mm256_set1_epi8((char)0x80));
-		m[b] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, A->v[b]);
+		__m256i av = _mm256_loadu_si256((const __m256i *)(a + 32 * b));
+		m[b] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, av);
 	}
-	return _mm256_sub_epi32(block_sums8_full(m), _mm256_slli_epi32(A->bsum, 7));
+	return _mm256_sub_epi32(block_sums8_full(m), _mm256_slli_epi32(bsums8(bsums), 7));
 }
 
 /* One row: group g (eight blocks, one q8_K block) goes to lanes 8 (g % 4) .. 8 (g % 4) + 7,
  * value = (d * xs) * (float)dot. Rows are read one after another: this machine's
  * prefetchers keep up with one sequential stream and lose most of the rate on several. */
-AVX2 INLINE float small_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint32_t pay,
-			    bool nib, dots8_fn dots8)
+AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t bpr, uint32_t pay,
+			    dots8_fn dots8)
 {
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
 	const uint32_t groups = bpr / 8;
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	const bool ahead = prefix + (uint64_t)bpr * pay > AHEAD;
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
 	prefetch_prefix(row, prefix);
 	for (uint32_t g0 = 0; g0 < groups; g0 += 4) {
 #pragma GCC unroll 4
@@ -260,11 +328,10 @@ AVX2 INLINE float small_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, 
 			const uint64_t g = g0 + k;
 			if (g >= groups)
 				break;
-			struct act8 A;
-			act8_load(&A, x + g * XPU_Q8K_BYTES, nib);
-			__m256i dot = dots8(row + prefix + g * 8 * pay, &A);
+			prefetch_ahead(row + prefix + g * 8 * pay, 8 * pay, ahead);
+			__m256i dot = dots8(row + prefix + g * 8 * pay, xv_values(X, g), xv_sums(X, g));
 			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
-			__m256 dxs = _mm256_mul_ps(d, _mm256_set1_ps(A.xs));
+			__m256 dxs = _mm256_mul_ps(d, _mm256_set1_ps(xv_scale(X, g)));
 			acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(dxs, _mm256_cvtepi32_ps(dot)));
 		}
 	}
@@ -274,43 +341,55 @@ AVX2 INLINE float small_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, 
 AVX2 static void rows_q4_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_q4_0_avx2);
+		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_q4_0_avx2);
 }
 
 VNNI static void rows_q4_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_q4_0_vnni);
+		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_q4_0_vnni);
 }
 
 AVX2 static void rows_q8_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 32, false, dots8_q8_0_avx2);
+		y[r] = small_row(w + r * rb, &X, bpr, 32, dots8_q8_0_avx2);
 }
 
 VNNI static void rows_q8_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 32, false, dots8_q8_0_vnni);
+		y[r] = small_row(w + r * rb, &X, bpr, 32, dots8_q8_0_vnni);
 }
 
 AVX2 static void rows_iq4_nl_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_iq4_nl_avx2);
+		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_iq4_nl_avx2);
 }
 
 VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, x, bpr, 16, true, dots8_iq4_nl_vnni);
+		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_iq4_nl_vnni);
 }
 
 /* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
@@ -335,7 +414,8 @@ AVX2 INLINE __m256i spread16(int j)
 }
 
 /* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each */
-AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot, __m256i *isum, __m256i *msum)
+AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
+			   __m256i *isum, __m256i *msum)
 {
 	const __m128i scm = q4_K_scales_mins(p);
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
@@ -351,65 +431,60 @@ AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot, __m
 	}
 	*isum = s;
 	__m256i mins = _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8));
-	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)(xb + XPU_Q8K_SUMS)));
-}
-
-/* the q8_K d of eight consecutive blocks */
-AVX2 INLINE __m256 q8k_scales8(const uint8_t *x)
-{
-	const uint8_t *d = x + XPU_Q8K_SCALE;
-	return _mm256_setr_ps(rd_f32(d), rd_f32(d + 320), rd_f32(d + 640), rd_f32(d + 960),
-			      rd_f32(d + 1280), rd_f32(d + 1600), rd_f32(d + 1920), rd_f32(d + 2240));
+	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)bsums));
 }
 
 /* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks: dm holds
  * their f16 d, dmin pairs */
 AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *dm,
-				const uint8_t *x)
+				__m256 xs)
 {
 	/* d0 m0 d1 m1 .. in each half -> d0..d3 m0..m3 | d4..d7 m4..m7 -> d0..d7 | m0..m7 */
-	__m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)dm), _mm256_broadcastsi128_si256(
-		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15)));
+	const __m256i order = _mm256_broadcastsi128_si256(
+		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
+	__m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)dm), order);
 	v = _mm256_permute4x64_epi64(v, _MM_SHUFFLE(3, 1, 2, 0));
 	const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
 	const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
-	const __m256 xs = q8k_scales8(x);
 	const __m256 a = _mm256_mul_ps(_mm256_mul_ps(d, xs), _mm256_cvtepi32_ps(block_sums8_full(is)));
-	const __m256 b = _mm256_mul_ps(_mm256_mul_ps(dmin, xs), _mm256_cvtepi32_ps(block_sums8_full(ms)));
+	const __m256 b = _mm256_mul_ps(_mm256_mul_ps(dmin, xs),
+				       _mm256_cvtepi32_ps(block_sums8_full(ms)));
 	return _mm256_sub_ps(a, b);
 }
 
-AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, const uint8_t *xb)
+AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, float xs)
 {
-	const float xs = rd_f32(xb + XPU_Q8K_SCALE);
 	const float d = _cvtsh_ss(rd16(dm)), dmin = _cvtsh_ss(rd16(dm + 2));
 	return (d * xs) * (float)hsum8(isum) - (dmin * xs) * (float)hsum8(msum);
 }
 
 /* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one. */
-AVX2 INLINE float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, dot_fn wdot)
+AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t bpr, dot_fn wdot)
 {
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
 	const uint8_t *payload = row + (uint64_t)bpr * 4;
+	const bool ahead = (uint64_t)bpr * 144 > AHEAD;
 	prefetch_prefix(row, (uint64_t)bpr * 4);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
 		__m256i is[8], ms[8];
 #pragma GCC unroll 8
-		for (int k = 0; k < 8; k++)
-			q4_K_sums(payload + (uint64_t)(b + k) * 140, x + (uint64_t)(b + k) * XPU_Q8K_BYTES,
+		for (int k = 0; k < 8; k++) {
+			prefetch_ahead(payload + (uint64_t)(b + k) * 140, 140, ahead);
+			q4_K_sums(payload + (uint64_t)(b + k) * 140, xv_values(X, b + k), xv_sums(X, b + k),
 				  wdot, &is[k], &ms[k]);
-		const __m256 v = q4_K_values8(is, ms, row + 4 * b, x + (uint64_t)b * XPU_Q8K_BYTES);
+		}
+		const __m256 v = q4_K_values8(is, ms, row + 4 * b, xv_scales8(X, b));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
 	}
 	float lanes[32];
 	for (int k = 0; k < 4; k++)
 		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
 	for (; b < bpr; b++) {
-		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
 		__m256i is, ms;
-		q4_K_sums(payload + (uint64_t)b * 140, xb, wdot, &is, &ms);
-		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, row + 4 * b, xb);
+		q4_K_sums(payload + (uint64_t)b * 140, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms);
+		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, row + 4 * b, xv_scale(X, b));
 	}
 	return xpu_wave_reduce(lanes);
 }
@@ -422,17 +497,21 @@ AVX2 INLINE __m256i q6_spread(int k)
 	return _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
 }
 
-/* 32 values q + 32 (0..63) against 32 activations: (q + 32) a - 32 a fits int16 */
-AVX2 INLINE __m256i q6_K_part(__m256i acc, __m256i q, const uint8_t *a, __m256i scale, dot_fn wdot)
+/* 32 values q + 32 (0..63) against 32 activations, into int16 pairs (63 * 127 * 2 fits);
+ * with `unbias`, less 32 a here ((q + 32) a - 32 a fits too) */
+AVX2 INLINE __m256i q6_K_part(__m256i acc, __m256i q, const uint8_t *a, __m256i scale, bool unbias,
+			      dot_fn wdot)
 {
 	__m256i av = _mm256_loadu_si256((const __m256i *)a);
-	__m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, av),
-				     _mm256_maddubs_epi16(_mm256_set1_epi8(32), av));
+	__m256i p = _mm256_maddubs_epi16(q, av);
+	if (unbias)
+		p = _mm256_sub_epi16(p, _mm256_maddubs_epi16(_mm256_set1_epi8(32), av));
 	return wdot(acc, p, scale);
 }
 
-/* isum = sum_g sc_g (q . a over group g) as eight lanes */
-AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot)
+/* sum_g sc_g (q + 32) . a over group g, as eight lanes; unless `unbias`, the caller takes
+ * off 32 sum_g sc_g A_g */
+AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, bool unbias, dot_fn wdot)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
 	const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
@@ -453,70 +532,120 @@ AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, dot_fn wdot)
 		__m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
 					     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
 		const uint8_t *a = xb + 128 * h;
-		isum = q6_K_part(isum, q1, a, _mm256_shuffle_epi8(sc, q6_spread(0)), wdot);
-		isum = q6_K_part(isum, q2, a + 32, _mm256_shuffle_epi8(sc, q6_spread(1)), wdot);
-		isum = q6_K_part(isum, q3, a + 64, _mm256_shuffle_epi8(sc, q6_spread(2)), wdot);
-		isum = q6_K_part(isum, q4, a + 96, _mm256_shuffle_epi8(sc, q6_spread(3)), wdot);
+		isum = q6_K_part(isum, q1, a, _mm256_shuffle_epi8(sc, q6_spread(0)), unbias, wdot);
+		isum = q6_K_part(isum, q2, a + 32, _mm256_shuffle_epi8(sc, q6_spread(1)), unbias, wdot);
+		isum = q6_K_part(isum, q3, a + 64, _mm256_shuffle_epi8(sc, q6_spread(2)), unbias, wdot);
+		isum = q6_K_part(isum, q4, a + 96, _mm256_shuffle_epi8(sc, q6_spread(3)), unbias, wdot);
 	}
 	return isum;
 }
 
-/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one. */
-AVX2 INLINE float row_q6_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, dot_fn wdot)
+/* A q8_K block's sixteen group-of-16 sums A_g (at most 16 * 127: int16). */
+static inline void q8k_group_sums(const uint8_t *xb, int16_t *out)
 {
-	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+	const int8_t *a = (const int8_t *)xb;
+	for (int g = 0; g < 16; g++) {
+		int s = 0;
+		for (int i = 0; i < 16; i++)
+			s += a[16 * g + i];
+		out[g] = (int16_t)s;
+	}
+}
+
+/* The whole q6_K block's integer dot: the biased sums less 32 sum_g sc_g A_g, from the
+ * activation's group sums when there are some, else part by part. */
+AVX2 INLINE __m256i q6_K_dot(const uint8_t *p, const uint8_t *xb, const int16_t *gsums,
+			     dot_fn wdot)
+{
+	if (!gsums)
+		return q6_K_sums(p, xb, true, wdot);
+	const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
+	const __m256i bias = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)gsums));
+	return _mm256_sub_epi32(q6_K_sums(p, xb, false, wdot), _mm256_slli_epi32(bias, 5));
+}
+
+/* Blocks whose activation group sums one call keeps on the stack (16 KiB); longer rows
+ * take the bias off part by part. */
+#define Q6_GROUP_TABLE 512
+
+/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one.
+ * gsums: the activation's group sums per block, or NULL. */
+AVX2 INLINE float row_q6_K(const uint8_t *row, const struct xview *X, uint32_t bpr,
+			   const int16_t *gsums, dot_fn wdot)
+{
+	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			  _mm256_setzero_ps() };
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
+	const bool ahead = prefix + (uint64_t)bpr * 208 > AHEAD;
 	prefetch_prefix(row, prefix);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
 		__m256i is[8];
 #pragma GCC unroll 8
-		for (int k = 0; k < 8; k++)
-			is[k] = q6_K_sums(row + prefix + (uint64_t)(b + k) * 208,
-					  x + (uint64_t)(b + k) * XPU_Q8K_BYTES, wdot);
+		for (int k = 0; k < 8; k++) {
+			prefetch_ahead(row + prefix + (uint64_t)(b + k) * 208, 208, ahead);
+			is[k] = q6_K_dot(row + prefix + (uint64_t)(b + k) * 208, xv_values(X, b + k),
+					 gsums ? gsums + 16 * (b + k) : NULL, wdot);
+		}
 		const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * b)));
-		const __m256 xs = q8k_scales8(x + (uint64_t)b * XPU_Q8K_BYTES);
-		const __m256 v = _mm256_mul_ps(_mm256_mul_ps(d, xs), _mm256_cvtepi32_ps(block_sums8_full(is)));
+		const __m256 xs = xv_scales8(X, b);
+		const __m256 v = _mm256_mul_ps(_mm256_mul_ps(d, xs),
+					       _mm256_cvtepi32_ps(block_sums8_full(is)));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
 	}
 	float lanes[32];
 	for (int k = 0; k < 4; k++)
 		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
 	for (; b < bpr; b++) {
-		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
-		const __m256i is = q6_K_sums(row + prefix + (uint64_t)b * 208, xb, wdot);
-		const float xs = rd_f32(xb + XPU_Q8K_SCALE), d = _cvtsh_ss(rd16(row + 2 * b));
+		const __m256i is = q6_K_dot(row + prefix + (uint64_t)b * 208, xv_values(X, b),
+					    gsums ? gsums + 16 * b : NULL, wdot);
+		const float xs = xv_scale(X, b), d = _cvtsh_ss(rd16(row + 2 * b));
 		lanes[b % 32] = lanes[b % 32] + (d * xs) * (float)hsum8(is);
 	}
 	return xpu_wave_reduce(lanes);
 }
 
+AVX2 INLINE void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr,
+			   uint64_t n, dot_fn wdot)
+{
+	int16_t table[Q6_GROUP_TABLE * 16] __attribute__((aligned(32)));
+	const bool tabled = n > 0 && bpr <= Q6_GROUP_TABLE;
+	for (uint32_t b = 0; tabled && b < bpr; b++)
+		q8k_group_sums(x + (uint64_t)b * XPU_Q8K_BYTES, table + 16 * b);
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr, n, &c);
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_q6_K(w + r * rb, &X, bpr, tabled ? table : NULL, wdot);
+}
+
 AVX2 static void rows_q4_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, x, bpr, dot_s16_avx2);
+		y[r] = row_q4_K(w + r * rb, &X, bpr, dot_s16_avx2);
 }
 
 VNNI static void rows_q4_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
+	struct xcompact c;
+	const struct xview X = xview_for(x, bpr, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, x, bpr, dot_s16_vnni);
+		y[r] = row_q4_K(w + r * rb, &X, bpr, dot_s16_vnni);
 }
 
 AVX2 static void rows_q6_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q6_K(w + r * rb, x, bpr, dot_s16_avx2);
+	rows_q6_K(y, w, rb, x, bpr, n, dot_s16_avx2);
 }
 
 VNNI static void rows_q6_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q6_K(w + r * rb, x, bpr, dot_s16_vnni);
+	rows_q6_K(y, w, rb, x, bpr, n, dot_s16_vnni);
 }
 
 const struct xpu_mv_impl xpu_mv_avx2[] = {

@@ -184,52 +184,62 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	}
 }
 
-static void q4_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q4_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	wave_body(GGML_Q4_0, a, g0, g1, l);
 }
 
-static void q8_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q8_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	wave_body(GGML_Q8_0, a, g0, g1, l);
 }
 
-static void q4_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q4_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	wave_body(GGML_Q4_K, a, g0, g1, l);
 }
 
-static void q6_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q6_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	wave_body(GGML_Q6_K, a, g0, g1, l);
 }
 
-static void iq4_nl_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void iq4_nl_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	wave_body(GGML_IQ4_NL, a, g0, g1, l);
 }
 
-static void q4_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q4_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	id_body(GGML_Q4_0, a, g0, g1, l);
 }
 
-static void q8_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q8_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	id_body(GGML_Q8_0, a, g0, g1, l);
 }
 
-static void q4_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q4_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	id_body(GGML_Q4_K, a, g0, g1, l);
 }
 
-static void q6_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void q6_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	id_body(GGML_Q6_K, a, g0, g1, l);
 }
 
-static void iq4_nl_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+static void iq4_nl_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			const struct xpu_cpu_launch *l)
 {
 	id_body(GGML_IQ4_NL, a, g0, g1, l);
 }

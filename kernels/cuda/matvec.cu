@@ -5,7 +5,9 @@
 
 /* Pinned to 256 threads; at most 64 registers so four groups share an SM (a 4096-row
  * matrix's 512 groups then run in one wave on 132 SMs). */
+#ifndef MV_MIN_GROUPS
 #define MV_MIN_GROUPS 4
+#endif
 
 static __device__ __forceinline__ uint64_t mv_wave_index(uint32_t *lane)
 {

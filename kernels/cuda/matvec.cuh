@@ -14,6 +14,10 @@
 
 #define MV_BLOCK 256 /* the largest group the kernels take: 8 warps, 8 rows (any multiple of 32 up to it) */
 #define MV_LO4 0x0F0F0F0Fu
+/* Scales every format's U (steps of loads in flight), for tuning runs: make NVCCFLAGS=-DMV_UMUL=2 */
+#ifndef MV_UMUL
+#define MV_UMUL 1
+#endif
 
 /* A format's traits:
  *   G       lanes that share one weight block (1, 2 or 8); 32 / G blocks per warp step
@@ -61,7 +65,7 @@ static __device__ __forceinline__ int dot_nibbles(uint4 q, uint4 a0, uint4 a1)
 }
 
 struct mv_q4_0 {
-	static constexpr int G = 1, U = 4;
+	static constexpr int G = 1, U = 4 * MV_UMUL;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
 	static constexpr bool VEC = true;
 	struct W {
@@ -108,7 +112,7 @@ static __device__ __forceinline__ void kv_lookup(uint32_t q, uint32_t &lo, uint3
 }
 
 struct mv_iq4_nl {
-	static constexpr int G = 1, U = 4;
+	static constexpr int G = 1, U = 4 * MV_UMUL;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
 	static constexpr bool VEC = true;
 	typedef mv_q4_0::W W;
@@ -140,7 +144,7 @@ struct mv_iq4_nl {
 /* Q8_0: two lanes per 32-byte payload, 16 bytes each, so consecutive lanes read consecutive
  * bytes; the two halves' integer dots are summed with one shuffle. */
 struct mv_q8_0 {
-	static constexpr int G = 2, U = 4;
+	static constexpr int G = 2, U = 4 * MV_UMUL;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 32;
 	static constexpr bool VEC = true;
 	typedef mv_q4_0::W W;
@@ -188,7 +192,7 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
  * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
  * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
 struct mv_q4_K {
-	static constexpr int G = 8, U = 3;
+	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
 	static constexpr bool VEC = false;
 	struct W {
@@ -237,7 +241,7 @@ struct mv_q4_K {
  * and 64h + 32 + 4j, the qh word at 128 + 32h + 4j; their four 4-element groups are elements
  * 128h + 32s + l (s = 0..3), scale sc[8h + j/4 + 2s]. Values are q - 32, signed bytes. */
 struct mv_q6_K {
-	static constexpr int G = 8, U = 2;
+	static constexpr int G = 8, U = 2 * MV_UMUL;
 	static constexpr uint32_t ELEMS = 256, SCALE = 2, PAY = 208;
 	static constexpr bool VEC = false;
 	struct W {

@@ -26,8 +26,8 @@ static inline float xpu_f16_to_f32(uint16_t h)
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t exp = (h >> 10) & 0x1f;
 	uint32_t man = h & 0x3ff;
-	if (exp == 0x1f) /* inf, NaN: keep the payload */
-		return xpu_bits_f32(sign | 0x7f800000u | (man << 13));
+	if (exp == 0x1f) /* inf; NaN keeps its payload and comes out quiet, as F16C's does */
+		return xpu_bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
 	if (exp != 0)
 		return xpu_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
 	if (man == 0)

@@ -1,6 +1,6 @@
 /* formats.h — the weight formats the integer route serves: GGUF block layouts, the q8_K
  * activation block, the resident row layout, and the host reference quantize / dequantize /
- * split / pack. Uses core/xpu.h (errors, allocation); never lua.h. docs/ARITHMETIC.md is the spec. */
+ * split / pack. Uses core/xpu.h (errors); never lua.h. docs/ARITHMETIC.md is the spec. */
 #ifndef XPU_FORMATS_H
 #define XPU_FORMATS_H
 
