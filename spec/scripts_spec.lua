@@ -35,8 +35,9 @@ describe("scripts/audit.lua", function()
     assert.matches("route table 'llama'", out)
     assert.matches("unserved tensors: 1", out)
     assert.matches("blk.0.ffn_down.weight", out)
-    assert.matches("no row admits q5_K decode; row 'q4_0%-int%-wave' got furthest, refused at Format", out)
-    assert.matches("rows that never fire: 4", out) -- q8_0, q4_K, q6_K, iq4_nl have no tensor here
+    assert.matches("no row admits q5_K decode; row 'q4_0%-dot4%-wave' got furthest, refused at Format", out)
+    assert.matches("rows that never fire: 8", out) -- q8_0, q4_K, q6_K, iq4_nl have no tensor here
+    assert.matches("shadowed queries: 1", out)   -- the dot4 and the plain row both serve attn_q
     assert.not_matches("attn_norm", out)
   end)
 
@@ -77,11 +78,12 @@ describe("route tables per model", function()
         local fits = { format = r.format, regime = "decode", in_dim = 4096, out_dim = 4096 }
         local misfit = { format = r.format, regime = "decode", in_dim = 4000, out_dim = 4096 }
         if r.name:match("%-id$") then fits.experts, misfit.experts = 8, 8 end
+        if r.name:match("dot4") then assert.same({ "dot4_i8" }, r.needs) end
         local fires, refuses = t:audit_row(r, { xpu.query(fits), xpu.query(misfit) })
         assert.equal(1, fires, r.name)
         assert.equal(1, refuses, r.name)
       end
-      assert.equal(#common.decode_formats * (name == "routes.moe" and 2 or 1), #t)
+      assert.equal(#common.decode_formats * (name == "routes.moe" and 4 or 2), #t)
     end)
   end
 
@@ -91,7 +93,12 @@ describe("route tables per model", function()
     local ok, err = pcall(t.bind, t, xpu.call { query = q, receiver = { bound = true } })
     assert.is_false(ok)
     assert.matches("refused at Ready: resident layout not done", err)
-    assert.equal("q6_K-int-wave", t:bind(xpu.call { query = q, receiver = { bound = true, resident = true } }).name)
+    -- the CPU builds no dot4 kernel: the dot4 row is refused as Unsupported, the plain row binds
+    local c = xpu.call { query = q, receiver = { bound = true, resident = true } }
+    assert.equal("q6_K-int-wave", t:bind(c).name)
+    local cands = t:candidates(q, xpu.device "cpu:0")
+    assert.equal(1, #cands)
+    assert.equal("q6_K-int-wave", cands[1].name)
   end)
 end)
 

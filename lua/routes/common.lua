@@ -27,10 +27,16 @@ local function id_shape(q)
   if q.in_dim % 256 ~= 0 then return "in width not a multiple of 256 (q8_K blocks)" end
 end
 
+-- Each kernel variant is its own row: the packed int8 dot product form (built where the
+-- device has a shader-level dot4, e.g. Vulkan) ahead of the plain integer form, which every
+-- backend builds. Where the dot4 kernel is absent pick refuses it as Unsupported and takes
+-- the plain row; the audit shows the pair as shadowed, so the choice is visible.
 function M.dense_rows(t)
   for _, f in ipairs(M.decode_formats) do
     t:register { name = f .. "-int-wave", regime = "decode", format = f, priority = 20,
                  kernel = f .. "_q8k_wave", shape = dense_shape, ready = ready }
+    t:register { name = f .. "-dot4-wave", regime = "decode", format = f, priority = 30,
+                 needs = { "dot4_i8" }, kernel = f .. "_q8k_wave_dot4", shape = dense_shape, ready = ready }
   end
 end
 
@@ -38,6 +44,8 @@ function M.id_rows(t)
   for _, f in ipairs(M.decode_formats) do
     t:register { name = f .. "-int-id", regime = "decode", format = f, priority = 20,
                  kernel = f .. "_q8k_id", shape = id_shape, ready = ready }
+    t:register { name = f .. "-dot4-id", regime = "decode", format = f, priority = 30,
+                 needs = { "dot4_i8" }, kernel = f .. "_q8k_id_dot4", shape = id_shape, ready = ready }
   end
 end
 
