@@ -182,9 +182,27 @@ static int copy_across(const struct xpu_karg *dst, const struct xpu_karg *src, u
 	return rc;
 }
 
+/* On one device: stream_copy (16-byte vectors, the copy ceiling's own kernel) when both
+ * bases and the length are 16-byte multiples, else copy_bytes. */
+static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n)
+{
+	static struct xpu_kernel *bytes_k, *vec_k;
+	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
+	struct xpu_kernel **k = vec ? &vec_k : &bytes_k;
+	const char *name = vec ? "stream_copy" : "copy_bytes";
+	/* stream_copy: each group a contiguous chunk; 64 KiB a group keeps every SM busy */
+	uint64_t groups = vec ? (n + 65535) / 65536 : (n + BLOCK - 1) / BLOCK;
+	if (groups > MAX_GROUPS)
+		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
+	if (!*k && !(*k = xpu_kernel_find(name)))
+		return xpu_fail("kernel '%s' is not in the kernel table", name);
+	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
+	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	return xpu_launch(s, *k, grid, block, args, 3);
+}
+
 static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
 {
-	static struct xpu_kernel *k;
 	uint64_t n = g->in.b.bytes;
 	if (g->out.b.bytes < n)
 		return xpu_fail("copy: the destination holds %llu bytes, the source %llu", (unsigned long long)g->out.b.bytes,
@@ -194,14 +212,10 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool
 		return 0;
 	if (g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev)
 		return copy_across(&g->out, &g->in, n);
-	if ((n + BLOCK - 1) / BLOCK > MAX_GROUPS)
-		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
-	if (!k && !(k = xpu_kernel_find("copy_bytes")))
-		return xpu_fail("kernel 'copy_bytes' is not in the kernel table");
-	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
-	uint32_t grid[3] = { (uint32_t)((n + BLOCK - 1) / BLOCK), 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	if (copy_on_device(s, g, n))
+		return -1;
 	*launched = true;
-	return xpu_launch(s, k, grid, block, args, 3);
+	return 0;
 }
 
 int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)

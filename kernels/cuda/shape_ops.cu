@@ -11,6 +11,20 @@ static __device__ __forceinline__ uint64_t shape_item(void)
 	return xpu_group() * SHAPE_BLOCK + xpu_thread();
 }
 
+/* x / d and x % d: 64-bit division is emulated at length on the GPU, so the common case of
+ * indices below 2^32 takes the 32-bit path. */
+static __device__ __forceinline__ uint64_t shape_div(uint64_t x, uint64_t d, uint64_t *rem)
+{
+	if (((x | d) >> 32) == 0) {
+		uint32_t q = (uint32_t)x / (uint32_t)d;
+		*rem = (uint32_t)x - q * (uint32_t)d;
+		return q;
+	}
+	uint64_t q = x / d;
+	*rem = x - q * d;
+	return q;
+}
+
 /* Value k of eight u32 values packed two to a u64 argument. */
 static __device__ __forceinline__ uint64_t shape_u32(const unsigned long long *w, int k)
 {
@@ -49,10 +63,11 @@ static __device__ void shape_pad_geo(const unsigned long long *w, uint64_t geom,
 {
 	p->rank = (int)(geom & 0xff);
 	p->mode = (int)((geom >> 16) & 0xff);
-	for (int k = 0; k < p->rank; k++) {
-		p->d[k] = shape_u32(w, k);
-		p->lo[k] = shape_u32(w + 4, k);
-		p->od[k] = p->d[k] + p->lo[k] + shape_u32(w + 8, k);
+#pragma unroll
+	for (int k = 0; k < 8; k++) { /* unrolled: constant indices keep the arrays in registers */
+		p->d[k] = k < p->rank ? shape_u32(w, k) : 1;
+		p->lo[k] = k < p->rank ? shape_u32(w + 4, k) : 0;
+		p->od[k] = p->d[k] + p->lo[k] + (k < p->rank ? shape_u32(w + 8, k) : 0);
 	}
 }
 
@@ -80,15 +95,19 @@ pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long
 	shape_pad_geo(w, geom, &p);
 	const uint32_t elem = (uint32_t)((geom >> 8) & 0xff);
 	uint64_t n = 1, e = shape_item();
-	for (int k = 0; k < p.rank; k++)
-		n *= p.od[k];
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		n *= p.od[k]; /* 1 past the rank */
 	if (e >= n)
 		return;
-	uint64_t rem = e, src = 0, stride = 1;
+	uint64_t rem = e, src = 0, stride = 1, x;
 	bool border = false;
-	for (int k = p.rank - 1; k >= 0; k--) {
-		int64_t q = shape_pad_source(&p, k, rem % p.od[k]);
-		rem /= p.od[k];
+#pragma unroll
+	for (int k = 7; k >= 0; k--) {
+		if (k >= p.rank)
+			continue;
+		rem = shape_div(rem, p.od[k], &x);
+		int64_t q = shape_pad_source(&p, k, x);
 		border |= q < 0;
 		src += (uint64_t)(q < 0 ? 0 : q) * stride;
 		stride *= p.d[k];
@@ -173,8 +192,9 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned
 		return;
 	rem = e;
 	for (int k = p.rank - 1; k >= 0; k--) {
-		nr[k] = shape_preimage(&p, k, rem % p.d[k], r[k]);
-		rem /= p.d[k];
+		uint64_t x;
+		rem = shape_div(rem, p.d[k], &x);
+		nr[k] = shape_preimage(&p, k, x, r[k]);
 		ri[k] = 0;
 		pos[k] = r[k][0][0];
 	}
@@ -217,10 +237,10 @@ extern "C" __global__ void __launch_bounds__(SHAPE_BLOCK)
 flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long elem)
 {
-	uint64_t e = shape_item();
+	uint64_t e = shape_item(), i, j;
 	if (e >= outer * dim * inner)
 		return;
-	uint64_t i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
+	uint64_t o = shape_div(shape_div(e, inner, &i), dim, &j);
 	shape_move(out + e * elem, in + ((o * dim + dim - 1 - j) * inner + i) * elem, (uint32_t)elem);
 }
 
@@ -228,11 +248,12 @@ extern "C" __global__ void __launch_bounds__(SHAPE_BLOCK)
 roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long shift, unsigned long long elem)
 {
-	uint64_t e = shape_item();
+	uint64_t e = shape_item(), i, j;
 	if (e >= outer * dim * inner)
 		return;
-	uint64_t i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
-	shape_move(out + e * elem, in + ((o * dim + (j + dim - shift) % dim) * inner + i) * elem, (uint32_t)elem);
+	uint64_t o = shape_div(shape_div(e, inner, &i), dim, &j);
+	j = j >= shift ? j - shift : j + dim - shift; /* (j - shift) mod dim, shift in [0, dim) */
+	shape_move(out + e * elem, in + ((o * dim + j) * inner + i) * elem, (uint32_t)elem);
 }
 
 /* One lane, sequential along dim, starting from the first element (as the CPU body). */
@@ -243,7 +264,7 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 	uint64_t lane = shape_item();
 	if (lane >= outer * inner)
 		return;
-	uint64_t base = (lane / inner) * dim * inner + lane % inner;
+	uint64_t i, base = shape_div(lane, inner, &i) * dim * inner + i;
 	if (dt == 1) {
 		double acc = 0;
 		for (uint64_t t = 0; t < dim; t++) {
@@ -270,7 +291,9 @@ static __device__ __forceinline__ void shape_triangle(uint8_t *out, const uint8_
 	uint64_t e = shape_item();
 	if (e >= batch * rows * cols)
 		return;
-	int64_t c = (int64_t)(e % cols), r = (int64_t)((e / cols) % rows);
+	uint64_t cu, ru;
+	shape_div(shape_div(e, cols, &cu), rows, &ru);
+	int64_t c = (int64_t)cu, r = (int64_t)ru;
 	bool keep = upper ? c >= r + diag : c <= r + diag;
 	if (keep)
 		shape_move(out + e * elem, in + e * elem, elem);
@@ -302,15 +325,21 @@ static __device__ void shape_slab(uint8_t *dest, const uint8_t *src, uint64_t ge
 	const int rank = (int)(geom & 0xff);
 	const uint32_t elem = (uint32_t)((geom >> 8) & 0xff);
 	uint64_t n = 1, e = shape_item();
-	for (int k = 0; k < rank; k++)
-		n *= shape_u32(w + 8, k) - shape_u32(w + 4, k);
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		if (k < rank)
+			n *= shape_u32(w + 8, k) - shape_u32(w + 4, k);
 	if (e >= n)
 		return;
 	uint64_t rem = e, off = 0, stride = 1;
-	for (int k = rank - 1; k >= 0; k--) {
-		uint64_t s = shape_u32(w + 4, k), wk = shape_u32(w + 8, k) - s, x = rem % wk;
-		rem /= wk;
-		off += (k == axis ? (start + x) % modulus : s + x) * stride;
+#pragma unroll
+	for (int k = 7; k >= 0; k--) {
+		if (k >= rank)
+			continue;
+		uint64_t s = shape_u32(w + 4, k), wk = shape_u32(w + 8, k) - s, x;
+		rem = shape_div(rem, wk, &x);
+		uint64_t ring = start + x; /* start < modulus and x < width <= modulus: one wrap at most */
+		off += (k == axis ? (ring >= modulus ? ring - modulus : ring) : s + x) * stride;
 		stride *= shape_u32(w, k);
 	}
 	shape_move(dest + off * elem, src + e * elem, elem);
@@ -349,16 +378,21 @@ contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long o
 	const int rank = (int)(geom & 0xff);
 	const uint32_t elem = (uint32_t)((geom >> 8) & 0xff);
 	uint64_t n = 1, e = shape_item();
-	for (int k = 0; k < rank; k++)
-		n *= shape_u32(w, k);
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		if (k < rank)
+			n *= shape_u32(w, k);
 	if (e >= n)
 		return;
 	uint64_t rem = e;
 	int64_t off = offset;
-	for (int k = rank - 1; k >= 0; k--) {
-		uint64_t d = shape_u32(w, k);
-		off += (int64_t)(rem % d) * st[k];
-		rem /= d;
+#pragma unroll
+	for (int k = 7; k >= 0; k--) {
+		uint64_t x;
+		if (k >= rank)
+			continue;
+		rem = shape_div(rem, shape_u32(w, k), &x);
+		off += (int64_t)x * st[k];
 	}
 	shape_move(out + e * elem, in + (uint64_t)off * elem, elem);
 }

@@ -44,14 +44,18 @@ static int check_layout(const struct xpu_contract *c, int k, const struct xpu_fk
 	static const int order[] = { XPU_LF_REVERSE, XPU_LF_BROADCAST, XPU_LF_STRIDED, XPU_LF_OFFSET }; /* most specific first */
 	for (int i = 0; i < 4; i++) {
 		int f = order[i];
-		if ((t->flags & (1u << f)) && in->layout[f] == XPU_LR_REJECTED)
-			return r->refused_input = k, refuse(r, v, "accept.inputs[%d].layout.%s: rejected (%s is %s)", k,
-							   xpu_layout_flag_names[f], in->name, flag_word(f));
+		if ((t->flags & (1u << f)) && in->layout[f] == XPU_LR_REJECTED) {
+			r->refused_input = k;
+			return refuse(r, v, "accept.inputs[%d].layout.%s: rejected (%s is %s)", k, xpu_layout_flag_names[f],
+				      in->name, flag_word(f));
+		}
 	}
 	for (int f = 0; f < XPU_LF_COUNT; f++)
-		if (!(t->flags & (1u << f)) && in->layout[f] == XPU_LR_REQUIRED)
-			return r->refused_input = k, refuse(r, v, "accept.inputs[%d].layout.%s: required (%s is not %s)", k,
-							   xpu_layout_flag_names[f], in->name, flag_word(f));
+		if (!(t->flags & (1u << f)) && in->layout[f] == XPU_LR_REQUIRED) {
+			r->refused_input = k;
+			return refuse(r, v, "accept.inputs[%d].layout.%s: required (%s is not %s)", k, xpu_layout_flag_names[f],
+				      in->name, flag_word(f));
+		}
 	return 0;
 }
 

@@ -3,7 +3,6 @@
 #include "contract.h"
 
 #include <string.h>
-#include <strings.h>
 
 static const struct {
 	const char *fkc, *format;

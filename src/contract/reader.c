@@ -832,32 +832,37 @@ static int parse_yaml(struct rd *r, const char *text, const struct span *s, stru
 static const char *const front_keys[] = { "fkc_version", "provider", NULL };
 static const char *const provider_keys[] = { "name", "backend", "kernel_source", "link_registry", "revision_base", NULL };
 
+static int read_provider(struct rd *r, struct xpu_fkc_file *f, const struct ynode *p)
+{
+	const struct ynode *n;
+	if (check_map(r, p, "provider", provider_keys, 1) ||
+	    get_str(r, ymap_get(p, "name"), "provider.name", f->provider, sizeof f->provider))
+		return -1;
+	if ((n = ymap_get(p, "backend")) && get_str(r, n, "provider.backend", f->provider_backend, sizeof f->provider_backend))
+		return -1;
+	if ((n = ymap_get(p, "revision_base")) &&
+	    get_str(r, n, "provider.revision_base", f->revision_base, sizeof f->revision_base))
+		return -1;
+	if ((n = ymap_get(p, "kernel_source")) && check_str(r, n, "provider.kernel_source"))
+		return -1;
+	if ((n = ymap_get(p, "link_registry")) && check_str(r, n, "provider.link_registry"))
+		return -1;
+	return 0;
+}
+
 static int read_front(struct rd *r, struct xpu_fkc_file *f, const char *text, const struct span *s)
 {
 	struct ydoc doc;
 	if (parse_yaml(r, text, s, &doc))
 		return -1;
-	const struct ynode *root = doc.root, *p;
+	const struct ynode *root = doc.root;
 	int64_t v = 0;
 	int rc = -1;
 	if (!root || root->kind != YT_MAP)
 		rfail(r, s->first_line, "(front matter)", "expected a map of keys, got %s", type_word(root));
-	else if (check_map(r, root, "", front_keys, 2) || get_int(r, ymap_get(root, "fkc_version"), "fkc_version", 1, 1, &v))
-		;
-	else if (check_map(r, (p = ymap_get(root, "provider")), "provider", provider_keys, 1) ||
-		 get_str(r, ymap_get(p, "name"), "provider.name", f->provider, sizeof f->provider))
-		;
-	else if (ymap_get(p, "backend") &&
-		 get_str(r, ymap_get(p, "backend"), "provider.backend", f->provider_backend, sizeof f->provider_backend))
-		;
-	else if (ymap_get(p, "revision_base") &&
-		 get_str(r, ymap_get(p, "revision_base"), "provider.revision_base", f->revision_base, sizeof f->revision_base))
-		;
-	else if ((ymap_get(p, "kernel_source") && check_str(r, ymap_get(p, "kernel_source"), "provider.kernel_source")) ||
-		 (ymap_get(p, "link_registry") && check_str(r, ymap_get(p, "link_registry"), "provider.link_registry")))
-		;
-	else
-		rc = 0;
+	else if (check_map(r, root, "", front_keys, 2) == 0 &&
+		 get_int(r, ymap_get(root, "fkc_version"), "fkc_version", 1, 1, &v) == 0)
+		rc = read_provider(r, f, ymap_get(root, "provider"));
 	f->version = (int)v;
 	ydoc_free(&doc);
 	return rc;
@@ -962,7 +967,7 @@ struct xpu_fkc_file *xpu_fkc_parse(const char *path, const char *text, size_t le
 		rfail(&r, line, "(file)", "a NUL byte: not a text file");
 		return NULL;
 	}
-	struct span front, *blocks = xpu_malloc(sizeof *blocks * MAX_BLOCKS);
+	struct span front = { 0, 0, 0 }, *blocks = xpu_malloc(sizeof *blocks * MAX_BLOCKS);
 	struct xpu_fkc_file *f = xpu_calloc(1, sizeof *f);
 	int nblocks = 0;
 	bool ok = blocks && f && (f->path = xpu_strdup(path));
