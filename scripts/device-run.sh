@@ -15,8 +15,11 @@ export XPULUA_CACHE=$OUT/cache
 if [ -d .gl ]; then
 	for f in .gl/*.deb; do dpkg -x "$f" /; done
 	ldconfig
-	[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
-		export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+	icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
+		/usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
+	[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
+	export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+	echo "vulkan ICD: ${icd:-none found}"
 fi
 stage() { printf '\n=== %s\n' "$*"; }
 stage devices
@@ -35,4 +38,6 @@ for d in ${DEVICES:-cuda:0 vulkan:0}; do
 	$X scripts/bench-id.lua --device "$d" --n 100 2>&1
 	stage "$d launch"
 	$X scripts/bench-launch.lua --device "$d" 2>&1
+	stage "$d shape ops"
+	$X scripts/bench-shape-ops.lua --device "$d" 2>&1 | grep -v '^{' 
 done
