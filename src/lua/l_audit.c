@@ -37,7 +37,7 @@ static struct xpu_query *read_queries(lua_State *L, int i, int *n)
 /* t:audit(queries) */
 static int t_audit(lua_State *L)
 {
-	struct xpu_table *t = ((struct { struct xpu_table *t; } *)luaL_checkudata(L, 1, XPU_TABLE_MT))->t;
+	struct xpu_table *t = lx_checktable(L, 1);
 	int n;
 	struct xpu_query *qs = read_queries(L, 2, &n);
 	struct xpu_audit *a = xpu_audit(t, qs, n, L);
@@ -57,7 +57,7 @@ static int t_audit(lua_State *L)
 /* t:audit_row(row | name, queries) -> fires, refuses */
 static int t_audit_row(lua_State *L)
 {
-	struct xpu_table *t = ((struct { struct xpu_table *t; } *)luaL_checkudata(L, 1, XPU_TABLE_MT))->t;
+	struct xpu_table *t = lx_checktable(L, 1);
 	const struct xpu_row *r;
 	if (lua_type(L, 2) == LUA_TSTRING)
 		r = xpu_table_row(t, lua_tostring(L, 2));

@@ -12,7 +12,6 @@
 #define XPU_FKC_HOLDER_MT "xpu.ContractFile"
 #define MAX_CANDIDATES 64
 
-void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);
 
 struct lcontract {
 	const struct xpu_contract *c; /* holds a reference to its file */
@@ -398,10 +397,6 @@ static int c_precision(lua_State *L)
 /* ---- rows --------------------------------------------------------------------------------- */
 
 /* The C table behind an xpu.RouteTable: l_route.c's userdata is that one pointer. */
-static struct xpu_table *checktable(lua_State *L, int i)
-{
-	return *(struct xpu_table **)luaL_checkudata(L, i, XPU_TABLE_MT);
-}
 
 static void drop_rows(struct xpu_row **rows, int from, int n)
 {
@@ -417,7 +412,7 @@ static void drop_rows(struct xpu_row **rows, int from, int n)
 static int c_register(lua_State *L)
 {
 	const struct xpu_contract *c = checkcontract(L, 1);
-	struct xpu_table *t = checktable(L, 2);
+	struct xpu_table *t = lx_checktable(L, 2);
 	lua_settop(L, 4);
 	if (lua_isnil(L, 3)) {
 		lua_pushliteral(L, "elementwise");

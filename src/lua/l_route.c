@@ -18,10 +18,14 @@ struct ltable {
 
 /* uservalue 1 of a table: its row objects, keyed by row pointer (pushing one allocates
  * nothing once made). */
-static struct xpu_table *checktable(lua_State *L, int i)
+struct xpu_table *lx_checktable(lua_State *L, int i)
 {
-	return ((struct ltable *)luaL_checkudata(L, i, XPU_TABLE_MT))->t;
+	struct ltable *u = luaL_checkudata(L, i, XPU_TABLE_MT);
+	if (!u->t)
+		luaL_argerror(L, i, "route table was released");
+	return u->t;
 }
+
 
 static int l_routes(lua_State *L)
 {
@@ -92,7 +96,7 @@ static struct xpu_row *checkrow(lua_State *L, int i)
  * error (or an injected allocation fault) leaves the table as it was. */
 static int do_register(lua_State *L, bool c_row)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
 	if (t->frozen)
 		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
@@ -134,14 +138,14 @@ static int t_register_c(lua_State *L)
 
 static int t_freeze(lua_State *L)
 {
-	xpu_table_freeze(checktable(L, 1));
+	xpu_table_freeze(lx_checktable(L, 1));
 	lua_settop(L, 1);
 	return 1;
 }
 
 static int t_rows(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lua_createtable(L, t->nrows, 0);
 	for (int i = 0; i < t->nrows; i++) {
 		lx_push_row_of(L, 1, t->rows[i]);
@@ -152,7 +156,7 @@ static int t_rows(lua_State *L)
 
 static int t_row(lua_State *L)
 {
-	struct xpu_row *r = xpu_table_row(checktable(L, 1), luaL_checkstring(L, 2));
+	struct xpu_row *r = xpu_table_row(lx_checktable(L, 1), luaL_checkstring(L, 2));
 	if (!r)
 		return 0;
 	lx_push_row_of(L, 1, r);
@@ -170,7 +174,7 @@ static void push_row_or_nil(lua_State *L, const struct xpu_row *r)
 /* t:admissible(q [, device]) -> row | nil */
 static int t_admissible(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_device *d = lx_optdevice(L, 3);
 	xpu_error_clear();
@@ -184,7 +188,7 @@ static int t_admissible(lua_State *L)
 /* t:pick(call) -> row | nil. Allocates nothing. */
 static int t_pick(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lx_refresh_call(L, 2);
 	int err;
 	const struct xpu_row *r = xpu_pick(t, lx_checkcall(L, 2), &err);
@@ -197,7 +201,7 @@ static int t_pick(lua_State *L)
 /* t:bind(call) -> row, or an error carrying the refusal line: no silent fallback. */
 static int t_bind(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lx_refresh_call(L, 2);
 	struct xpu_call *c = lx_checkcall(L, 2);
 	int err;
@@ -217,7 +221,7 @@ static int t_bind(lua_State *L)
 
 static int t_candidates(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_device *d = lx_optdevice(L, 3);
 	const struct xpu_row *rows[64];
@@ -234,7 +238,7 @@ static int t_candidates(lua_State *L)
 
 static int t_why_not_admissible(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_refusal r;
 	/* false: the declared half only, no device asked (what the audit walks) */
@@ -246,7 +250,7 @@ static int t_why_not_admissible(lua_State *L)
 
 static int t_why_not_picked(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lx_refresh_call(L, 2);
 	struct xpu_refusal r;
 	xpu_why_not_picked(t, lx_checkcall(L, 2), &r);
@@ -257,7 +261,7 @@ static int t_why_not_picked(lua_State *L)
 /* t:pin(row_name [, pattern]) — pattern is a query table whose format/regime/facts must match */
 static int t_pin(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	const char *name = luaL_checkstring(L, 2);
 	struct xpu_query pattern;
 	if (lua_isnoneornil(L, 3)) {
@@ -274,7 +278,7 @@ static int t_pin(lua_State *L)
 
 static int t_unpin(lua_State *L)
 {
-	xpu_table_unpin(checktable(L, 1), luaL_checkstring(L, 2));
+	xpu_table_unpin(lx_checktable(L, 1), luaL_checkstring(L, 2));
 	return 0;
 }
 
@@ -293,7 +297,7 @@ static void push_query_fields(lua_State *L, const struct xpu_query *q)
 /* t:records() -> the route record: { row=, device=, format=, regime=, <facts> }, oldest first */
 static int t_records(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	uint64_t n = t->nrecords < XPU_RECORD_RING ? t->nrecords : XPU_RECORD_RING;
 	lua_createtable(L, (int)n, 0);
 	for (uint64_t i = 0; i < n; i++) {
@@ -312,7 +316,7 @@ static int t_records(lua_State *L)
 /* xpu.T.time_pick(table, call, n) -> ns per pick, timed in C (no Lua between picks). */
 static int l_time_pick(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lx_refresh_call(L, 2);
 	struct xpu_call *c = lx_checkcall(L, 2);
 	lua_Integer n = luaL_checkinteger(L, 3);
@@ -332,7 +336,7 @@ static int l_time_pick(lua_State *L)
 
 static int t_index(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	const char *k = luaL_checkstring(L, 2);
 	luaL_getmetafield(L, 1, "methods");
 	if (lua_getfield(L, -1, k) != LUA_TNIL)
@@ -350,13 +354,13 @@ static int t_index(lua_State *L)
 
 static int t_len(lua_State *L)
 {
-	lua_pushinteger(L, checktable(L, 1)->nrows);
+	lua_pushinteger(L, lx_checktable(L, 1)->nrows);
 	return 1;
 }
 
 static int t_tostring(lua_State *L)
 {
-	struct xpu_table *t = checktable(L, 1);
+	struct xpu_table *t = lx_checktable(L, 1);
 	lua_pushfstring(L, "route table '%s': %d rows%s, %d pins, %d picks", t->name, t->nrows,
 			t->frozen ? " (frozen)" : "", t->npins, (int)t->nrecords);
 	return 1;
