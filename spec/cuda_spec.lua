@@ -4,8 +4,11 @@
 -- Without a CUDA device every test is reported skipped with the reason.
 local xpu = require "xpu"
 local q = xpu.quant
+local fx = require "spec.support.fixtures"
+local lcg, values, f32s, unf32, pattern, POISON, formats, sync, weights, activation = fx.lcg, fx.values, fx.f32s, fx.unf32, fx.pattern, fx.POISON, fx.formats, fx.sync, fx.weights, fx.activation
 
 local cuda, why = xpu.device "cuda:0"
+local function on_both(...) return fx.on_both(cuda, ...) end
 local cpu = xpu.device "cpu:0"
 why = tostring(why):gsub("^cuda:%d+: ", "") -- the reason, without the device's own prefix
 
@@ -18,79 +21,7 @@ end
 
 -- ---- fixtures ----------------------------------------------------------------------------
 
-local function lcg(seed)
-  local s = seed
-  return function()
-    s = (s * 1103515245 + 12345) % 2147483648
-    return s / 2147483648
-  end
-end
 
--- Values whose scale changes from block to block, never all zero.
-local function values(n, seed)
-  local r, t = lcg(seed), {}
-  for i = 1, n do
-    local g = math.sqrt(-2 * math.log(r() + 1e-12)) * math.cos(2 * math.pi * r())
-    t[i] = g * (1 + ((i - 1) // 32 * 7) % 5)
-  end
-  return t
-end
-
-local function f32s(t)
-  local p = {}
-  for i = 1, #t do p[i] = string.pack("<f", t[i]) end
-  return table.concat(p)
-end
-
-local function unf32(s)
-  local t = {}
-  for i = 1, #s // 4 do t[i] = string.unpack("<f", s, 4 * i - 3) end
-  return t
-end
-
--- Bytes that are never all one value.
-local function pattern(n, seed)
-  local t = {}
-  for i = 1, n do t[i] = string.char((i * 37 + (seed or 11)) % 251 + 1) end
-  return table.concat(t)
-end
-
-local POISON = ("\255"):rep(4) -- a NaN: every element a kernel must write starts as one
-local formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
-
-local function sync(d) d:default_stream():sync() end
-
--- Resident rows x cols weights; rows differ in scale by six orders of magnitude.
-local function weights(fmt, rows, cols, seed)
-  local w = values(rows * cols, seed)
-  for r = 0, rows - 1 do
-    local s = 10.0 ^ ((r % 7) - 3)
-    for i = r * cols + 1, (r + 1) * cols do w[i] = w[i] * s end
-  end
-  local bpr = cols // q.info(fmt).block_elems
-  return q.resident(fmt, q.quantize(fmt, f32s(w)), bpr), bpr
-end
-
-local function activation(cols, seed)
-  return q.q8k_pack(f32s(values(cols, seed)))
-end
-
--- The same launch on cuda:0 and cpu:0 from the same bytes; returns both downloads of the
--- buffers named in `outs`. `bufs` maps names to initial contents, `args` lists names and scalars.
-local function on_both(kernel, grid, block, bufs, args, outs)
-  local got = {}
-  for _, d in ipairs { cuda, cpu } do
-    local b, a = {}, {}
-    for name, init in pairs(bufs) do b[name] = d:buffer(init) end
-    for i, v in ipairs(args) do a[i] = type(v) == "string" and b[v] or v end
-    d:kernel(kernel):launch(nil, grid, block, table.unpack(a))
-    sync(d)
-    local r = {}
-    for i, name in ipairs(outs) do r[i] = b[name]:download() end
-    got[#got + 1] = r
-  end
-  return got[1], got[2]
-end
 
 -- == per element, NaN counted, something non-zero; `what` names the case in the message.
 -- With `nan_ok`, a NaN must stand where the CPU has one (a bad expert selection writes them).

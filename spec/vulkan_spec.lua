@@ -6,6 +6,8 @@
 -- test is reported skipped with the reason.
 local xpu = require "xpu"
 local q = xpu.quant
+local fx = require "spec.support.fixtures"
+local lcg, values, f32s, unf32, pattern, POISON, formats, sync, weights, activation = fx.lcg, fx.values, fx.f32s, fx.unf32, fx.pattern, fx.POISON, fx.formats, fx.sync, fx.weights, fx.activation
 
 local vk, why = xpu.device "vulkan:0"
 local cpu = xpu.device "cpu:0"
@@ -20,46 +22,7 @@ end
 
 -- ---- fixtures ----------------------------------------------------------------------------
 
-local function lcg(seed)
-  local s = seed
-  return function()
-    s = (s * 1103515245 + 12345) % 2147483648
-    return s / 2147483648
-  end
-end
 
--- Values whose scale changes from block to block, never all zero.
-local function values(n, seed)
-  local r, t = lcg(seed), {}
-  for i = 1, n do
-    local g = math.sqrt(-2 * math.log(r() + 1e-12)) * math.cos(2 * math.pi * r())
-    t[i] = g * (1 + ((i - 1) // 32 * 7) % 5)
-  end
-  return t
-end
-
-local function f32s(t)
-  local p = {}
-  for i = 1, #t do p[i] = string.pack("<f", t[i]) end
-  return table.concat(p)
-end
-
-local function unf32(s)
-  local t = {}
-  for i = 1, #s // 4 do t[i] = string.unpack("<f", s, 4 * i - 3) end
-  return t
-end
-
-local function pattern(n, seed)
-  local t = {}
-  for i = 1, n do t[i] = string.char((i * 37 + (seed or 11)) % 251 + 1) end
-  return table.concat(t)
-end
-
-local POISON = ("\255"):rep(4) -- a NaN: every element a kernel must write starts as one
-local formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
-
-local function sync(d) d:default_stream():sync() end
 
 -- The first byte where two strings differ, for a message a person can act on.
 local function same_bytes(want, got, what)
@@ -125,21 +88,6 @@ end
 local function gate_bytes(kernel, grid, block, bufs, args, outs)
   local want, got = on_both(kernel, grid, block, bufs, args, outs)
   for i, name in ipairs(outs) do same_bytes(want[i], got[i], kernel .. " " .. name) end
-end
-
--- Resident rows x cols weights; rows differ in scale by six orders of magnitude.
-local function weights(fmt, rows, cols, seed)
-  local w = values(rows * cols, seed)
-  for r = 0, rows - 1 do
-    local s = 10.0 ^ ((r % 7) - 3)
-    for i = r * cols + 1, (r + 1) * cols do w[i] = w[i] * s end
-  end
-  local bpr = cols // q.info(fmt).block_elems
-  return q.resident(fmt, q.quantize(fmt, f32s(w)), bpr), bpr
-end
-
-local function activation(cols, seed)
-  return q.q8k_pack(f32s(values(cols, seed)))
 end
 
 -- The mat-vec kernels this device runs for a format: the plain one, and the packed-dot twin

@@ -1,0 +1,82 @@
+-- spec/support/fixtures.lua — fixtures the device specs share: values whose scale changes
+-- from block to block (never all zero), packing helpers, resident weights and q8_K
+-- activations, and one launch run on two devices from the same bytes.
+local xpu = require "xpu"
+local q = xpu.quant
+
+local M = {}
+
+M.POISON = ("\255"):rep(4) -- a NaN: every element a kernel must write starts as one
+M.formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+
+function M.lcg(seed)
+  local s = seed
+  return function()
+    s = (s * 1103515245 + 12345) % 2147483648
+    return s / 2147483648
+  end
+end
+
+function M.values(n, seed)
+  local r, t = M.lcg(seed), {}
+  for i = 1, n do
+    local g = math.sqrt(-2 * math.log(r() + 1e-12)) * math.cos(2 * math.pi * r())
+    t[i] = g * (1 + ((i - 1) // 32 * 7) % 5)
+  end
+  return t
+end
+
+function M.f32s(t)
+  local p = {}
+  for i = 1, #t do p[i] = string.pack("<f", t[i]) end
+  return table.concat(p)
+end
+
+function M.unf32(s)
+  local t = {}
+  for i = 1, #s // 4 do t[i] = string.unpack("<f", s, 4 * i - 3) end
+  return t
+end
+
+-- Bytes that are never all one value.
+function M.pattern(n, seed)
+  local t = {}
+  for i = 1, n do t[i] = string.char((i * 37 + (seed or 11)) % 251 + 1) end
+  return table.concat(t)
+end
+
+function M.sync(d) d:default_stream():sync() end
+
+-- Resident rows x cols weights; rows differ in scale by six orders of magnitude.
+function M.weights(fmt, rows, cols, seed)
+  local w = M.values(rows * cols, seed)
+  for r = 0, rows - 1 do
+    local s = 10.0 ^ ((r % 7) - 3)
+    for i = r * cols + 1, (r + 1) * cols do w[i] = w[i] * s end
+  end
+  local bpr = cols // q.info(fmt).block_elems
+  return q.resident(fmt, q.quantize(fmt, M.f32s(w)), bpr), bpr
+end
+
+function M.activation(cols, seed)
+  return q.q8k_pack(M.f32s(M.values(cols, seed)))
+end
+
+-- The same launch on `dev` and on cpu:0 from the same bytes; returns both downloads of the
+-- buffers named in `outs`. `bufs` maps names to initial contents, `args` lists names and scalars.
+function M.on_both(dev, kernel, grid, block, bufs, args, outs)
+  local got = {}
+  for _, d in ipairs { dev, xpu.device "cpu:0" } do
+    local b, a = {}, {}
+    for name, init in pairs(bufs) do b[name] = d:buffer(init) end
+    for i, v in ipairs(args) do a[i] = type(v) == "string" and b[v] or v end
+    d:kernel(kernel):launch(nil, grid, block, table.unpack(a))
+    M.sync(d)
+    local r = {}
+    for i, name in ipairs(outs) do r[i] = b[name]:download() end
+    got[#got + 1] = r
+  end
+  return got[1], got[2]
+end
+
+return M
