@@ -49,6 +49,20 @@ function M.id_rows(t)
   end
 end
 
+-- The bind split (GGUF blocks -> resident rows), one row per format. Its launcher takes the
+-- dword payload kernel for a dword-clean layout and the dword scale kernel only for a chunk
+-- that starts and ends on a row; the kernels' launch counters say which ran.
+local function split_shape(q)
+  if not q.bpr or q.bpr < 1 then return "query has no bpr (blocks per row)" end
+end
+
+function M.bind_rows(t)
+  for _, f in ipairs(M.decode_formats) do
+    t:register { name = f .. "-split", regime = "bind", format = f, priority = 10,
+                 kernel = "split_payload_dword", shape = split_shape }
+  end
+end
+
 -- One decode query per weight tensor of a GGUF file (2-D and 3-D tensors; GGUF's ne[0] is
 -- the in width, ne[1] the out width, ne[2] the expert count). Returns queries, tensors.
 function M.queries_of(xpu, gguf)

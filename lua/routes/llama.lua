@@ -4,4 +4,5 @@ local common = require "routes.common"
 
 local t = xpu.new_routes "llama"
 common.dense_rows(t)
+common.bind_rows(t)
 return t:freeze()

@@ -6,4 +6,5 @@ local common = require "routes.common"
 local t = xpu.new_routes "moe"
 common.dense_rows(t)
 common.id_rows(t)
+common.bind_rows(t)
 return t:freeze()

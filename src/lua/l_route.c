@@ -313,6 +313,46 @@ static int t_records(lua_State *L)
 	return 1;
 }
 
+/* t:census() -> a table for people: per (row, device) the picks in the route record (its
+ * last XPU_RECORD_RING entries), and each row's picks and dispatches since registration. */
+static int t_census(lua_State *L)
+{
+	struct xpu_table *t = lx_checktable(L, 1);
+	uint64_t n = t->nrecords < XPU_RECORD_RING ? t->nrecords : XPU_RECORD_RING;
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	char line[256];
+	snprintf(line, sizeof line, "census of route table '%s': %llu picks recorded\n%-32s %-10s %8s %8s %10s\n",
+		 t->name, (unsigned long long)t->nrecords, "row", "device", "recent", "picks", "dispatches");
+	luaL_addstring(&b, line);
+	for (int i = 0; i < t->nrows; i++) {
+		const struct xpu_row *r = t->rows[i];
+		const struct xpu_device *seen[XPU_MAX_DEVICES];
+		int nseen = 0;
+		for (uint64_t k = 0; k < n; k++) { /* the devices this row ran on, in record order */
+			const struct xpu_route_record *rec = &t->records[(t->nrecords - n + k) % XPU_RECORD_RING];
+			bool known = false;
+			for (int s = 0; s < nseen; s++)
+				known |= seen[s] == rec->dev;
+			if (rec->row == r && !known && nseen < XPU_MAX_DEVICES)
+				seen[nseen++] = rec->dev;
+		}
+		for (int s = 0; s < (nseen ? nseen : 1); s++) {
+			uint64_t recent = 0;
+			for (uint64_t k = 0; k < n && nseen; k++) {
+				const struct xpu_route_record *rec = &t->records[(t->nrecords - n + k) % XPU_RECORD_RING];
+				recent += rec->row == r && rec->dev == seen[s];
+			}
+			snprintf(line, sizeof line, "%-32s %-10s %8llu %8llu %10llu\n", r->name, nseen ? seen[s]->id : "-",
+				 (unsigned long long)recent, (unsigned long long)r->picks,
+				 (unsigned long long)r->dispatches);
+			luaL_addstring(&b, line);
+		}
+	}
+	luaL_pushresult(&b);
+	return 1;
+}
+
 /* xpu.T.time_pick(table, call, n) -> ns per pick, timed in C (no Lua between picks). */
 static int l_time_pick(lua_State *L)
 {
@@ -440,7 +480,8 @@ static const luaL_Reg table_methods[] = {
 	{ "rows", t_rows }, { "row", t_row }, { "admissible", t_admissible }, { "pick", t_pick },
 	{ "bind", t_bind }, { "candidates", t_candidates },
 	{ "why_not_admissible", t_why_not_admissible }, { "why_not_picked", t_why_not_picked },
-	{ "pin", t_pin }, { "unpin", t_unpin }, { "records", t_records }, { NULL, NULL },
+	{ "pin", t_pin }, { "unpin", t_unpin }, { "records", t_records },
+	{ "census", t_census }, { NULL, NULL },
 };
 
 static const luaL_Reg table_meta[] = {

@@ -1,0 +1,106 @@
+-- bind_spec.lua — the route tables end to end on every device present: a weight's row is
+-- bound once and dispatched as one launch, with results == the CPU body; the bind split
+-- through its row takes the dword scale kernel on a row-aligned chunk and not on a chunk
+-- that ends mid-row (a counter on each branch), byte-exact against the host split.
+local xpu = require "xpu"
+local fx = require "spec.support.fixtures"
+local q = xpu.quant
+
+local devices = {}
+for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0" } do
+  local d, why = xpu.device(id)
+  devices[#devices + 1] = { id = id, dev = d, why = why }
+end
+
+local function device_it(entry, name, fn)
+  it(entry.id .. ": " .. name, function()
+    if not entry.dev then return pending("skipped: no " .. entry.id .. " (" .. tostring(entry.why) .. ")") end
+    fn(entry.dev)
+  end)
+end
+
+local llama = require "routes.llama"
+
+describe("routed decode", function()
+  for _, entry in ipairs(devices) do
+    for _, fmt in ipairs(fx.formats) do
+      device_it(entry, fmt .. ": bind once, dispatch one launch, == the CPU body", function(d)
+        local rows, cols = 40, 4096
+        local w = fx.weights(fmt, rows, cols, 31)
+        local x = fx.activation(cols, 37)
+        local y = d:buffer(fx.POISON:rep(rows))
+        local c = xpu.call { query = xpu.query { format = fmt, regime = "decode", in_dim = cols, out_dim = rows },
+                             device = d, receiver = { bound = true, resident = true },
+                             operands = { y = y, w = d:buffer(w), x = d:buffer(x) } }
+        local row = llama:bind(c)
+        local k = d:kernel(row.kernel)
+        local before = k.launches
+        row:dispatch(c)
+        fx.sync(d)
+        assert.equal(before + 1, k.launches)
+        local got = fx.unf32(y:download())
+        local want = fx.unf32(q.matvec_host(fmt, w, x, rows, cols, "portable"))
+        local diff, nan, nonzero = 0, 0, false
+        for i = 1, rows do
+          if got[i] ~= want[i] then diff = diff + 1 end
+          if got[i] ~= got[i] then nan = nan + 1 end
+          if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
+        end
+        assert.equal(0, diff)
+        assert.equal(0, nan)
+        assert.is_true(nonzero)
+      end)
+    end
+  end
+
+  it("refuses at bind, with the refusal line, a weight whose slab is not resident", function()
+    local c = xpu.call { query = xpu.query { format = "q4_0", regime = "decode", in_dim = 4096, out_dim = 8 },
+                         receiver = { bound = true } }
+    local ok, err = pcall(llama.bind, llama, c)
+    assert.is_false(ok)
+    assert.matches("refused at Ready: resident layout not done", err)
+  end)
+end)
+
+describe("bind split through its row", function()
+  -- rows x bpr blocks of fmt, split in the given chunks of blocks; returns the resident bytes
+  local function split(d, fmt, nrows, bpr, chunks)
+    local info = q.info(fmt)
+    local blocks = q.quantize(fmt, fx.f32s(fx.values(nrows * bpr * info.block_elems, 41)))
+    local want = q.resident(fmt, blocks, bpr)
+    local out = d:buffer(("\171"):rep(#want))
+    for _, ch in ipairs(chunks) do
+      local first, n = ch[1], ch[2]
+      local src = d:buffer(blocks:sub(first * info.block_bytes + 1, (first + n) * info.block_bytes))
+      local c = xpu.call { query = xpu.query { format = fmt, regime = "bind", bpr = bpr, block_base = first, blocks = n },
+                           device = d, operands = { out = out, src = src } }
+      llama:bind(c):dispatch(c)
+    end
+    fx.sync(d)
+    return out:download(), want
+  end
+
+  for _, entry in ipairs(devices) do
+    device_it(entry, "a row-aligned chunk takes the dword scale kernel, byte-exact", function(d)
+      local dword, bytes = d:kernel "split_scale_dword", d:kernel "split_scale_bytes"
+      local before_d, before_b = dword.launches, bytes.launches
+      for _, fmt in ipairs(fx.formats) do
+        local got, want = split(d, fmt, 4, 3, { { 0, 6 }, { 6, 6 } })
+        assert.equal(want, got, fmt)
+      end
+      assert.equal(before_d + 10, dword.launches)
+      assert.equal(before_b, bytes.launches)
+    end)
+
+    device_it(entry, "a chunk that ends mid-row keeps the byte scale kernel, byte-exact", function(d)
+      local dword, bytes = d:kernel "split_scale_dword", d:kernel "split_scale_bytes"
+      local before_d, before_b = dword.launches, bytes.launches
+      for _, fmt in ipairs(fx.formats) do
+        local got, want = split(d, fmt, 4, 3, { { 0, 5 }, { 5, 7 } })
+        assert.equal(want, got, fmt)
+      end
+      assert.equal(before_d, dword.launches)
+      assert.equal(before_b + 10, bytes.launches)
+    end)
+  end
+end)
