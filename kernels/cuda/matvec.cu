@@ -4,8 +4,7 @@
 #include "matvec.cuh"
 
 /* Pinned to 256 threads; at most 64 registers so four groups share an SM (a 4096-row
- * matrix's 512 groups then run in one wave on 132 SMs), each with its 18.25 KB copy of the
- * activation (matvec.cuh, MV_XS_BLOCKS). */
+ * matrix's 512 groups then run in one wave on 132 SMs). */
 #ifndef MV_MIN_GROUPS
 #define MV_MIN_GROUPS 4
 #endif
@@ -17,26 +16,24 @@ static __device__ __forceinline__ uint64_t mv_wave_index(uint32_t *lane)
 	return xpu_group() * ((blockDim.x * blockDim.y * blockDim.z) / 32) + t / 32;
 }
 
-/* y[y_off + r] = row r of w . x. Every warp of the group comes to mv_row_any, a warp past the
- * rows with live false, so the group's copy of x has all its threads. */
+/* y[y_off + r] = row r of w . x */
 template <class F>
 static __device__ __forceinline__ void mv_wave(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
 					       uint32_t cols, uint32_t y_off)
 {
 	uint32_t lane;
 	const uint64_t row = mv_wave_index(&lane);
-	const uint32_t bpr = cols / F::ELEMS, nx = mv_x_blocks<F>(bpr);
-	const mv_stage st{ x, nx, bpr > 0 && nx <= MV_XS_BLOCKS };
-	const bool live = row < rows;
-	const float v = mv_row_any<F>(live ? w + row * mv_row_bytes<F>(bpr) : w, x, bpr, lane, live, st);
-	if (live && lane == 0)
+	if (row >= rows)
+		return;
+	const uint32_t bpr = cols / F::ELEMS;
+	const float v = mv_row_any<F>(w + row * mv_row_bytes<F>(bpr), x, bpr, lane);
+	if (lane == 0)
 		y[(uint64_t)y_off + row] = v;
 }
 
 /* Wave v is slot kk = v / rows, row r = v % rows of expert sel[kk]: slab row sel[kk] * rows + r
  * against the activation at q8_K block kk * x_row_blocks, into y[y_off + kk * rows + r]. An
- * expert outside [0, experts) writes NaN and reads nothing. The group keeps a copy of the
- * activation only when every slot reads the same one (x_row_blocks 0, decode). */
+ * expert outside [0, experts) writes NaN and reads nothing. */
 template <class F>
 static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 					     uint32_t experts, uint32_t used, uint32_t rows, uint32_t cols,
@@ -44,20 +41,21 @@ static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, cons
 {
 	uint32_t lane;
 	const uint64_t v = mv_wave_index(&lane);
-	const uint32_t bpr = cols / F::ELEMS, nx = mv_x_blocks<F>(bpr);
-	const mv_stage st{ x, nx, x_row_blocks == 0 && bpr > 0 && nx <= MV_XS_BLOCKS };
-	bool live = rows != 0 && v < (uint64_t)used * rows;
-	const uint64_t kk = live ? v / rows : 0, r = live ? v % rows : 0;
-	const int32_t e = live ? sel[kk] : 0;
-	if (live && (e < 0 || (uint32_t)e >= experts)) {
+	if (rows == 0 || v >= (uint64_t)used * rows)
+		return;
+	const uint64_t kk = v / rows, r = v % rows;
+	float *out = y + (uint64_t)y_off + kk * rows + r;
+	const int32_t e = sel[kk];
+	if (e < 0 || (uint32_t)e >= experts) {
 		if (lane == 0)
-			y[(uint64_t)y_off + v] = __int_as_float(0x7fc00000); /* C's NAN */
-		live = false;
+			*out = __int_as_float(0x7fc00000); /* C's NAN */
+		return;
 	}
-	const uint8_t *row = live ? slab + ((uint64_t)e * rows + r) * mv_row_bytes<F>(bpr) : slab;
-	const float val = mv_row_any<F>(row, x + kk * x_row_blocks * (uint64_t)Q8K_BYTES, bpr, lane, live, st);
-	if (live && lane == 0)
-		y[(uint64_t)y_off + v] = val; /* kk * rows + r */
+	const uint32_t bpr = cols / F::ELEMS;
+	const uint8_t *row = slab + ((uint64_t)e * rows + r) * mv_row_bytes<F>(bpr);
+	const float val = mv_row_any<F>(row, x + kk * x_row_blocks * (uint64_t)Q8K_BYTES, bpr, lane);
+	if (lane == 0)
+		*out = val;
 }
 
 /* The entry points, spelled out so each kernel name can be found with grep. */

@@ -2,8 +2,7 @@
  * against one token's q8_K activation, in docs/ARITHMETIC.md's canonical order, so every
  * output equals the CPU's bit for bit. Each format is a small struct of traits (below); the
  * walk over a row, the hand-off of block values to their accumulator lanes and the reduction
- * are shared. A group keeps one copy of the activation in shared memory (mv_xs) when it fits:
- * its 8 warps read it from there instead of each through L1. Uses xpu_cuda.cuh. */
+ * are shared. Uses xpu_cuda.cuh. */
 #ifndef XPU_MATVEC_CUH
 #define XPU_MATVEC_CUH
 
@@ -29,86 +28,19 @@
  *   load()  fetches W; value() turns W into the block's float value, the same in every lane
  *           of the block's group (its integers are summed across the group first, exactly). */
 
-/* ---- the activation, read through an accessor -------------------------------------------------
- * value() reads q8_K block r's bytes at offset o (q at 0..255, sums at 256..287) and its d,
- * either straight from global memory (mv_xg) or from the group's shared copy (mv_xs). The
- * shared copy keeps 288 bytes per block (72 words: consecutive blocks start 8 banks apart) in
- * 16-byte chunks, chunk c stored at c ^ ((c >> 3) & 1): the eight 32-byte slices one
- * quarter-warp of a 32-element format reads then cover all 32 banks once. d goes to its own
- * array. Only the place a byte is kept changes, never its value. */
-#define MV_XS_REC 18 /* 16-byte chunks kept per q8_K block */
-/* q8_K blocks a group keeps in shared memory: 64 = 16384 columns, 18.25 KB, four groups in
- * 73 KB of an SM (sm_89 has 100 KB). AMD parts have 64 KB of LDS per CU, so they keep 16
- * (4096 columns, 4.6 KB) and leave room for a dozen groups. Longer rows read global memory. */
-#ifndef MV_XS_BLOCKS
-#ifdef XPU_HIP
-#define MV_XS_BLOCKS 16
-#else
-#define MV_XS_BLOCKS 64
-#endif
-#endif
-
-template <bool V>
-struct mv_xg {
-	const uint8_t *x;
-	__device__ __forceinline__ uint4 q16(uint32_t r, uint32_t o) const
-	{
-		return V ? xpu_ld128(x + (uint64_t)r * Q8K_BYTES + o) : xpu_ld128_words(x + (uint64_t)r * Q8K_BYTES + o);
-	}
-	__device__ __forceinline__ uint32_t q32(uint32_t r, uint32_t o) const
-	{
-		return xpu_ld32(x + (uint64_t)r * Q8K_BYTES + o);
-	}
-	__device__ __forceinline__ float d(uint32_t r) const
-	{
-		return xpu_ldf(x + (uint64_t)r * Q8K_BYTES + Q8K_SCALE);
-	}
-};
-
-/* The group's copy, static so the launcher passes no shared-memory size. Only the mat-vec
- * kernels refer to it. */
-__shared__ uint4 mv_xs_q[MV_XS_BLOCKS * MV_XS_REC];
-__shared__ float mv_xs_d[MV_XS_BLOCKS];
-
-static __device__ __forceinline__ uint32_t mv_xs_chunk(uint32_t r, uint32_t c)
+/* The 32-element formats read their q8_K block's 32-value slice b % 8 of block b / 8. */
+static __device__ __forceinline__ const uint8_t *q8k_of32(const uint8_t *x, uint32_t b)
 {
-	return r * MV_XS_REC + (c ^ ((c >> 3) & 1));
+	return x + (uint64_t)(b / 8) * Q8K_BYTES;
 }
 
-struct mv_xs {
-	__device__ __forceinline__ uint4 q16(uint32_t r, uint32_t o) const
-	{
-		return mv_xs_q[mv_xs_chunk(r, o >> 4)];
-	}
-	__device__ __forceinline__ uint32_t q32(uint32_t r, uint32_t o) const
-	{
-		return ((const uint32_t *)mv_xs_q)[4 * mv_xs_chunk(r, o >> 4) + ((o >> 2) & 3)];
-	}
-	__device__ __forceinline__ float d(uint32_t r) const
-	{
-		return mv_xs_d[r];
-	}
-};
-
-/* Every thread of the group copies its share of the nx q8_K blocks at x into the group's
- * copy, then waits for the whole group. */
-static __device__ __forceinline__ void mv_xs_fill(const uint8_t *x, uint32_t nx)
+template <bool VEC>
+static __device__ __forceinline__ uint4 ld16(const uint8_t *p)
 {
-	uint4 *q = mv_xs_q;
-	float *dv = mv_xs_d;
-	const uint32_t nt = blockDim.x * blockDim.y * blockDim.z, t = xpu_thread();
-	const bool v16 = ((uintptr_t)x & 15) == 0;
-	for (uint32_t i = t; i < nx * MV_XS_REC; i += nt) {
-		const uint32_t r = i / MV_XS_REC, c = i % MV_XS_REC;
-		const uint8_t *p = x + (uint64_t)r * Q8K_BYTES + 16 * c;
-		q[mv_xs_chunk(r, c)] = v16 ? xpu_ld128(p) : xpu_ld128_words(p);
-	}
-	for (uint32_t i = t; i < nx; i += nt)
-		dv[i] = xpu_ldf(x + (uint64_t)i * Q8K_BYTES + Q8K_SCALE);
-	__syncthreads();
+	return VEC ? xpu_ld128(p) : xpu_ld128_words(p);
 }
 
-/* weight bytes, read once */
+/* the same for weight bytes, read once */
 template <bool VEC>
 static __device__ __forceinline__ uint4 ldw16(const uint8_t *p)
 {
@@ -145,13 +77,13 @@ struct mv_q4_0 {
 	{
 		return W{ ldw16<V>(pay + (uint64_t)b * PAY), xpu_ldw16(row + 2 * b) };
 	}
-	template <class X>
-	static __device__ __forceinline__ float value(const W &w, const X &xa, uint32_t b, int sub)
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
-		const uint32_t r = b / 8, o = 32 * (b % 8);
-		int dot = dot_nibbles(w.q, xa.q16(r, o), xa.q16(r, o + 16));
-		dot -= 8 * (int)xa.q32(r, Q8K_SUMS + 4 * (b % 8));
-		float d = xpu_f16((uint16_t)w.d), xs = xa.d(r);
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		int dot = dot_nibbles(w.q, ld16<V>(a), ld16<V>(a + 16));
+		dot -= 8 * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)dot);
 	}
 };
@@ -189,11 +121,11 @@ struct mv_iq4_nl {
 	{
 		return mv_q4_0::load<V>(row, pay, b, sub);
 	}
-	template <class X>
-	static __device__ __forceinline__ float value(const W &w, const X &xa, uint32_t b, int sub)
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
-		const uint32_t r = b / 8, o = 32 * (b % 8);
-		const uint4 a0 = xa.q16(r, o), a1 = xa.q16(r, o + 16);
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 16);
 		const uint32_t q[4] = { w.q.x, w.q.y, w.q.z, w.q.w };
 		const uint32_t al[4] = { a0.x, a0.y, a0.z, a0.w }, ah[4] = { a1.x, a1.y, a1.z, a1.w };
 		int dot = 0;
@@ -204,7 +136,7 @@ struct mv_iq4_nl {
 			dot = xpu_dp4a(lo, al[k], dot);
 			dot = xpu_dp4a(hi, ah[k], dot);
 		}
-		float d = xpu_f16((uint16_t)w.d), xs = xa.d(r);
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)dot);
 	}
 };
@@ -221,17 +153,17 @@ struct mv_q8_0 {
 	{
 		return W{ ldw16<V>(pay + (uint64_t)b * PAY + 16 * sub), xpu_ldw16(row + 2 * b) };
 	}
-	template <class X>
-	static __device__ __forceinline__ float value(const W &w, const X &xa, uint32_t b, int sub)
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
-		const uint32_t r = b / 8;
-		const uint4 a = xa.q16(r, 32 * (b % 8) + 16 * sub);
+		const uint8_t *xb = q8k_of32(x, b);
+		const uint4 a = ld16<V>(xb + 32 * (b % 8) + 16 * sub);
 		int dot = xpu_dp4a(w.q.x, a.x, 0);
 		dot = xpu_dp4a(w.q.y, a.y, dot);
 		dot = xpu_dp4a(w.q.z, a.z, dot);
 		dot = xpu_dp4a(w.q.w, a.w, dot);
 		dot += __shfl_xor_sync(XPU_FULL_MASK, dot, 1);
-		float d = xpu_f16((uint16_t)w.d), xs = xa.d(r);
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)dot);
 	}
 };
@@ -280,9 +212,10 @@ struct mv_q4_K {
 		w.dm = xpu_ldw32(row + 4 * b);
 		return w;
 	}
-	template <class X>
-	static __device__ __forceinline__ float value(const W &w, const X &xa, uint32_t b, int sub)
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
+		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
 		/* ggml's get_scale_min_k4 on four bytes at once */
 		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
 		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
@@ -291,15 +224,15 @@ struct mv_q4_K {
 #pragma unroll
 		for (int k = 0; k < 4; k++) {
 			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
-			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xa.q32(b, 64 * k + 4 * sub), 0);
-			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xa.q32(b, 64 * k + 32 + 4 * sub), 0);
+			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
+			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
 			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		}
-		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xa.q32(b, Q8K_SUMS + 4 * sub);
+		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
 		isum = group_sum<G>(isum);
 		msum = group_sum<G>(msum);
 		const float d = xpu_f16((uint16_t)(w.dm & 0xFFFF)), dmin = xpu_f16((uint16_t)(w.dm >> 16));
-		const float xs = xa.d(b);
+		const float xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_sub(xpu_mul(xpu_mul(d, xs), (float)isum), xpu_mul(xpu_mul(dmin, xs), (float)msum));
 	}
 };
@@ -331,9 +264,10 @@ struct mv_q6_K {
 		w.d = xpu_ldw16(row + 2 * b);
 		return w;
 	}
-	template <class X>
-	static __device__ __forceinline__ float value(const W &w, const X &xa, uint32_t b, int sub)
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
+		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
 		const int is = sub / 4;
 		int isum = 0;
 #pragma unroll
@@ -347,13 +281,13 @@ struct mv_q6_K {
 #pragma unroll
 			for (int s = 0; s < 4; s++) {
 				const uint32_t qs = __vsub4(q[s], 0x20202020u); /* bytewise q - 32, in range */
-				const int dot = xpu_dp4a(qs, xa.q32(b, 128 * h + 32 * s + 4 * sub), 0);
+				const int dot = xpu_dp4a(qs, xpu_ld32(xb + 128 * h + 32 * s + 4 * sub), 0);
 				/* sc[8h + is + 2s]: word 2h + s/2, byte is + 2 (s % 2) */
 				isum += byte_s(w.sc[2 * h + s / 2], is + 2 * (s % 2)) * dot;
 			}
 		}
 		isum = group_sum<G>(isum);
-		const float d = xpu_f16((uint16_t)w.d), xs = xa.d(b);
+		const float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)isum);
 	}
 };
@@ -396,35 +330,23 @@ static __device__ __forceinline__ uint64_t mv_row_bytes(uint32_t bpr)
 	return mv_prefix<F>(bpr) + (uint64_t)bpr * F::PAY;
 }
 
-/* One resident row against the activation, in phases: mv_row_start puts the first U warp
- * steps' weight loads in flight; the group may then fill its shared copy of the activation
- * while they travel; mv_row_walk sums the steps, refilling the registers of the step just
- * summed with the step U ahead. Blocks past the row are neither loaded nor added (their lanes
- * still join the shuffles, on block 0's addresses). */
+/* One resident row against the activation. The loads of U warp steps stay in flight: the
+ * registers of the step just summed are refilled with the step U ahead. Blocks past the row
+ * are neither loaded nor added (their lanes still join the shuffles, on block 0's addresses). */
 template <class F, bool V>
-static __device__ __forceinline__ void mv_row_start(typename F::W (&w)[F::U], const uint8_t *row, uint32_t bpr,
-						    int lane)
+static __device__ float mv_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
 {
 	constexpr int B = 32 / F::G;
 	const int grp = lane / F::G, sub = lane % F::G;
 	const uint8_t *pay = row + mv_prefix<F>(bpr);
 	const uint32_t steps = (bpr + B - 1) / B;
+	typename F::W w[F::U];
 #pragma unroll
 	for (int u = 0; u < F::U; u++) {
 		const uint32_t b = u * B + grp;
 		if (u < steps)
 			w[u] = F::template load<V>(row, pay, b < bpr ? b : 0, sub);
 	}
-}
-
-template <class F, bool V, class X>
-static __device__ __forceinline__ float mv_row_walk(typename F::W (&w)[F::U], const uint8_t *row, const X &xa,
-						    uint32_t bpr, int lane)
-{
-	constexpr int B = 32 / F::G;
-	const int grp = lane / F::G, sub = lane % F::G;
-	const uint8_t *pay = row + mv_prefix<F>(bpr);
-	const uint32_t steps = (bpr + B - 1) / B;
 	float acc = 0.0f;
 	for (uint32_t t0 = 0; t0 < steps; t0 += F::U) {
 #pragma unroll
@@ -432,7 +354,7 @@ static __device__ __forceinline__ float mv_row_walk(typename F::W (&w)[F::U], co
 			const uint32_t t = t0 + u, b = t * B + grp, nb = b + F::U * B;
 			if (t >= steps)
 				break;
-			const float v = F::value(w[u], xa, b < bpr ? b : 0, sub);
+			const float v = F::template value<V>(w[u], x, b < bpr ? b : 0, sub);
 			if (t + F::U < steps)
 				w[u] = F::template load<V>(row, pay, nb < bpr ? nb : 0, sub);
 			acc = deliver<F::G>(acc, v, t, lane, bpr);
@@ -441,54 +363,13 @@ static __device__ __forceinline__ float mv_row_walk(typename F::W (&w)[F::U], co
 	return wave_reduce(acc);
 }
 
-/* The group's copy of the activation: what it copies, and whether this launch uses it (the
- * same answer in every warp of the group). */
-struct mv_stage {
-	const uint8_t *x; /* the activation every warp of the group reads */
-	uint32_t nx;      /* its q8_K blocks */
-	bool on;
-};
-
-/* q8_K blocks of the activation a row of bpr blocks reads */
+/* 16-byte loads need the row, its payloads and the activation on 16 bytes. */
 template <class F>
-static __device__ __forceinline__ uint32_t mv_x_blocks(uint32_t bpr)
+static __device__ __forceinline__ float mv_row_any(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
 {
-	return (uint32_t)(((uint64_t)bpr * F::ELEMS + 255) / 256);
-}
-
-/* One warp's row against the activation x. A warp with no row (live false) loads and adds
- * nothing but still takes its share of the group's copy: with the copy on, every thread of
- * the group comes here once, so its barrier is in uniform control flow. 16-byte weight loads
- * need the row and its payloads on 16 bytes (and, read from global memory, the activation). */
-template <class F>
-static __device__ __forceinline__ float mv_row_any(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane,
-						   bool live, const mv_stage &st)
-{
-	typename F::W w[F::U];
-	const bool vec = F::VEC && (((uintptr_t)row | mv_prefix<F>(bpr)) & 15) == 0;
-	if (st.on) {
-		if (live) {
-			if (vec)
-				mv_row_start<F, true>(w, row, bpr, lane);
-			else
-				mv_row_start<F, false>(w, row, bpr, lane);
-		}
-		mv_xs_fill(st.x, st.nx);
-		if (!live)
-			return 0.0f;
-		const mv_xs xa;
-		if (vec)
-			return mv_row_walk<F, true>(w, row, xa, bpr, lane);
-		return mv_row_walk<F, false>(w, row, xa, bpr, lane);
-	}
-	if (!live)
-		return 0.0f;
-	if (vec && ((uintptr_t)x & 15) == 0) {
-		mv_row_start<F, true>(w, row, bpr, lane);
-		return mv_row_walk<F, true>(w, row, mv_xg<true>{ x }, bpr, lane);
-	}
-	mv_row_start<F, false>(w, row, bpr, lane);
-	return mv_row_walk<F, false>(w, row, mv_xg<false>{ x }, bpr, lane);
+	if (F::VEC && (((uintptr_t)row | (uintptr_t)x | mv_prefix<F>(bpr)) & 15) == 0)
+		return mv_row<F, true>(row, x, bpr, lane);
+	return mv_row<F, false>(row, x, bpr, lane);
 }
 
 #endif

@@ -10,9 +10,6 @@ VK_COMP := $(sort $(wildcard kernels/vulkan/*.comp))
 VK_GLSL := $(wildcard kernels/vulkan/*.glsl)
 # vulkan1.2: SPIR-V 1.5. The kernels mark their float results `precise` (NoContraction):
 # docs/ARITHMETIC.md allows no fused multiply-add where the source has two operations.
-# `make GLSLC_FLAGS="-O -DXPU_EMUL32"` is a test build: the mat-vecs take their 32-wide
-# subgroup path on any device, the shuffles emulated in shared memory (matvec.glsl), so a
-# device of another subgroup width (lavapipe: 8) checks that path against the CPU.
 GLSLC_FLAGS ?= -O
 VK_FLAGS := --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan $(GLSLC_FLAGS)
 
