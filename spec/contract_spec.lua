@@ -19,10 +19,10 @@ local function dense(dtype, shape) return { dtype = dtype, shape = shape } end
 
 describe("the FKC reader", function()
   it("reads every block of contracts/shape-ops.md, one per kernel and backend", function()
-    assert.equal(22, #contracts)
+    assert.equal(33, #contracts)
     for _, k in ipairs { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice",
                          "write_slice_rotating", "copy", "contiguize" } do
-      for _, b in ipairs { "cpu", "cuda" } do
+      for _, b in ipairs { "cpu", "cuda", "vulkan" } do
         local c = C[k .. "." .. b]
         assert.truthy(c, k .. " on " .. b)
         assert.equal(FILE, c.file)
@@ -161,7 +161,7 @@ describe("the FKC reader", function()
       assert.is_true(n < 20000, "never loaded")
     end
     assert.is_true(n > 10)
-    assert.equal(22, #list)
+    assert.equal(33, #list)
   end)
 end)
 
@@ -421,11 +421,11 @@ describe("scripts/contracts.lua", function()
   it("prints each contract's rows and audits the query set against them", function()
     local out, code = run(FILE)
     assert.equal(0, code, out)
-    assert.matches("contracts/shape%-ops.md: 22 contracts, %d+ rows", out)
+    assert.matches("contracts/shape%-ops.md: 33 contracts, %d+ rows", out)
     assert.matches("write_slice_rotating%s+cuda%s+write_slice_rotating", out)
     assert.matches("flip u8 strided%s+0%s+.-accept.inputs%[0%].layout.strided: rejected", out)
     assert.matches("triu f32 rank 1%s+0%s+.-accept.inputs%[0%].rank: rank 1 outside 2..=8", out)
-    assert.matches("pad f32 3x4 reflect%s+2%s+pad.cpu.f32, pad.cuda.f32", out)
+    assert.matches("pad f32 3x4 reflect%s+3%s+pad.cpu.f32, pad.cuda.f32, pad.vulkan.f32", out)
     assert.matches("rows that never fire: %d+ of %d+", out)
   end)
 

@@ -1,6 +1,6 @@
 -- shape_ops_spec.lua — every claim of contracts/shape-ops.md against its kernel, on every
--- backend present (the CPU always; CUDA where a device is, skipped with the reason where
--- not): dtypes accepted and refused, the shape rule (outputs poisoned first, every byte
+-- backend present (the CPU always; CUDA and Vulkan where a device is, skipped with the reason
+-- where not): dtypes accepted and refused, the shape rule (outputs poisoned first, every byte
 -- checked against a Lua reference), in-place aliasing (bytes outside the slab untouched),
 -- `bitwise` as identical bytes across backends, cumsum and pad_backward within their stated
 -- bounds, the empty fast paths, and misaligned or short buffers refused before a launch.
@@ -459,7 +459,9 @@ end
 
 local outputs = {} -- backend -> kernel -> dtype -> bytes (for the cross-backend comparison)
 
-for _, backend in ipairs { "cpu", "cuda" } do
+local BACKENDS = { "cpu", "cuda", "vulkan" }
+
+for _, backend in ipairs(BACKENDS) do
   describe("shape kernels on " .. backend, function()
     local devs, why = devices_of(backend)
     outputs[backend] = {}
@@ -481,6 +483,20 @@ for _, backend in ipairs { "cpu", "cuda" } do
         end
       end)
       local bad = refused_dtype(c)
+      local base = C[k .. ".cpu"]
+      if backend ~= "cpu" and #c.dtypes < #base.dtypes then
+        it(("%s: refuses the cpu dtypes its contract leaves out, before any launch"):format(k), function()
+          if not devs then return pending(why) end
+          local accepted = {}
+          for _, a in ipairs(c.dtypes) do accepted[a] = true end
+          for _, dt in ipairs(base.dtypes) do
+            if not accepted[dt] then
+              local _, refusal = c:call { inputs = { [c.inputs[1].name] = { dtype = dt, shape = { 2, 2 } } } }
+              assert.matches("^accept.inputs%[0%].dtypes: " .. dt:upper() .. " not accepted", refusal)
+            end
+          end
+        end)
+      end
       if bad then
         it(("%s: refuses %s before any launch, naming accept.inputs[0].dtypes"):format(k, bad), function()
           if not devs then return pending(why) end
@@ -552,35 +568,49 @@ for _, backend in ipairs { "cpu", "cuda" } do
 end
 
 describe("shape kernels across backends", function()
-  it("bitwise contracts give identical bytes on every backend; the others on finite values too", function()
-    local cuda, why = devices_of "cuda"
-    if not cuda then return pending(why) end
-    local n = 0
-    for _, k in ipairs(ORDER) do
-      for dt, bytes in pairs(outputs.cpu[k] or {}) do
-        local other = outputs.cuda[k] and outputs.cuda[k][dt]
-        assert.truthy(other, k .. " " .. dt .. " did not run on cuda")
-        if C[k .. ".cpu"].determinism == "bitwise" then
-          same_bytes(bytes, other, BYTES[dt], ("%s %s: cuda against cpu"):format(k, dt))
-          n = n + 1
+  for _, backend in ipairs(BACKENDS) do
+    if backend ~= "cpu" then
+      it(("bitwise contracts give identical bytes on cpu and %s; the others on finite values too"):format(backend), function()
+        local devs, why = devices_of(backend)
+        if not devs then return pending(why) end
+        local n = 0
+        for _, k in ipairs(ORDER) do
+          local c = C[k .. "." .. backend]
+          local accepted = {}
+          for _, a in ipairs(c.dtypes) do accepted[a] = true end
+          for dt, bytes in pairs(outputs.cpu[k] or {}) do
+            local other = outputs[backend][k] and outputs[backend][k][dt]
+            if accepted[dt] then
+              assert.truthy(other, k .. " " .. dt .. " did not run on " .. backend)
+            else
+              assert.is_nil(other, k .. " " .. dt .. " ran on " .. backend .. ", which its contract refuses")
+            end
+            -- the typed kernels (same_hardware_bitwise) state the CPU's bytes on finite values, which
+            -- the cases' data is; CUDA's typed bodies are only held to their bounds here
+            local typed = C[k .. ".cpu"].determinism == "same_hardware_bitwise" and backend == "vulkan"
+            if other and (C[k .. ".cpu"].determinism == "bitwise" or typed) then
+              same_bytes(bytes, other, BYTES[dt], ("%s %s: %s against cpu"):format(k, dt, backend))
+              n = n + 1
+            end
+          end
         end
-      end
-    end
-    assert.is_true(n > 50)
-  end)
+        assert.is_true(n > 50)
+      end)
 
-  it("copies host to device and back, and device to device", function()
-    local cuda, why = devices_of "cuda"
-    if not cuda then return pending(why) end
-    local cpu = xpu.device "cpu:0"
-    local data = random_bytes(3 * 1024 * 1024 + 5)
-    local host = cpu:buffer(data)
-    local dev = cuda[1]:buffer(#data)
-    C["copy.cpu"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = host } }, out = dev }
-    local dev2 = cuda[#cuda]:buffer(#data)
-    C["copy.cuda"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev } }, out = dev2 }
-    local back = cpu:buffer(#data)
-    C["copy.cuda"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev2 } }, out = back }
-    same_bytes(data, back:download(), 1, "host to device to device to host")
-  end)
+      it(("copies host to %s and back, and device to device"):format(backend), function()
+        local devs, why = devices_of(backend)
+        if not devs then return pending(why) end
+        local cpu = xpu.device "cpu:0"
+        local data = random_bytes(3 * 1024 * 1024 + 5)
+        local host = cpu:buffer(data)
+        local dev = devs[1]:buffer(#data)
+        C["copy.cpu"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = host } }, out = dev }
+        local dev2 = devs[#devs]:buffer(#data)
+        C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev } }, out = dev2 }
+        local back = cpu:buffer(#data)
+        C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev2 } }, out = back }
+        same_bytes(data, back:download(), 1, "host to device to device to host")
+      end)
+    end
+  end
 end)

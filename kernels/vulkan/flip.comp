@@ -1,0 +1,23 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+/* flip — out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64 (kernels/table_shape.c).
+ * out[o, j, i] = in[o, dim - 1 - j, i]; item e is the output element. */
+layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
+layout(push_constant) uniform Args {
+	uvec2 outer, dim, inner, elem;
+	uint off_out, off_in;
+} pc;
+
+#define SHAPE_DST dst
+#define SHAPE_SRC src
+#include "shape_ops.glsl"
+
+void main()
+{
+	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem), e = shape_item();
+	if (e >= u64_sat(pc.outer) * dim * inner) /* below 2^32: the buffers' bytes are */
+		return;
+	uint i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
+	shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + ((o * dim + dim - 1u - j) * inner + i) * elem, elem));
+}

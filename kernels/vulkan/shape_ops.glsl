@@ -1,0 +1,110 @@
+/* shape_ops.glsl — what the shape kernels (pad.comp ... contiguize.comp; kernels/table_shape.c)
+ * share: one item per output element (cumsum: lane; write_slice*: source element), 256 per
+ * group, as kernels/cpu/shape_ops.c and kernels/cuda/shape_ops.cu number them. Elements of 1,
+ * 2, 4 or 8 bytes live in the includer's uint arrays SHAPE_DST and SHAPE_SRC; the signature
+ * makes every base a multiple of the element, so an element never straddles a word but where
+ * it is 8 bytes (two whole words). Elements narrower than a word share it with neighbours that
+ * other items write, so they are merged into it with two atomics on their own bytes. Byte
+ * positions are 32-bit: the backend refuses a binding past 2^32 bytes. No 8/16-bit storage,
+ * int64 or f64 is used (the device is created without those features). */
+#ifndef XPU_SHAPE_OPS_GLSL
+#define XPU_SHAPE_OPS_GLSL
+
+#include "xpu_vk.glsl"
+
+/* The elem bytes at byte p of SHAPE_SRC, low word first. */
+uvec2 shape_load(uint p, uint elem)
+{
+	uint w = SHAPE_SRC[p >> 2];
+	if (elem == 1u)
+		return uvec2((w >> ((p & 3u) * 8u)) & 255u, 0u);
+	if (elem == 2u)
+		return uvec2((w >> ((p & 2u) * 8u)) & 65535u, 0u);
+	if (elem == 4u)
+		return uvec2(w, 0u);
+	return uvec2(w, SHAPE_SRC[(p >> 2) + 1u]);
+}
+
+/* The low elem bytes of v to byte p of SHAPE_DST. */
+void shape_store(uint p, uint elem, uvec2 v)
+{
+	uint w = p >> 2;
+	if (elem >= 4u) {
+		SHAPE_DST[w] = v.x;
+		if (elem == 8u)
+			SHAPE_DST[w + 1u] = v.y;
+		return;
+	}
+	uint s = (p & 3u) * 8u, mask = (elem == 1u ? 255u : 65535u) << s;
+	atomicAnd(SHAPE_DST[w], ~mask);
+	atomicOr(SHAPE_DST[w], (v.x << s) & mask);
+}
+
+/* The item of this invocation, or 0xffffffff for the rows of a 2-D or 3-D block past the first. */
+uint shape_item()
+{
+	return xpu_item_thread() ? xpu_item() : 0xffffffffu;
+}
+
+/* Value k of eight u32 values packed two to a u64 argument (w: the four u64s as uvec2s). */
+#define SHAPE_U32(arr, base, k) ((k) % 2 == 0 ? arr[(base) + (k) / 2].x : arr[(base) + (k) / 2].y)
+
+/* ---- halves (typed kernels) ------------------------------------------------------------- */
+
+float shape_bf16(uint h)
+{
+	return uintBitsToFloat(h << 16);
+}
+
+/* f32 to f16 bits: round to nearest even; overflow to inf; NaN stays a quiet NaN. The CPU's
+ * xpu_f32_to_f16 (src/quant/f16.h) step for step, so both give the same bits. */
+uint shape_to_f16(float f)
+{
+	uint u = floatBitsToUint(f), sign = (u >> 16) & 0x8000u, ex = (u >> 23) & 255u, man = u & 0x7fffffu;
+	if (ex == 255u)
+		return sign | 0x7c00u | (man != 0u ? (0x200u | (man >> 13)) : 0u);
+	int e = int(ex) - 127 + 15;
+	if (e >= 31)
+		return sign | 0x7c00u;
+	if (e <= 0) {
+		if (e < -10)
+			return sign;
+		uint m = man | 0x800000u, shift = uint(14 - e), q = m >> shift;
+		uint rem = m & ((1u << shift) - 1u), half_ = 1u << (shift - 1u);
+		if (rem > half_ || (rem == half_ && (q & 1u) != 0u))
+			q++;
+		return sign | q;
+	}
+	uint q = (uint(e) << 10) | (man >> 13), rem = man & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u) != 0u))
+		q++;
+	return sign | q;
+}
+
+/* f32 to bf16 bits: round to nearest even; NaN stays a quiet NaN (as the CPU body). */
+uint shape_to_bf16(float f)
+{
+	uint u = floatBitsToUint(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (u >> 16) | 0x40u;
+	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+/* Element of dtype dt (0 f32, 2 f16, 3 bf16) at byte p of SHAPE_SRC, widened to f32. */
+float shape_load_f(uint p, uint dt)
+{
+	if (dt == 0u)
+		return uintBitsToFloat(SHAPE_SRC[p >> 2]);
+	uint h = shape_load(p, 2u).x;
+	return dt == 2u ? xpu_f16(h) : shape_bf16(h);
+}
+
+void shape_store_f(uint p, uint dt, float v)
+{
+	if (dt == 0u)
+		SHAPE_DST[p >> 2] = floatBitsToUint(v);
+	else
+		shape_store(p, 2u, uvec2(dt == 2u ? shape_to_f16(v) : shape_to_bf16(v), 0u));
+}
+
+#endif
