@@ -60,7 +60,11 @@ for _, shape in ipairs(shapes) do
       local gbs = bytes / st.median / 1e9
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
                           st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-" }
-      if mode == "rotated" then points[#points + 1] = { bytes, st.median } end
+      if mode == "rotated" then
+        points[#points + 1] = { bytes, st.median }
+        autotune.remember_for(d, ("decode.%s_q8k_wave.gbs"):format(fmt), shape, ("%.1f"):format(gbs))
+        if ceiling then autotune.report_underperforming(d, fmt .. "_q8k_wave", gbs, 0.9 * ceiling) end
+      end
       if opts.jsonl then
         report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
                        row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
