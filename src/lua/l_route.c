@@ -186,15 +186,22 @@ static int t_admissible(lua_State *L)
 }
 
 /* t:pick(call) -> row | nil. Allocates nothing. */
+/* Picks for the call at index 2 (receiver re-read first); raises when a half raised. */
+static const struct xpu_row *pick_call(lua_State *L, struct xpu_table *t, struct xpu_call **c)
+{
+	lx_refresh_call(L, 2);
+	*c = lx_checkcall(L, 2);
+	int err;
+	const struct xpu_row *r = xpu_pick(t, *c, &err);
+	if (err)
+		lx_error(L);
+	return r;
+}
+
 static int t_pick(lua_State *L)
 {
-	struct xpu_table *t = lx_checktable(L, 1);
-	lx_refresh_call(L, 2);
-	int err;
-	const struct xpu_row *r = xpu_pick(t, lx_checkcall(L, 2), &err);
-	if (err)
-		return lx_error(L);
-	push_row_or_nil(L, r);
+	struct xpu_call *c;
+	push_row_or_nil(L, pick_call(L, lx_checktable(L, 1), &c));
 	return 1;
 }
 
@@ -202,12 +209,8 @@ static int t_pick(lua_State *L)
 static int t_bind(lua_State *L)
 {
 	struct xpu_table *t = lx_checktable(L, 1);
-	lx_refresh_call(L, 2);
-	struct xpu_call *c = lx_checkcall(L, 2);
-	int err;
-	const struct xpu_row *r = xpu_pick(t, c, &err);
-	if (err)
-		return lx_error(L);
+	struct xpu_call *c;
+	const struct xpu_row *r = pick_call(L, t, &c);
 	if (!r) {
 		struct xpu_refusal ref;
 		char line[512];
