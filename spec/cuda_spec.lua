@@ -19,27 +19,7 @@ local function cuda_it(name, fn)
   end)
 end
 
--- ---- fixtures ----------------------------------------------------------------------------
-
-
-
--- == per element, NaN counted, something non-zero; `what` names the case in the message.
--- With `nan_ok`, a NaN must stand where the CPU has one (a bad expert selection writes them).
-local function same_floats(want_s, got_s, what, nan_ok)
-  local want, got = unf32(want_s), unf32(got_s)
-  assert.equal(#want, #got, what)
-  local nan, nonzero = 0, false
-  for i = 1, #want do
-    local both_nan = nan_ok and got[i] ~= got[i] and want[i] ~= want[i]
-    if got[i] ~= got[i] then nan = nan + 1 end
-    assert.is_true(both_nan or got[i] == want[i], ("%s: element %d is %.9g on cuda:0, %.9g on the CPU"):format(
-      what, i - 1, got[i], want[i]))
-    if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
-  end
-  if not nan_ok then assert.equal(0, nan, what .. ": NaN in the output") end
-  assert.is_true(nonzero, what .. ": all zero")
-  return nan
-end
+local function same_floats(...) return fx.same_floats("cuda:0", ...) end
 
 -- ---- the device --------------------------------------------------------------------------
 
@@ -289,6 +269,7 @@ describe("streams on cuda:0", function()
     sequence(nil, fx, b)
     sync(cuda)
     local eager = b.y2:download()
+    -- compared with itself: every element written (a poison NaN is unequal to itself) and not all zero
     same_floats(eager, eager, "eager")
     local s = cuda:stream()
     s:set_deferred(true)

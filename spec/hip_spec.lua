@@ -650,24 +650,7 @@ local function hip_it(name, fn)
   end)
 end
 
-
-
--- == per element, NaN counted, something non-zero; with nan_ok a NaN must match the CPU's.
-local function same_floats(want_s, got_s, what, nan_ok)
-  local want, got = unf32(want_s), unf32(got_s)
-  assert.equal(#want, #got, what)
-  local nan, nonzero = 0, false
-  for i = 1, #want do
-    local both_nan = nan_ok and got[i] ~= got[i] and want[i] ~= want[i]
-    if got[i] ~= got[i] then nan = nan + 1 end
-    assert.is_true(both_nan or got[i] == want[i], ("%s: element %d is %.9g on %s, %.9g on the CPU"):format(
-      what, i - 1, got[i], hip.id, want[i]))
-    if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
-  end
-  if not nan_ok then assert.equal(0, nan, what .. ": NaN in the output") end
-  assert.is_true(nonzero, what .. ": all zero")
-  return nan
-end
+local function same_floats(...) return fx.same_floats("hip:0", ...) end
 
 describe("hip:0", function()
   hip_it("reports its geometry, identity and capabilities from the runtime, by architecture", function()

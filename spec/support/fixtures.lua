@@ -3,6 +3,7 @@
 -- activations, and one launch run on two devices from the same bytes.
 local xpu = require "xpu"
 local q = xpu.quant
+local assert = require "luassert" -- busted's assert lives in the spec files' environment
 
 local M = {}
 
@@ -60,6 +61,25 @@ end
 
 function M.activation(cols, seed)
   return q.q8k_pack(M.f32s(M.values(cols, seed)))
+end
+
+-- The bit gate: == per element against the CPU's floats, NaN counted, something non-zero;
+-- `what` names the case. With nan_ok a NaN must stand where the CPU has one (a bad expert
+-- selection writes them). Returns the NaN count.
+function M.same_floats(dev_id, want_s, got_s, what, nan_ok)
+  local want, got = M.unf32(want_s), M.unf32(got_s)
+  assert.equal(#want, #got, what)
+  local nan, nonzero = 0, false
+  for i = 1, #want do
+    local both_nan = nan_ok and got[i] ~= got[i] and want[i] ~= want[i]
+    if got[i] ~= got[i] then nan = nan + 1 end
+    assert.is_true(both_nan or got[i] == want[i], ("%s: element %d is %.9g on %s, %.9g on the CPU"):format(
+      what, i - 1, got[i], dev_id, want[i]))
+    if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
+  end
+  if not nan_ok then assert.equal(0, nan, what .. ": NaN in the output") end
+  assert.is_true(nonzero, what .. ": all zero")
+  return nan
 end
 
 -- The same launch on `dev` and on cpu:0 from the same bytes; returns both downloads of the
