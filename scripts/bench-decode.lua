@@ -3,7 +3,10 @@
 -- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
---                                   [--n N] [--copies K] [--jsonl]
+--                                   [--n N] [--copies K] [--grid rows|resident|N] [--jsonl]
+-- --grid: workgroups per launch (decode.groups): a wave per row (default), or only what is
+-- resident at once with each wave streaming several rows. Each rotated row is also timed as
+-- the plain streaming read of the same bytes ("read us"): the bound at that size.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
@@ -19,6 +22,7 @@ while i <= #arg do
   elseif a == "--cols" then opts.cols = tonumber(v)
   elseif a == "--n" then opts.n = tonumber(v)
   elseif a == "--copies" then opts.copies = tonumber(v)
+  elseif a == "--grid" then opts.grid = v
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
@@ -34,9 +38,12 @@ local commit = report.commit()
 
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
 for _, fmt in ipairs(formats) do
-  local ok, msg = decode.gate(d, fmt, 96, 4096)
-  report.log("gate: %s", msg)
-  if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
+  -- the grid under test, and a grid of 2 groups so that each wave streams several rows
+  for _, grid in ipairs { opts.grid or "rows", 2 } do
+    local ok, msg = decode.gate(d, fmt, 96, 4096, nil, grid)
+    report.log("gate: %s", msg)
+    if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
+  end
 end
 
 -- 2. the manifest before timing: spill is invisible to the clock
@@ -56,10 +63,12 @@ for _, shape in ipairs(shapes) do
       local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
       local target = d.integrated and 256 << 20 or 1 << 30
       local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
-      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies })
+      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid })
       local gbs = bytes / st.median / 1e9
+      local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n }) or nil
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
-                          st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-" }
+                          st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-",
+                          read and read.median * 1e6 or "-", read and 100 * read.median / st.median or "-" }
       if mode == "rotated" then
         points[#points + 1] = { bytes, st.median }
         autotune.remember_for(d, ("decode.%s_q8k_wave.gbs"):format(fmt), shape, ("%.1f"):format(gbs))
@@ -69,7 +78,8 @@ for _, shape in ipairs(shapes) do
         report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
                        row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
-                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling }
+                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "rows",
+                       read_same_bytes_s = read and read.median or nil }
       end
       done = done + 1
       report.progress(done, total, ("%s %dx%d %s"):format(fmt, shape[1], shape[2], mode))
@@ -77,9 +87,10 @@ for _, shape in ipairs(shapes) do
   end
 end
 print(report.table {
-  title = ("decode mat-vec on %s (%s), %s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
-    ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
-  header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling" },
+  title = ("decode mat-vec on %s (%s), %s, grid %s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
+    opts.grid or "rows", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
+  header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
+             "read us", "% of read" },
   rows = rows,
 })
 local rate, fixed = decode.fit(points)

@@ -139,18 +139,21 @@ describe("quant kernels on cuda:0 == cpu:0", function()
         local w, x = weights(fmt, rows, cols, 400 + cols), activation(cols, 401)
         for _, block in ipairs { 256, 64, 32 } do
           -- 16-byte aligned weights, then a base 4 bytes off (the dword path)
-          for _, shift in ipairs { 0, 4 } do
-            local per = block // 32
+          -- a wave per row, then grids of fewer waves than rows (each wave streams several)
+          local per = block // 32
+          local launches = { { 0, (rows + per - 1) // per }, { 4, (rows + per - 1) // per } }
+          if block == 256 then launches[3], launches[4] = { 0, 1 }, { 4, 3 } end
+          for _, l in ipairs(launches) do
+            local shift, groups = l[1], l[2]
             local res = {}
             for _, d in ipairs { cuda, cpu } do
               local wb = d:buffer(("\0"):rep(shift) .. w):slice(shift, #w)
               local y = d:buffer(POISON:rep(rows + 4))
-              d:kernel(fmt .. "_q8k_wave"):launch(nil, (rows + per - 1) // per, block, y, wb, d:buffer(x),
-                rows, cols, 3)
+              d:kernel(fmt .. "_q8k_wave"):launch(nil, groups, block, y, wb, d:buffer(x), rows, cols, 3)
               sync(d)
               res[#res + 1] = y:download()
             end
-            local what = ("%s %dx%d block %d shift %d"):format(fmt, rows, cols, block, shift)
+            local what = ("%s %dx%d block %d shift %d groups %d"):format(fmt, rows, cols, block, shift, groups)
             assert.equal(POISON:rep(3), res[1]:sub(1, 12), what .. ": wrote before y_off")
             assert.equal(POISON, res[1]:sub(-4), what .. ": wrote past the rows")
             same_floats(res[2]:sub(13, 12 + 4 * rows), res[1]:sub(13, 12 + 4 * rows), what)
@@ -181,10 +184,12 @@ describe("quant kernels on cuda:0 == cpu:0", function()
           local used = #sel
           local x = activation(cols * (xrb == 0 and 1 or used), 88 + xrb)
           local selb = string.pack("<i4i4i4", table.unpack(sel))
-          local g, c = on_both(fmt .. "_q8k_id", (used * rows + 7) // 8, 256,
+          -- a wave per slot; with x_row_blocks set, also a grid of 2 groups (16 waves streaming)
+          local groups = xrb == 0 and (used * rows + 7) // 8 or 2
+          local g, c = on_both(fmt .. "_q8k_id", groups, 256,
             { y = POISON:rep(used * rows + 2), slab = slab, x = x, sel = selb },
             { "y", "slab", "x", "sel", experts, used, rows, cols, xrb, 1 }, { "y" })
-          local what = ("%s sel {%s} xrb %d"):format(fmt, table.concat(sel, ","), xrb)
+          local what = ("%s sel {%s} xrb %d groups %d"):format(fmt, table.concat(sel, ","), xrb, groups)
           local n = 4 * used * rows
           local nan = same_floats(c[1]:sub(5, 4 + n), g[1]:sub(5, 4 + n), what, true)
           assert.equal(sel[2] >= experts and rows or 0, nan, what .. ": NaN count")

@@ -505,17 +505,20 @@ describe("quant kernels on cpu:0", function()
       local want = q.matvec_host(fmt, w, x, rows, cols)
       local k = cpu:kernel(fmt .. "_q8k_wave")
       local wb, xb = cpu:buffer(w), cpu:buffer(x)
-      for _, block in ipairs { 32, 64, 256 } do
-        local per = block // 32
+      -- a wave per row at three group sizes, then grids of fewer waves than rows (1, 2, 3
+      -- groups of 256: each wave serves several rows), every row covered once
+      for _, l in ipairs { { 32, 37 }, { 64, 10 }, { 256, 5 }, { 256, 1 }, { 256, 2 }, { 256, 3 } } do
+        local block, groups = l[1], l[2]
         local y = cpu:buffer(poison:rep(rows + 5))
         local before = k.launches
-        k:launch(nil, (rows + per - 1) // per, block, y, wb, xb, rows, cols, 3)
+        k:launch(nil, groups, block, y, wb, xb, rows, cols, 3)
         sync()
         assert.equal(before + 1, k.launches)
         local got = y:download()
-        assert.equal(poison:rep(3), got:sub(1, 12))
-        assert.equal(want, got:sub(13, 12 + 4 * rows))
-        assert.equal(poison:rep(2), got:sub(13 + 4 * rows))
+        local what = ("block %d, %d groups"):format(block, groups)
+        assert.equal(poison:rep(3), got:sub(1, 12), what)
+        assert.equal(want, got:sub(13, 12 + 4 * rows), what)
+        assert.equal(poison:rep(2), got:sub(13 + 4 * rows), what)
       end
       local ok, err = pcall(k.launch, k, nil, 1, 32, cpu:buffer(4 * rows), wb, xb, rows, cols + 32, 0)
       assert.matches("cols 2336 is not a multiple of 256", err)

@@ -124,12 +124,19 @@ static void split_bytes_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 	}
 }
 
-/* ---- decode mat-vec: workgroup g of block[0] threads covers rows [g b / 32, (g+1) b / 32),
- * one 32-lane wave per row --------------------------------------------------------------- */
+/* ---- decode mat-vec: one 32-lane wave per row; a grid of fewer waves than rows covers them
+ * all, each wave several (which wave takes a row never changes its value). Workgroup g of
+ * block[0] threads covers rows [g b / 32, (g+1) b / 32), or its share of a smaller grid ---- */
 
 static void wave_range(const struct xpu_cpu_launch *l, uint64_t g0, uint64_t g1, uint64_t limit,
 		       uint64_t *w0, uint64_t *w1)
 {
+	const uint64_t groups = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	if (groups * l->block[0] / 32 < limit) {
+		*w0 = g0 * limit / groups;
+		*w1 = g1 * limit / groups;
+		return;
+	}
 	*w0 = g0 * l->block[0] / 32;
 	*w1 = g1 * l->block[0] / 32;
 	if (*w1 > limit)

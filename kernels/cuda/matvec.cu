@@ -9,11 +9,19 @@
 #define MV_MIN_GROUPS 4
 #endif
 
-static __device__ __forceinline__ uint64_t mv_wave_index(uint32_t *lane)
+/* The grid's waves stride over the rows: wave v of W serves rows v, v + W, v + 2W, ... A grid
+ * of one wave per row is the plain form; a grid the size of what is resident streams. */
+static __device__ __forceinline__ uint64_t mv_wave_index(uint32_t *lane, uint64_t *waves)
 {
-	const uint32_t t = xpu_thread();
+	const uint32_t t = xpu_thread(), per_group = (blockDim.x * blockDim.y * blockDim.z) / 32;
 	*lane = t % 32;
-	return xpu_group() * ((blockDim.x * blockDim.y * blockDim.z) / 32) + t / 32;
+	*waves = (uint64_t)gridDim.x * gridDim.y * gridDim.z * per_group;
+	return xpu_group() * per_group + t / 32;
+}
+
+static __device__ __forceinline__ bool mv_aligned16(const void *a, const void *b)
+{
+	return (((uintptr_t)a | (uintptr_t)b) & 15) == 0;
 }
 
 /* y[y_off + r] = row r of w . x */
@@ -22,40 +30,72 @@ static __device__ __forceinline__ void mv_wave(float *y, const uint8_t *w, const
 					       uint32_t cols, uint32_t y_off)
 {
 	uint32_t lane;
-	const uint64_t row = mv_wave_index(&lane);
-	if (row >= rows)
-		return;
+	uint64_t waves;
+	const uint64_t first = mv_wave_index(&lane, &waves);
 	const uint32_t bpr = cols / F::ELEMS;
-	const float v = mv_row_any<F>(w + row * mv_row_bytes<F>(bpr), x, bpr, lane);
-	if (lane == 0)
-		y[(uint64_t)y_off + row] = v;
+	const mv_dense_rows r = { w, x, y + y_off, mv_row_bytes<F>(bpr) };
+	mv_stream_any<F>(r, mv_aligned16(w, x), bpr, first, waves, rows, lane);
 }
 
-/* Wave v is slot kk = v / rows, row r = v % rows of expert sel[kk]: slab row sel[kk] * rows + r
- * against the activation at q8_K block kk * x_row_blocks, into y[y_off + kk * rows + r]. An
- * expert outside [0, experts) writes NaN and reads nothing. */
+/* Slot v = kk * rows + r: row r of expert sel[kk], against the activation at q8_K block
+ * kk * x_row_blocks, into y[y_off + v]. An expert outside [0, experts) writes NaN; its loads
+ * read the slab's first row, which is there. */
+struct mv_id_rows {
+	const uint8_t *slab, *x;
+	float *y;
+	const int32_t *sel;
+	uint64_t row_bytes, x_slot_bytes;
+	uint32_t experts, rows;
+	/* slots are below used * rows, both u32 arguments: 32-bit division when the product fits */
+	__device__ __forceinline__ uint64_t slot(uint64_t v, uint64_t *r) const
+	{
+		if ((v >> 32) == 0) {
+			const uint32_t q = (uint32_t)v / rows;
+			*r = (uint32_t)v - q * rows;
+			return q;
+		}
+		*r = v % rows;
+		return v / rows;
+	}
+	__device__ __forceinline__ bool bad(uint64_t v) const
+	{
+		uint64_t r;
+		const int32_t e = sel[slot(v, &r)];
+		return e < 0 || (uint32_t)e >= experts;
+	}
+	__device__ __forceinline__ const uint8_t *row(uint64_t v) const
+	{
+		uint64_t r;
+		const int32_t e = sel[slot(v, &r)];
+		if (e < 0 || (uint32_t)e >= experts)
+			return slab;
+		return slab + ((uint64_t)e * rows + r) * row_bytes;
+	}
+	__device__ __forceinline__ const uint8_t *act(uint64_t v) const
+	{
+		uint64_t r;
+		return x + slot(v, &r) * x_slot_bytes;
+	}
+	__device__ __forceinline__ void store(uint64_t v, float val) const
+	{
+		y[v] = bad(v) ? __int_as_float(0x7fc00000) : val; /* C's NAN */
+	}
+};
+
 template <class F>
 static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 					     uint32_t experts, uint32_t used, uint32_t rows, uint32_t cols,
 					     uint32_t x_row_blocks, uint32_t y_off)
 {
 	uint32_t lane;
-	const uint64_t v = mv_wave_index(&lane);
-	if (rows == 0 || v >= (uint64_t)used * rows)
+	uint64_t waves;
+	const uint64_t first = mv_wave_index(&lane, &waves);
+	if (rows == 0)
 		return;
-	const uint64_t kk = v / rows, r = v % rows;
-	float *out = y + (uint64_t)y_off + kk * rows + r;
-	const int32_t e = sel[kk];
-	if (e < 0 || (uint32_t)e >= experts) {
-		if (lane == 0)
-			*out = __int_as_float(0x7fc00000); /* C's NAN */
-		return;
-	}
 	const uint32_t bpr = cols / F::ELEMS;
-	const uint8_t *row = slab + ((uint64_t)e * rows + r) * mv_row_bytes<F>(bpr);
-	const float val = mv_row_any<F>(row, x + kk * x_row_blocks * (uint64_t)Q8K_BYTES, bpr, lane);
-	if (lane == 0)
-		*out = val;
+	const mv_id_rows r = { slab, x, y + y_off, sel, mv_row_bytes<F>(bpr), (uint64_t)x_row_blocks * Q8K_BYTES,
+			       experts, rows };
+	mv_stream_any<F>(r, mv_aligned16(slab, x), bpr, first, waves, (uint64_t)used * rows, lane);
 }
 
 /* The entry points, spelled out so each kernel name can be found with grep. */

@@ -330,46 +330,107 @@ static __device__ __forceinline__ uint64_t mv_row_bytes(uint32_t bpr)
 	return mv_prefix<F>(bpr) + (uint64_t)bpr * F::PAY;
 }
 
-/* One resident row against the activation. The loads of U warp steps stay in flight: the
- * registers of the step just summed are refilled with the step U ahead. Blocks past the row
- * are neither loaded nor added (their lanes still join the shuffles, on block 0's addresses). */
-template <class F, bool V>
-static __device__ float mv_row(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
+/* The rows a warp serves, in order: dense rows (v -> row v of w, activation x, y[y_off + v])
+ * or grouped-expert slots (mv_id_rows in matvec.cu). A warp's k-th row is v = first + k * stride. */
+struct mv_dense_rows {
+	const uint8_t *w, *x;
+	float *y;
+	uint64_t row_bytes;
+	__device__ __forceinline__ const uint8_t *row(uint64_t v) const { return w + v * row_bytes; }
+	__device__ __forceinline__ const uint8_t *act(uint64_t v) const { return x; }
+	__device__ __forceinline__ void store(uint64_t v, float val) const { y[v] = val; }
+};
+
+/* A cursor over the (row, warp step) sequence of one warp: row after row, step after step. */
+template <class R>
+struct mv_cursor {
+	uint64_t v;        /* the row index handed to R */
+	const uint8_t *p;  /* R.row(v) */
+	const uint8_t *a;  /* R.act(v) */
+	uint32_t t;        /* the warp step within the row */
+	__device__ __forceinline__ void start(const R &r, uint64_t first)
+	{
+		v = first;
+		p = r.row(v);
+		a = r.act(v);
+		t = 0;
+	}
+	/* one step on; true when that finished a row (the cursor is then at the next row) */
+	__device__ __forceinline__ bool next(const R &r, uint32_t steps, uint64_t stride, uint64_t end)
+	{
+		if (++t < steps)
+			return false;
+		t = 0;
+		v += stride;
+		const uint64_t at = v < end ? v : v - stride; /* past the end: stay on a real row */
+		p = r.row(at);
+		a = r.act(at);
+		return true;
+	}
+};
+
+/* The rows first, first + stride, ... below end, as one stream of warp steps. The loads of U
+ * steps stay in flight and run on across row ends, so the next row's weights are already
+ * coming while a row is reduced and stored. Per row the arithmetic is the canonical one:
+ * block b's value into lane b % 32's accumulator in increasing b, then wave_reduce. Blocks
+ * past a row's end are neither loaded nor added (their lanes join the shuffles on block 0). */
+template <class F, bool V, class R>
+static __device__ void mv_stream(const R &r, uint32_t bpr, uint64_t first, uint64_t stride, uint64_t end,
+				 int lane)
 {
 	constexpr int B = 32 / F::G;
 	const int grp = lane / F::G, sub = lane % F::G;
-	const uint8_t *pay = row + mv_prefix<F>(bpr);
+	const uint64_t prefix = mv_prefix<F>(bpr);
 	const uint32_t steps = (bpr + B - 1) / B;
+	if (first >= end || steps == 0)
+		return;
+	const uint64_t total = ((end - first + stride - 1) / stride) * steps;
+	mv_cursor<R> ld, use;
+	ld.start(r, first);
+	use.start(r, first);
 	typename F::W w[F::U];
 #pragma unroll
 	for (int u = 0; u < F::U; u++) {
-		const uint32_t b = u * B + grp;
-		if (u < steps)
-			w[u] = F::template load<V>(row, pay, b < bpr ? b : 0, sub);
-	}
-	float acc = 0.0f;
-	for (uint32_t t0 = 0; t0 < steps; t0 += F::U) {
-#pragma unroll
-		for (int u = 0; u < F::U; u++) {
-			const uint32_t t = t0 + u, b = t * B + grp, nb = b + F::U * B;
-			if (t >= steps)
-				break;
-			const float v = F::template value<V>(w[u], x, b < bpr ? b : 0, sub);
-			if (t + F::U < steps)
-				w[u] = F::template load<V>(row, pay, nb < bpr ? nb : 0, sub);
-			acc = deliver<F::G>(acc, v, t, lane, bpr);
+		if (u < total) {
+			const uint32_t b = ld.t * B + grp;
+			w[u] = F::template load<V>(ld.p, ld.p + prefix, b < bpr ? b : 0, sub);
+			ld.next(r, steps, stride, end);
 		}
 	}
-	return wave_reduce(acc);
+	float acc = 0.0f;
+	for (uint64_t s0 = 0; s0 < total; s0 += F::U) {
+#pragma unroll
+		for (int u = 0; u < F::U; u++) {
+			if (s0 + u >= total)
+				break;
+			const uint32_t b = use.t * B + grp;
+			const float v = F::template value<V>(w[u], use.a, b < bpr ? b : 0, sub);
+			if (s0 + u + F::U < total) {
+				const uint32_t nb = ld.t * B + grp;
+				w[u] = F::template load<V>(ld.p, ld.p + prefix, nb < bpr ? nb : 0, sub);
+				ld.next(r, steps, stride, end);
+			}
+			acc = deliver<F::G>(acc, v, use.t, lane, bpr);
+			const uint64_t done = use.v;
+			if (use.next(r, steps, stride, end)) {
+				acc = wave_reduce(acc);
+				if (lane == 0)
+					r.store(done, acc);
+				acc = 0.0f;
+			}
+		}
+	}
 }
 
-/* 16-byte loads need the row, its payloads and the activation on 16 bytes. */
-template <class F>
-static __device__ __forceinline__ float mv_row_any(const uint8_t *row, const uint8_t *x, uint32_t bpr, int lane)
+/* 16-byte loads need the rows, their payloads and the activation on 16 bytes. */
+template <class F, class R>
+static __device__ __forceinline__ void mv_stream_any(const R &r, bool aligned16, uint32_t bpr, uint64_t first,
+						     uint64_t stride, uint64_t end, int lane)
 {
-	if (F::VEC && (((uintptr_t)row | (uintptr_t)x | mv_prefix<F>(bpr)) & 15) == 0)
-		return mv_row<F, true>(row, x, bpr, lane);
-	return mv_row<F, false>(row, x, bpr, lane);
+	if (F::VEC && aligned16 && (mv_prefix<F>(bpr) & 15) == 0 && (mv_row_bytes<F>(bpr) & 15) == 0)
+		mv_stream<F, true>(r, bpr, first, stride, end, lane);
+	else
+		mv_stream<F, false>(r, bpr, first, stride, end, lane);
 }
 
 #endif

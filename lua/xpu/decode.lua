@@ -46,19 +46,34 @@ end
 
 M.NAN = string.pack("<I4", 0x7fc00001)
 
+-- Workgroups of 256 (8 waves) for a rows-row launch of kernel k: "rows" gives every row its
+-- own wave; "resident" only as many groups as the device keeps resident at once (the
+-- manifest's groups per compute unit times the units), each wave then streaming several rows;
+-- a number is taken as it is. Every form covers every row.
+function M.groups(dev, k, rows, grid)
+  local plain = (rows + 7) // 8
+  if grid == nil or grid == "rows" then return plain end
+  if grid == "resident" then
+    local per_cu = k.manifest.resident_groups_per_cu
+    if not per_cu or per_cu <= 0 or (dev.simd_count or 0) <= 0 then return plain end
+    return math.max(1, math.min(plain, per_cu * dev.simd_count))
+  end
+  return math.max(1, math.tointeger(grid) or error("decode: grid must be rows, resident or a count, not " .. tostring(grid)))
+end
+
 -- Launches <fmt>_q8k_wave on dev over the fixture; returns the f32 output string.
-function M.run(dev, fx, w_buf, x_buf, y_buf, stream)
+function M.run(dev, fx, w_buf, x_buf, y_buf, stream, grid)
   local k = dev:kernel(fx.fmt .. "_q8k_wave")
-  k:launch(stream, (fx.rows + 7) // 8, 256, y_buf, w_buf, x_buf, fx.rows, fx.cols, 0)
+  k:launch(stream, M.groups(dev, k, fx.rows, grid), 256, y_buf, w_buf, x_buf, fx.rows, fx.cols, 0)
 end
 
 -- The bit gate: dev's kernel == the CPU portable body, element by element; NaN counted;
 -- something non-zero. Returns ok, message.
-function M.gate(dev, fmt, rows, cols, seed)
+function M.gate(dev, fmt, rows, cols, seed, grid)
   local fx = M.fixture(fmt, rows, cols, seed or 3)
   local w, x = dev:buffer(fx.resident), dev:buffer(fx.x)
   local y = dev:buffer(M.NAN:rep(rows))
-  M.run(dev, fx, w, x, y)
+  M.run(dev, fx, w, x, y, nil, grid)
   dev:default_stream():sync()
   local got = M.unpack_f32(y:download())
   local want = M.unpack_f32(xpu.quant.matvec_host(fmt, fx.resident, fx.x, rows, cols, "portable"))
@@ -72,7 +87,8 @@ function M.gate(dev, fmt, rows, cols, seed)
     if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
   end
   local ok = diff == 0 and nan == 0 and nonzero
-  return ok, ("%s %s %dx%d: %d differ, %d NaN%s%s"):format(dev.id, fmt, rows, cols, diff, nan,
+  return ok, ("%s %s %dx%d%s: %d differ, %d NaN%s%s"):format(dev.id, fmt, rows, cols,
+    grid and grid ~= "rows" and (" (grid " .. tostring(grid) .. ")") or "", diff, nan,
     nonzero and "" or ", all zero", first and "; first " .. first or "")
 end
 
@@ -95,19 +111,47 @@ function M.time(dev, fmt, rows, cols, opts)
   local y = dev:buffer(rows * 4)
   local s = dev:default_stream()
   local k = dev:kernel(fmt .. "_q8k_wave")
+  local groups = M.groups(dev, k, rows, opts.grid)
   local times = {}
   local n, batch, launches = opts.n or 20, opts.batch or 10, 0
   for r = 1, n + (opts.warmup or 3) do
     local m = s:timer_begin()
     for _ = 1, batch do
       launches = launches + 1
-      k:launch(s, (rows + 7) // 8, 256, y, ws[(launches - 1) % copies + 1], x, rows, cols, 0)
+      k:launch(s, groups, 256, y, ws[(launches - 1) % copies + 1], x, rows, cols, 0)
     end
     local sec = s:timer_end(m) / batch
     if r > (opts.warmup or 3) then times[#times + 1] = sec end
   end
   for c = 1, copies do ws[c]:release() end
   return report.stats(times), bytes
+end
+
+-- The streaming read kernel over the same bytes, rotated the same way and timed the same way
+-- (batches of back-to-back launches): what a pass over that many weight bytes costs with no
+-- arithmetic at all, launch and ramp included. The bound for a mat-vec of that size.
+function M.time_read(dev, bytes, copies, opts)
+  opts = opts or {}
+  local bufs = {}
+  for c = 1, copies do bufs[c] = dev:buffer(bytes) end
+  local groups = math.max(1, dev:dispatch_blocks(8)) * 8
+  local out = dev:buffer(groups * 4)
+  local s = dev:default_stream()
+  local k = dev:kernel("stream_read")
+  local times = {}
+  local n, batch, launches = opts.n or 20, opts.batch or 10, 0
+  for r = 1, n + (opts.warmup or 3) do
+    local m = s:timer_begin()
+    for _ = 1, batch do
+      launches = launches + 1
+      k:launch(s, groups, 256, out, bufs[(launches - 1) % copies + 1], bytes, groups)
+    end
+    local sec = s:timer_end(m) / batch
+    if r > (opts.warmup or 3) then times[#times + 1] = sec end
+  end
+  for c = 1, copies do bufs[c]:release() end
+  out:release()
+  return report.stats(times)
 end
 
 -- Least squares t = bytes / rate + b over a list of {bytes, seconds}.
