@@ -19,13 +19,18 @@ int xpu_cuda_record(struct xpu_cuda_stream *cs, const struct xpu_cuda_launch *l)
 	return 0;
 }
 
-/* FNV-1a over the records' bytes: the key of the cache; a hit is then compared in full. */
+/* FNV-1a over the records' 8-byte words (a record is whole words, no padding): the key of
+ * the cache; a hit is then compared in full. */
 static uint64_t seq_hash(const struct xpu_cuda_launch *seq, uint32_t n)
 {
-	const unsigned char *p = (const unsigned char *)seq;
+	_Static_assert(sizeof *seq % 8 == 0, "a launch record is whole 8-byte words");
 	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < sizeof *seq * n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t w[sizeof *seq / 8];
+		memcpy(w, &seq[i], sizeof w);
+		for (size_t j = 0; j < sizeof w / 8; j++)
+			h = (h ^ w[j]) * 0x100000001b3ull;
+	}
 	return h;
 }
 
