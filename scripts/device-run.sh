@@ -25,10 +25,12 @@ stage() { printf '\n=== %s\n' "$*"; }
 stage devices
 nvidia-smi -L 2>/dev/null
 $X -e 'print(require"xpu".devices())'
-stage specs
-$X .dev/busted --output=spec/summary.lua ${SPECS:-spec/} > "$OUT/specs.log" 2>&1
-grep -E "^(FAILED|skipped)|passed, " "$OUT/specs.log" | head -60
-# STAGES picks what runs per device (default: all); DECODE_ARGS go to bench-decode (e.g. --grid resident)
+if [ "${SPECS:-}" != none ]; then
+	stage specs
+	$X .dev/busted --output=spec/summary.lua ${SPECS:-spec/} > "$OUT/specs.log" 2>&1
+	grep -E "^(FAILED|skipped)|passed, " "$OUT/specs.log" | head -60
+fi
+# SPECS=none skips the specs; STAGES picks what runs per device (default: all); DECODE_ARGS go to bench-decode (e.g. --grid resident)
 has() { case " ${STAGES:-bandwidth decode id launch shape} " in *" $1 "*) return 0;; esac; return 1; }
 for d in ${DEVICES:-cuda:0 vulkan:0}; do
 	$X -e "assert(require'xpu'.device'$d')" 2>/dev/null || { stage "$d: absent"; continue; }
