@@ -18,6 +18,10 @@
 #ifndef MV_UMUL
 #define MV_UMUL 1
 #endif
+/* Q4_K's min term: 0 = one sub-block per lane, summed over the group; 1 = all eight per lane */
+#ifndef MV_K_MSUM_LANE
+#define MV_K_MSUM_LANE 0
+#endif
 
 /* A format's traits:
  *   G       lanes that share one weight block (1, 2 or 8); 32 / G blocks per warp step
@@ -228,9 +232,17 @@ struct mv_q4_K {
 			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
 			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		}
+#if MV_K_MSUM_LANE
+		/* every lane of the group sums all eight min terms itself: loads from L1, no shuffles */
+		int msum = 0;
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			msum += byte_u(j < 4 ? m_lo : m_hi, j % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * j);
+#else
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
-		isum = group_sum<G>(isum);
 		msum = group_sum<G>(msum);
+#endif
+		isum = group_sum<G>(isum);
 		const float d = xpu_f16((uint16_t)(w.dm & 0xFFFF)), dmin = xpu_f16((uint16_t)(w.dm >> 16));
 		const float xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_sub(xpu_mul(xpu_mul(d, xs), (float)isum), xpu_mul(xpu_mul(dmin, xs), (float)msum));
@@ -422,15 +434,76 @@ static __device__ void mv_stream(const R &r, uint32_t bpr, uint64_t first, uint6
 	}
 }
 
+/* One resident row against the activation. The loads of U warp steps stay in flight: the
+ * registers of the step just summed are refilled with the step U ahead. Blocks past the row
+ * are neither loaded nor added (their lanes still join the shuffles, on block 0's addresses). */
+template <class F, bool V>
+static __device__ float mv_row(const uint8_t *row, uint64_t prefix, const uint8_t *x, uint32_t bpr, int lane)
+{
+	constexpr int B = 32 / F::G;
+	const int grp = lane / F::G, sub = lane % F::G;
+	const uint8_t *pay = row + prefix;
+	const uint32_t steps = (bpr + B - 1) / B;
+	typename F::W w[F::U];
+#pragma unroll
+	for (int u = 0; u < F::U; u++) {
+		const uint32_t b = u * B + grp;
+		if (u < steps)
+			w[u] = F::template load<V>(row, pay, b < bpr ? b : 0, sub);
+	}
+	float acc = 0.0f;
+	for (uint32_t t0 = 0; t0 < steps; t0 += F::U) {
+#pragma unroll
+		for (int u = 0; u < F::U; u++) {
+			const uint32_t t = t0 + u, b = t * B + grp, nb = b + F::U * B;
+			if (t >= steps)
+				break;
+			const float v = F::template value<V>(w[u], x, b < bpr ? b : 0, sub);
+			if (t + F::U < steps)
+				w[u] = F::template load<V>(row, pay, nb < bpr ? nb : 0, sub);
+			acc = deliver<F::G>(acc, v, t, lane, bpr);
+		}
+	}
+	return wave_reduce(acc);
+}
+
+/* The same rows one at a time: each row's loads start when the row before it is done. */
+template <class F, bool V, class R>
+static __device__ void mv_rowwise(const R &r, uint32_t bpr, uint64_t first, uint64_t stride, uint64_t end,
+				  int lane)
+{
+	const uint64_t prefix = mv_prefix<F>(bpr);
+	for (uint64_t v = first; v < end; v += stride) {
+		const float val = mv_row<F, V>(r.row(v), prefix, r.act(v), bpr, lane);
+		if (lane == 0)
+			r.store(v, val);
+	}
+}
+
+/* Which walk a format takes: MV_STREAM (default 1) streams across rows, 0 walks row by row. */
+#ifndef MV_STREAM
+#define MV_STREAM 1
+#endif
+
+template <class F, bool V, class R>
+static __device__ __forceinline__ void mv_walk(const R &r, uint32_t bpr, uint64_t first, uint64_t stride,
+					       uint64_t end, int lane)
+{
+	if (MV_STREAM)
+		mv_stream<F, V>(r, bpr, first, stride, end, lane);
+	else
+		mv_rowwise<F, V>(r, bpr, first, stride, end, lane);
+}
+
 /* 16-byte loads need the rows, their payloads and the activation on 16 bytes. */
 template <class F, class R>
 static __device__ __forceinline__ void mv_stream_any(const R &r, bool aligned16, uint32_t bpr, uint64_t first,
 						     uint64_t stride, uint64_t end, int lane)
 {
 	if (F::VEC && aligned16 && (mv_prefix<F>(bpr) & 15) == 0 && (mv_row_bytes<F>(bpr) & 15) == 0)
-		mv_stream<F, true>(r, bpr, first, stride, end, lane);
+		mv_walk<F, true>(r, bpr, first, stride, end, lane);
 	else
-		mv_stream<F, false>(r, bpr, first, stride, end, lane);
+		mv_walk<F, false>(r, bpr, first, stride, end, lane);
 }
 
 #endif
