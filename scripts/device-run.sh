@@ -6,7 +6,7 @@
 set -u
 OUT=${OUT:-/tmp/xpulua-out}
 mkdir -p "$OUT"
-X=$PWD/build/static/xpulua
+X=${XPULUA_BIN:-$PWD/build/static/xpulua}
 export XPULUA=$X
 export LUA_PATH="$PWD/.dev/share/?.lua;$PWD/.dev/share/?/init.lua;;"
 export LUA_CPATH="$PWD/.dev/lib/?.so;;"
