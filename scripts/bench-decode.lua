@@ -93,6 +93,9 @@ print(report.table {
              "read us", "% of read" },
   rows = rows,
 })
+local floor = decode.time_floor(d, { n = opts.n })
+print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does nothing (median of %d)"):format(
+  floor.median * 1e6, floor.n))
 local rate, fixed = decode.fit(points)
 if rate then
   print(("\nfit over formats (rotated): t = bytes / %.1f GB/s + %.1f us"):format(rate / 1e9, fixed * 1e6))

@@ -8,6 +8,11 @@
 #ifndef MV_MIN_GROUPS
 #define MV_MIN_GROUPS 4
 #endif
+/* The 256-element formats hold more per lane (a block's scales and two activation runs):
+ * three groups per SM (85 registers) keep them from spilling. */
+#ifndef MV_MIN_GROUPS_K
+#define MV_MIN_GROUPS_K 3
+#endif
 
 /* The grid's waves stride over the rows: wave v of W serves rows v, v + W, v + 2W, ... A grid
  * of one wave per row is the plain form; a grid the size of what is resident streams. */
@@ -34,7 +39,7 @@ static __device__ __forceinline__ void mv_wave(float *y, const uint8_t *w, const
 	const uint64_t first = mv_wave_index(&lane, &waves);
 	const uint32_t bpr = cols / F::ELEMS;
 	const mv_dense_rows r = { w, x, y + y_off, mv_row_bytes<F>(bpr) };
-	mv_stream_any<F>(r, mv_aligned16(w, x), bpr, first, waves, rows, lane);
+	mv_stream_any<F, true>(r, mv_aligned16(w, x), bpr, first, waves, rows, lane);
 }
 
 /* Slot v = kk * rows + r: row r of expert sel[kk], against the activation at q8_K block
@@ -95,7 +100,7 @@ static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, cons
 	const uint32_t bpr = cols / F::ELEMS;
 	const mv_id_rows r = { slab, x, y + y_off, sel, mv_row_bytes<F>(bpr), (uint64_t)x_row_blocks * Q8K_BYTES,
 			       experts, rows };
-	mv_stream_any<F>(r, mv_aligned16(slab, x), bpr, first, waves, (uint64_t)used * rows, lane);
+	mv_stream_any<F, false>(r, mv_aligned16(slab, x), bpr, first, waves, (uint64_t)used * rows, lane);
 }
 
 /* The entry points, spelled out so each kernel name can be found with grep. */
@@ -130,14 +135,14 @@ q8_0_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 	mv_id<mv_q8_0>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
 q4_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
               unsigned int y_off)
 {
 	mv_wave<mv_q4_K>(y, w, x, rows, cols, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
 q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
             unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
             unsigned int y_off)
@@ -145,14 +150,14 @@ q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 	mv_id<mv_q4_K>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
 q6_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
               unsigned int y_off)
 {
 	mv_wave<mv_q6_K>(y, w, x, rows, cols, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
 q6_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
             unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
             unsigned int y_off)

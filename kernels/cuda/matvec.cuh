@@ -18,10 +18,7 @@
 #ifndef MV_UMUL
 #define MV_UMUL 1
 #endif
-/* Q4_K's min term: 0 = one sub-block per lane, summed over the group; 1 = all eight per lane */
-#ifndef MV_K_MSUM_LANE
-#define MV_K_MSUM_LANE 0
-#endif
+
 
 /* A format's traits:
  *   G       lanes that share one weight block (1, 2 or 8); 32 / G blocks per warp step
@@ -70,6 +67,7 @@ static __device__ __forceinline__ int dot_nibbles(uint4 q, uint4 a0, uint4 a1)
 
 struct mv_q4_0 {
 	static constexpr int G = 1, U = 4 * MV_UMUL;
+	static constexpr bool STREAM = true;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
 	static constexpr bool VEC = true;
 	struct W {
@@ -117,6 +115,7 @@ static __device__ __forceinline__ void kv_lookup(uint32_t q, uint32_t &lo, uint3
 
 struct mv_iq4_nl {
 	static constexpr int G = 1, U = 4 * MV_UMUL;
+	static constexpr bool STREAM = false; /* its codebook lookups, not its loads, set the pace */
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 16;
 	static constexpr bool VEC = true;
 	typedef mv_q4_0::W W;
@@ -149,6 +148,7 @@ struct mv_iq4_nl {
  * bytes; the two halves' integer dots are summed with one shuffle. */
 struct mv_q8_0 {
 	static constexpr int G = 2, U = 4 * MV_UMUL;
+	static constexpr bool STREAM = true;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 32;
 	static constexpr bool VEC = true;
 	typedef mv_q4_0::W W;
@@ -192,15 +192,19 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
 }
 
-/* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
- * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
- * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
+/* Q4_K: eight lanes per 256-element block. Lane j reads qs bytes 16j..16j+15 (four words:
+ * the payload is only dword-aligned): chunk k = j / 2 of 32 bytes, half j % 2, whose low
+ * nibbles are elements 64k + 16(j%2).. of sub-block 2k and high nibbles 64k + 32 + 16(j%2)..
+ * of sub-block 2k + 1, so its activation is two 16-byte runs. Lane j also takes sub-block j's
+ * min term. */
 struct mv_q4_K {
-	static constexpr int G = 8, U = 3 * MV_UMUL;
+	static constexpr int G = 8, U = 2 * MV_UMUL;
+	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
-	static constexpr bool VEC = false;
+	static constexpr bool VEC = true; /* the activation's 16-byte loads; weights stay dwords */
 	struct W {
-		uint32_t qs[4], sc[3], dm;
+		uint4 qs;
+		uint32_t sc[3], dm;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
@@ -210,9 +214,7 @@ struct mv_q4_K {
 #pragma unroll
 		for (int i = 0; i < 3; i++)
 			w.sc[i] = xpu_ldw32(blk + 4 * i);
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
+		w.qs = ldw16<false>(blk + 12 + 16 * sub);
 		w.dm = xpu_ldw32(row + 4 * b);
 		return w;
 	}
@@ -220,84 +222,81 @@ struct mv_q4_K {
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
+		const int k = sub / 2, half = sub % 2;
 		/* ggml's get_scale_min_k4 on four bytes at once */
 		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
 		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
 		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
-		int isum = 0;
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
-			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
-			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
-			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
-		}
-#if MV_K_MSUM_LANE
-		/* every lane of the group sums all eight min terms itself: loads from L1, no shuffles */
-		int msum = 0;
-#pragma unroll
-		for (int j = 0; j < 8; j++)
-			msum += byte_u(j < 4 ? m_lo : m_hi, j % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * j);
-#else
+		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+		const uint8_t *a = xb + 64 * k + 16 * half;
+		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 32);
+		int s0 = 0, s1 = 0;
+		s0 = xpu_dp4a(w.qs.x & MV_LO4, a0.x, s0);
+		s0 = xpu_dp4a(w.qs.y & MV_LO4, a0.y, s0);
+		s0 = xpu_dp4a(w.qs.z & MV_LO4, a0.z, s0);
+		s0 = xpu_dp4a(w.qs.w & MV_LO4, a0.w, s0);
+		s1 = xpu_dp4a((w.qs.x >> 4) & MV_LO4, a1.x, s1);
+		s1 = xpu_dp4a((w.qs.y >> 4) & MV_LO4, a1.y, s1);
+		s1 = xpu_dp4a((w.qs.z >> 4) & MV_LO4, a1.z, s1);
+		s1 = xpu_dp4a((w.qs.w >> 4) & MV_LO4, a1.w, s1);
+		int isum = byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
-		msum = group_sum<G>(msum);
-#endif
 		isum = group_sum<G>(isum);
+		msum = group_sum<G>(msum);
 		const float d = xpu_f16((uint16_t)(w.dm & 0xFFFF)), dmin = xpu_f16((uint16_t)(w.dm >> 16));
 		const float xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_sub(xpu_mul(xpu_mul(d, xs), (float)isum), xpu_mul(xpu_mul(dmin, xs), (float)msum));
 	}
 };
 
-/* Q6_K: eight lanes per block. For half h, lane j takes l = 4j..4j+3: ql words at 64h + 4j
- * and 64h + 32 + 4j, the qh word at 128 + 32h + 4j; their four 4-element groups are elements
- * 128h + 32s + l (s = 0..3), scale sc[8h + j/4 + 2s]. Values are q - 32, signed bytes. */
+/* Q6_K: eight lanes per block. Lane j takes ql bytes 16j..16j+15: half h = j / 4, offset
+ * o = 16 (j % 4) in the half's 64 bytes, and the 16 qh bytes at 32h + o % 32 that hold their
+ * top bits (bits 0-1 and 4-5 when o < 32, else 2-3 and 6-7). Its low nibbles are elements
+ * 128h + o.. (scale group 8h + o/16), its high nibbles 128h + 64 + o.. (group 8h + 4 + o/16):
+ * two runs of 16, one scale each. Values are q - 32, signed bytes. The 208-byte payloads keep
+ * 16-byte alignment, so every weight load is a vector where the row allows. */
 struct mv_q6_K {
 	static constexpr int G = 8, U = 2 * MV_UMUL;
+	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 2, PAY = 208;
-	static constexpr bool VEC = false;
+	static constexpr bool VEC = true;
 	struct W {
-		uint32_t ql[4], qh[2], sc[4], d;
+		uint4 ql, qh;
+		uint32_t sc; /* the two scale bytes, lo | hi << 8 */
+		uint32_t d;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
 		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		const int h = sub / 4, o = 16 * (sub % 4), g = 8 * h + o / 16;
 		W w;
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			w.ql[i] = xpu_ldw32(blk + 32 * i + 4 * sub);
-#pragma unroll
-		for (int h = 0; h < 2; h++)
-			w.qh[h] = xpu_ldw32(blk + 128 + 32 * h + 4 * sub);
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			w.sc[i] = xpu_ldw32(blk + 192 + 4 * i);
+		w.ql = ldw16<V>(blk + 64 * h + o);
+		w.qh = ldw16<V>(blk + 128 + 32 * h + o % 32);
+		w.sc = (uint32_t)xpu_ldw8(blk + 192 + g) | (uint32_t)xpu_ldw8(blk + 192 + g + 4) << 8;
 		w.d = xpu_ldw16(row + 2 * b);
 		return w;
+	}
+	static __device__ __forceinline__ int dot16(uint4 ql, uint4 qh, int nib, int hs, uint4 a)
+	{
+		const uint32_t l[4] = { ql.x, ql.y, ql.z, ql.w }, t[4] = { qh.x, qh.y, qh.z, qh.w };
+		const uint32_t av[4] = { a.x, a.y, a.z, a.w };
+		int s = 0;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const uint32_t q = ((l[i] >> nib) & MV_LO4) | (((t[i] >> hs) & 0x03030303u) << 4);
+			s = xpu_dp4a(__vsub4(q, 0x20202020u), av[i], s); /* bytewise q - 32, in range */
+		}
+		return s;
 	}
 	template <bool V>
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
-		const int is = sub / 4;
-		int isum = 0;
-#pragma unroll
-		for (int h = 0; h < 2; h++) {
-			const uint32_t la = w.ql[2 * h], lb = w.ql[2 * h + 1], qh = w.qh[h];
-			uint32_t q[4];
-			q[0] = (la & MV_LO4) | ((qh << 4) & 0x30303030u);
-			q[1] = (lb & MV_LO4) | ((qh << 2) & 0x30303030u);
-			q[2] = ((la >> 4) & MV_LO4) | (qh & 0x30303030u);
-			q[3] = ((lb >> 4) & MV_LO4) | ((qh >> 2) & 0x30303030u);
-#pragma unroll
-			for (int s = 0; s < 4; s++) {
-				const uint32_t qs = __vsub4(q[s], 0x20202020u); /* bytewise q - 32, in range */
-				const int dot = xpu_dp4a(qs, xpu_ld32(xb + 128 * h + 32 * s + 4 * sub), 0);
-				/* sc[8h + is + 2s]: word 2h + s/2, byte is + 2 (s % 2) */
-				isum += byte_s(w.sc[2 * h + s / 2], is + 2 * (s % 2)) * dot;
-			}
-		}
+		const int h = sub / 4, o = 16 * (sub % 4), hs = o < 32 ? 0 : 2;
+		const int lo = dot16(w.ql, w.qh, 0, hs, ld16<V>(xb + 128 * h + o));
+		const int hi = dot16(w.ql, w.qh, 4, hs + 4, ld16<V>(xb + 128 * h + 64 + o));
+		int isum = byte_s(w.sc, 0) * lo + byte_s(w.sc, 1) * hi;
 		isum = group_sum<G>(isum);
 		const float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)isum);
@@ -480,30 +479,33 @@ static __device__ void mv_rowwise(const R &r, uint32_t bpr, uint64_t first, uint
 	}
 }
 
-/* Which walk a format takes: MV_STREAM (default 1) streams across rows, 0 walks row by row. */
+/* Which walk a format takes: its trait STREAM (streams across rows, or walks row by row);
+ * for tuning runs MV_STREAM=1 or 0 makes every format take one of them. */
 #ifndef MV_STREAM
-#define MV_STREAM 1
+#define MV_STREAM -1
 #endif
 
-template <class F, bool V, class R>
+template <class F, bool V, bool MAY_STREAM, class R>
 static __device__ __forceinline__ void mv_walk(const R &r, uint32_t bpr, uint64_t first, uint64_t stride,
 					       uint64_t end, int lane)
 {
-	if (MV_STREAM)
+	if (MAY_STREAM && (MV_STREAM == 1 || (MV_STREAM == -1 && F::STREAM)))
 		mv_stream<F, V>(r, bpr, first, stride, end, lane);
 	else
 		mv_rowwise<F, V>(r, bpr, first, stride, end, lane);
 }
 
-/* 16-byte loads need the rows, their payloads and the activation on 16 bytes. */
-template <class F, class R>
+/* 16-byte loads need the rows, their payloads and the activation on 16 bytes. MAY_STREAM:
+ * whether the kernel may take the streaming walk (the grouped-expert kernels do not: their
+ * rows change activation and expert, and the extra state spills on some targets). */
+template <class F, bool MAY_STREAM, class R>
 static __device__ __forceinline__ void mv_stream_any(const R &r, bool aligned16, uint32_t bpr, uint64_t first,
 						     uint64_t stride, uint64_t end, int lane)
 {
 	if (F::VEC && aligned16 && (mv_prefix<F>(bpr) & 15) == 0 && (mv_row_bytes<F>(bpr) & 15) == 0)
-		mv_walk<F, true>(r, bpr, first, stride, end, lane);
+		mv_walk<F, true, MAY_STREAM>(r, bpr, first, stride, end, lane);
 	else
-		mv_walk<F, false>(r, bpr, first, stride, end, lane);
+		mv_walk<F, false, MAY_STREAM>(r, bpr, first, stride, end, lane);
 }
 
 #endif

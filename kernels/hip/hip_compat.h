@@ -90,6 +90,11 @@ static __device__ __forceinline__ unsigned int xpu_hip_ldcs(const unsigned int *
 	return __builtin_nontemporal_load(p);
 }
 
+static __device__ __forceinline__ unsigned char xpu_hip_ldcs(const unsigned char *p)
+{
+	return __builtin_nontemporal_load(p);
+}
+
 static __device__ __forceinline__ unsigned short xpu_hip_ldcs(const unsigned short *p)
 {
 	return __builtin_nontemporal_load(p);

@@ -129,27 +129,52 @@ end
 
 -- The streaming read kernel over the same bytes, rotated the same way and timed the same way
 -- (batches of back-to-back launches): what a pass over that many weight bytes costs with no
--- arithmetic at all, launch and ramp included. The bound for a mat-vec of that size.
+-- arithmetic at all, launch and ramp included. The bound for a mat-vec of that size. Timed
+-- at the resident grid and at 8x it; the faster is kept.
 function M.time_read(dev, bytes, copies, opts)
   opts = opts or {}
   local bufs = {}
   for c = 1, copies do bufs[c] = dev:buffer(bytes) end
-  local groups = math.max(1, dev:dispatch_blocks(8)) * 8
-  local out = dev:buffer(groups * 4)
+  local resident = math.max(1, dev:dispatch_blocks(8))
+  local out = dev:buffer(resident * 8 * 4)
+  local s = dev:default_stream()
+  local k = dev:kernel("stream_read")
+  local best
+  for _, groups in ipairs { resident, resident * 8 } do
+    local times = {}
+    local n, batch, launches = opts.n or 20, opts.batch or 10, 0
+    for r = 1, n + (opts.warmup or 3) do
+      local m = s:timer_begin()
+      for _ = 1, batch do
+        launches = launches + 1
+        k:launch(s, groups, 256, out, bufs[(launches - 1) % copies + 1], bytes, groups)
+      end
+      local sec = s:timer_end(m) / batch
+      if r > (opts.warmup or 3) then times[#times + 1] = sec end
+    end
+    local st = report.stats(times)
+    st.groups = groups
+    if not best or st.median < best.median then best = st end
+  end
+  for c = 1, copies do bufs[c]:release() end
+  out:release()
+  return best
+end
+
+-- Back-to-back launches of a kernel that does nothing (stream_read over 0 bytes, one group),
+-- timed as the mat-vecs are: the per-launch floor under every figure above it.
+function M.time_floor(dev, opts)
+  opts = opts or {}
+  local out = dev:buffer(4)
   local s = dev:default_stream()
   local k = dev:kernel("stream_read")
   local times = {}
-  local n, batch, launches = opts.n or 20, opts.batch or 10, 0
-  for r = 1, n + (opts.warmup or 3) do
+  for r = 1, (opts.n or 20) + 3 do
     local m = s:timer_begin()
-    for _ = 1, batch do
-      launches = launches + 1
-      k:launch(s, groups, 256, out, bufs[(launches - 1) % copies + 1], bytes, groups)
-    end
-    local sec = s:timer_end(m) / batch
-    if r > (opts.warmup or 3) then times[#times + 1] = sec end
+    for _ = 1, 10 do k:launch(s, 1, 256, out, out, 0, 1) end
+    local sec = s:timer_end(m) / 10
+    if r > 3 then times[#times + 1] = sec end
   end
-  for c = 1, copies do bufs[c]:release() end
   out:release()
   return report.stats(times)
 end
