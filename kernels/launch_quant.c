@@ -17,8 +17,9 @@ static const struct xpu_format *format_of(const struct xpu_call *c, struct xpu_k
 	return f;
 }
 
-/* <fmt>_q8k_wave: operands y, w (resident rows), x (q8_K); facts out_dim, in_dim [, y_off]. */
-int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c)
+/* <fmt>_q8k_wave: operands y, w (resident rows), x (q8_K); facts out_dim, in_dim [, y_off].
+ * Fills the six arguments; returns the row count, or -1. */
+static int64_t wave_args(struct xpu_kernel *k, const struct xpu_call *c, struct xpu_karg args[6])
 {
 	const char *kn = k->def->name;
 	const struct xpu_karg *y = xpu_operand_buffer(c, kn, "y");
@@ -28,9 +29,36 @@ int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c)
 	if (!x || xpu_query_need(c, kn, "out_dim", &rows) || xpu_query_need(c, kn, "in_dim", &cols))
 		return -1;
 	xpu_query_get(c->query, "y_off", &y_off);
-	struct xpu_karg args[6] = { *y, *w, *x, xpu_u32((uint64_t)rows), xpu_u32((uint64_t)cols),
-				    xpu_u32((uint64_t)y_off) };
-	return xpu_launch_1d(c, k, ((uint64_t)rows + 7) / 8, WAVE_BLOCK, args, 6);
+	args[0] = *y;
+	args[1] = *w;
+	args[2] = *x;
+	args[3] = xpu_u32((uint64_t)rows);
+	args[4] = xpu_u32((uint64_t)cols);
+	args[5] = xpu_u32((uint64_t)y_off);
+	return rows;
+}
+
+/* A wave per row. */
+int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct xpu_karg args[6];
+	int64_t rows = wave_args(k, c, args);
+	return rows < 0 ? -1 : xpu_launch_1d(c, k, ((uint64_t)rows + 7) / 8, WAVE_BLOCK, args, 6);
+}
+
+/* For the mat-vecs whose waves stream row after row (q4_0, q8_0 on CUDA and HIP): no more
+ * groups than the device keeps resident, so no wave waits for a slot and each keeps its
+ * loads in flight across its rows. Where residency is not known, a wave per row. */
+int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct xpu_karg args[6];
+	int64_t rows = wave_args(k, c, args);
+	if (rows < 0)
+		return -1;
+	uint64_t groups = ((uint64_t)rows + 7) / 8, resident = xpu_kernel_resident_groups(c->stream->dev, k);
+	if (resident && groups > resident)
+		groups = resident;
+	return xpu_launch_1d(c, k, groups, WAVE_BLOCK, args, 6);
 }
 
 /* <fmt>_q8k_id: operands y, slab, x, sel; facts out_dim (rows per expert), in_dim, experts,

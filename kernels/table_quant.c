@@ -8,6 +8,7 @@
 
 /* launch_quant.c */
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split(struct xpu_kernel *k, const struct xpu_call *c);
 
@@ -220,8 +221,8 @@ const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ "split_bytes", "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
 	  "payload_bytes:u32 scale_bytes:u32 scale_off:u32 bpr:u32 prefix:u32 row_bytes:u32",
 	  split_bytes_extent, NULL, 0 },
-	{ "q4_0_q8k_wave", WAVE_SIG, q4_0_wave_extent, xpu_launch_wave, 0 },
-	{ "q8_0_q8k_wave", WAVE_SIG, q8_0_wave_extent, xpu_launch_wave, 0 },
+	{ "q4_0_q8k_wave", WAVE_SIG, q4_0_wave_extent, xpu_launch_wave_resident, 0 },
+	{ "q8_0_q8k_wave", WAVE_SIG, q8_0_wave_extent, xpu_launch_wave_resident, 0 },
 	{ "q4_K_q8k_wave", WAVE_SIG, q4_K_wave_extent, xpu_launch_wave, 0 },
 	{ "q6_K_q8k_wave", WAVE_SIG, q6_K_wave_extent, xpu_launch_wave, 0 },
 	{ "iq4_nl_q8k_wave", WAVE_SIG, iq4_nl_wave_extent, xpu_launch_wave, 0 },

@@ -4,8 +4,8 @@
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
 --                                   [--n N] [--copies K] [--grid rows|resident|N] [--jsonl]
--- --grid: workgroups per launch (decode.groups): a wave per row (default), or only what is
--- resident at once with each wave streaming several rows. Each rotated row is also timed as
+-- --grid: workgroups per launch (decode.groups): the launcher's choice (default), a wave per
+-- row, or only what is resident at once with each wave streaming several rows. Each rotated row is also timed as
 -- the plain streaming read of the same bytes ("read us"): the bound at that size.
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -39,7 +39,7 @@ local commit = report.commit()
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
 for _, fmt in ipairs(formats) do
   -- the grid under test, and a grid of 2 groups so that each wave streams several rows
-  for _, grid in ipairs { opts.grid or "rows", 2 } do
+  for _, grid in ipairs { opts.grid or "launcher", 2 } do
     local ok, msg = decode.gate(d, fmt, 96, 4096, nil, grid)
     report.log("gate: %s", msg)
     if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
@@ -78,7 +78,7 @@ for _, shape in ipairs(shapes) do
         report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
                        row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
-                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "rows",
+                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher",
                        read_same_bytes_s = read and read.median or nil }
       end
       done = done + 1
@@ -88,7 +88,7 @@ for _, shape in ipairs(shapes) do
 end
 print(report.table {
   title = ("decode mat-vec on %s (%s), %s, grid %s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
-    opts.grid or "rows", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
+    opts.grid or "launcher's", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
   header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
              "read us", "% of read" },
   rows = rows,

@@ -8,11 +8,6 @@
 #ifndef MV_MIN_GROUPS
 #define MV_MIN_GROUPS 4
 #endif
-/* The 256-element formats hold more per lane (a block's scales and two activation runs):
- * three groups per SM (85 registers) keep them from spilling. */
-#ifndef MV_MIN_GROUPS_K
-#define MV_MIN_GROUPS_K 3
-#endif
 
 /* The grid's waves stride over the rows: wave v of W serves rows v, v + W, v + 2W, ... A grid
  * of one wave per row is the plain form; a grid the size of what is resident streams. */
@@ -51,39 +46,24 @@ struct mv_id_rows {
 	const int32_t *sel;
 	uint64_t row_bytes, x_slot_bytes;
 	uint32_t experts, rows;
-	/* slots are below used * rows, both u32 arguments: 32-bit division when the product fits */
-	__device__ __forceinline__ uint64_t slot(uint64_t v, uint64_t *r) const
+	/* slot kk = v / rows, row v % rows of expert sel[kk] (32-bit division when v fits) */
+	__device__ __forceinline__ mv_place place(uint64_t v) const
 	{
+		uint64_t kk, r;
 		if ((v >> 32) == 0) {
-			const uint32_t q = (uint32_t)v / rows;
-			*r = (uint32_t)v - q * rows;
-			return q;
+			kk = (uint32_t)v / rows;
+			r = (uint32_t)v - (uint32_t)kk * rows;
+		} else {
+			kk = v / rows;
+			r = v % rows;
 		}
-		*r = v % rows;
-		return v / rows;
+		const int32_t e = sel[kk];
+		const bool bad = e < 0 || (uint32_t)e >= experts;
+		return mv_place{ bad ? slab : slab + ((uint64_t)e * rows + r) * row_bytes, x + kk * x_slot_bytes, bad };
 	}
-	__device__ __forceinline__ bool bad(uint64_t v) const
+	__device__ __forceinline__ void store(uint64_t v, float val, bool bad) const
 	{
-		uint64_t r;
-		const int32_t e = sel[slot(v, &r)];
-		return e < 0 || (uint32_t)e >= experts;
-	}
-	__device__ __forceinline__ const uint8_t *row(uint64_t v) const
-	{
-		uint64_t r;
-		const int32_t e = sel[slot(v, &r)];
-		if (e < 0 || (uint32_t)e >= experts)
-			return slab;
-		return slab + ((uint64_t)e * rows + r) * row_bytes;
-	}
-	__device__ __forceinline__ const uint8_t *act(uint64_t v) const
-	{
-		uint64_t r;
-		return x + slot(v, &r) * x_slot_bytes;
-	}
-	__device__ __forceinline__ void store(uint64_t v, float val) const
-	{
-		y[v] = bad(v) ? __int_as_float(0x7fc00000) : val; /* C's NAN */
+		y[v] = bad ? __int_as_float(0x7fc00000) : val; /* C's NAN */
 	}
 };
 
@@ -135,14 +115,14 @@ q8_0_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 	mv_id<mv_q8_0>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
 q4_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
               unsigned int y_off)
 {
 	mv_wave<mv_q4_K>(y, w, x, rows, cols, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
 q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
             unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
             unsigned int y_off)
@@ -150,14 +130,14 @@ q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
 	mv_id<mv_q4_K>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
 q6_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
               unsigned int y_off)
 {
 	mv_wave<mv_q6_K>(y, w, x, rows, cols, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS_K)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
 q6_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
             unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
             unsigned int y_off)

@@ -192,19 +192,16 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
 }
 
-/* Q4_K: eight lanes per 256-element block. Lane j reads qs bytes 16j..16j+15 (four words:
- * the payload is only dword-aligned): chunk k = j / 2 of 32 bytes, half j % 2, whose low
- * nibbles are elements 64k + 16(j%2).. of sub-block 2k and high nibbles 64k + 32 + 16(j%2)..
- * of sub-block 2k + 1, so its activation is two 16-byte runs. Lane j also takes sub-block j's
- * min term. */
+/* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
+ * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
+ * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
 struct mv_q4_K {
-	static constexpr int G = 8, U = 2 * MV_UMUL;
+	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
-	static constexpr bool VEC = true; /* the activation's 16-byte loads; weights stay dwords */
+	static constexpr bool VEC = false;
 	struct W {
-		uint4 qs;
-		uint32_t sc[3], dm;
+		uint32_t qs[4], sc[3], dm;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
@@ -214,7 +211,9 @@ struct mv_q4_K {
 #pragma unroll
 		for (int i = 0; i < 3; i++)
 			w.sc[i] = xpu_ldw32(blk + 4 * i);
-		w.qs = ldw16<false>(blk + 12 + 16 * sub);
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
 		w.dm = xpu_ldw32(row + 4 * b);
 		return w;
 	}
@@ -222,24 +221,18 @@ struct mv_q4_K {
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
-		const int k = sub / 2, half = sub % 2;
 		/* ggml's get_scale_min_k4 on four bytes at once */
 		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
 		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
 		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
-		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
-		const uint8_t *a = xb + 64 * k + 16 * half;
-		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 32);
-		int s0 = 0, s1 = 0;
-		s0 = xpu_dp4a(w.qs.x & MV_LO4, a0.x, s0);
-		s0 = xpu_dp4a(w.qs.y & MV_LO4, a0.y, s0);
-		s0 = xpu_dp4a(w.qs.z & MV_LO4, a0.z, s0);
-		s0 = xpu_dp4a(w.qs.w & MV_LO4, a0.w, s0);
-		s1 = xpu_dp4a((w.qs.x >> 4) & MV_LO4, a1.x, s1);
-		s1 = xpu_dp4a((w.qs.y >> 4) & MV_LO4, a1.y, s1);
-		s1 = xpu_dp4a((w.qs.z >> 4) & MV_LO4, a1.z, s1);
-		s1 = xpu_dp4a((w.qs.w >> 4) & MV_LO4, a1.w, s1);
-		int isum = byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
+		int isum = 0;
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
+			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
+			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
+		}
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
 		isum = group_sum<G>(isum);
 		msum = group_sum<G>(msum);
@@ -249,54 +242,56 @@ struct mv_q4_K {
 	}
 };
 
-/* Q6_K: eight lanes per block. Lane j takes ql bytes 16j..16j+15: half h = j / 4, offset
- * o = 16 (j % 4) in the half's 64 bytes, and the 16 qh bytes at 32h + o % 32 that hold their
- * top bits (bits 0-1 and 4-5 when o < 32, else 2-3 and 6-7). Its low nibbles are elements
- * 128h + o.. (scale group 8h + o/16), its high nibbles 128h + 64 + o.. (group 8h + 4 + o/16):
- * two runs of 16, one scale each. Values are q - 32, signed bytes. The 208-byte payloads keep
- * 16-byte alignment, so every weight load is a vector where the row allows. */
+/* Q6_K: eight lanes per block. For half h, lane j takes l = 4j..4j+3: ql words at 64h + 4j
+ * and 64h + 32 + 4j, the qh word at 128 + 32h + 4j; their four 4-element groups are elements
+ * 128h + 32s + l (s = 0..3), scale sc[8h + j/4 + 2s]. Values are q - 32, signed bytes. */
 struct mv_q6_K {
 	static constexpr int G = 8, U = 2 * MV_UMUL;
 	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 2, PAY = 208;
-	static constexpr bool VEC = true;
+	static constexpr bool VEC = false;
 	struct W {
-		uint4 ql, qh;
-		uint32_t sc; /* the two scale bytes, lo | hi << 8 */
-		uint32_t d;
+		uint32_t ql[4], qh[2], sc[4], d;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
 		const uint8_t *blk = pay + (uint64_t)b * PAY;
-		const int h = sub / 4, o = 16 * (sub % 4), g = 8 * h + o / 16;
 		W w;
-		w.ql = ldw16<V>(blk + 64 * h + o);
-		w.qh = ldw16<V>(blk + 128 + 32 * h + o % 32);
-		w.sc = (uint32_t)xpu_ldw8(blk + 192 + g) | (uint32_t)xpu_ldw8(blk + 192 + g + 4) << 8;
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.ql[i] = xpu_ldw32(blk + 32 * i + 4 * sub);
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			w.qh[h] = xpu_ldw32(blk + 128 + 32 * h + 4 * sub);
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.sc[i] = xpu_ldw32(blk + 192 + 4 * i);
 		w.d = xpu_ldw16(row + 2 * b);
 		return w;
-	}
-	static __device__ __forceinline__ int dot16(uint4 ql, uint4 qh, int nib, int hs, uint4 a)
-	{
-		const uint32_t l[4] = { ql.x, ql.y, ql.z, ql.w }, t[4] = { qh.x, qh.y, qh.z, qh.w };
-		const uint32_t av[4] = { a.x, a.y, a.z, a.w };
-		int s = 0;
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			const uint32_t q = ((l[i] >> nib) & MV_LO4) | (((t[i] >> hs) & 0x03030303u) << 4);
-			s = xpu_dp4a(__vsub4(q, 0x20202020u), av[i], s); /* bytewise q - 32, in range */
-		}
-		return s;
 	}
 	template <bool V>
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
-		const int h = sub / 4, o = 16 * (sub % 4), hs = o < 32 ? 0 : 2;
-		const int lo = dot16(w.ql, w.qh, 0, hs, ld16<V>(xb + 128 * h + o));
-		const int hi = dot16(w.ql, w.qh, 4, hs + 4, ld16<V>(xb + 128 * h + 64 + o));
-		int isum = byte_s(w.sc, 0) * lo + byte_s(w.sc, 1) * hi;
+		const int is = sub / 4;
+		int isum = 0;
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const uint32_t la = w.ql[2 * h], lb = w.ql[2 * h + 1], qh = w.qh[h];
+			uint32_t q[4];
+			q[0] = (la & MV_LO4) | ((qh << 4) & 0x30303030u);
+			q[1] = (lb & MV_LO4) | ((qh << 2) & 0x30303030u);
+			q[2] = ((la >> 4) & MV_LO4) | (qh & 0x30303030u);
+			q[3] = ((lb >> 4) & MV_LO4) | ((qh >> 2) & 0x30303030u);
+#pragma unroll
+			for (int s = 0; s < 4; s++) {
+				const uint32_t qs = __vsub4(q[s], 0x20202020u); /* bytewise q - 32, in range */
+				const int dot = xpu_dp4a(qs, xpu_ld32(xb + 128 * h + 32 * s + 4 * sub), 0);
+				/* sc[8h + is + 2s]: word 2h + s/2, byte is + 2 (s % 2) */
+				isum += byte_s(w.sc[2 * h + s / 2], is + 2 * (s % 2)) * dot;
+			}
+		}
 		isum = group_sum<G>(isum);
 		const float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)isum);
@@ -343,27 +338,32 @@ static __device__ __forceinline__ uint64_t mv_row_bytes(uint32_t bpr)
 
 /* The rows a warp serves, in order: dense rows (v -> row v of w, activation x, y[y_off + v])
  * or grouped-expert slots (mv_id_rows in matvec.cu). A warp's k-th row is v = first + k * stride. */
+struct mv_place {
+	const uint8_t *row, *act; /* the resident row and the activation it is dotted with */
+	bool bad;                 /* no such row: the output is NaN */
+};
+
 struct mv_dense_rows {
 	const uint8_t *w, *x;
 	float *y;
 	uint64_t row_bytes;
-	__device__ __forceinline__ const uint8_t *row(uint64_t v) const { return w + v * row_bytes; }
-	__device__ __forceinline__ const uint8_t *act(uint64_t v) const { return x; }
-	__device__ __forceinline__ void store(uint64_t v, float val) const { y[v] = val; }
+	__device__ __forceinline__ mv_place place(uint64_t v) const { return mv_place{ w + v * row_bytes, x, false }; }
+	__device__ __forceinline__ void store(uint64_t v, float val, bool bad) const { y[v] = val; }
 };
 
 /* A cursor over the (row, warp step) sequence of one warp: row after row, step after step. */
 template <class R>
 struct mv_cursor {
 	uint64_t v;        /* the row index handed to R */
-	const uint8_t *p;  /* R.row(v) */
-	const uint8_t *a;  /* R.act(v) */
+	const uint8_t *p;  /* R.place(v).row */
+	const uint8_t *a;  /* R.place(v).act */
 	uint32_t t;        /* the warp step within the row */
 	__device__ __forceinline__ void start(const R &r, uint64_t first)
 	{
+		const mv_place pl = r.place(first);
 		v = first;
-		p = r.row(v);
-		a = r.act(v);
+		p = pl.row;
+		a = pl.act;
 		t = 0;
 	}
 	/* one step on; true when that finished a row (the cursor is then at the next row) */
@@ -373,9 +373,9 @@ struct mv_cursor {
 			return false;
 		t = 0;
 		v += stride;
-		const uint64_t at = v < end ? v : v - stride; /* past the end: stay on a real row */
-		p = r.row(at);
-		a = r.act(at);
+		const mv_place pl = r.place(v < end ? v : v - stride); /* past the end: stay on a real row */
+		p = pl.row;
+		a = pl.act;
 		return true;
 	}
 };
@@ -426,7 +426,7 @@ static __device__ void mv_stream(const R &r, uint32_t bpr, uint64_t first, uint6
 			if (use.next(r, steps, stride, end)) {
 				acc = wave_reduce(acc);
 				if (lane == 0)
-					r.store(done, acc);
+					r.store(done, acc, false); /* dense rows only */
 				acc = 0.0f;
 			}
 		}
@@ -473,9 +473,10 @@ static __device__ void mv_rowwise(const R &r, uint32_t bpr, uint64_t first, uint
 {
 	const uint64_t prefix = mv_prefix<F>(bpr);
 	for (uint64_t v = first; v < end; v += stride) {
-		const float val = mv_row<F, V>(r.row(v), prefix, r.act(v), bpr, lane);
+		const mv_place pl = r.place(v);
+		const float val = mv_row<F, V>(pl.row, prefix, pl.act, bpr, lane);
 		if (lane == 0)
-			r.store(v, val);
+			r.store(v, val, pl.bad);
 	}
 }
 

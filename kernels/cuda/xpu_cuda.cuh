@@ -69,11 +69,6 @@ static __device__ __forceinline__ uint32_t xpu_ldw32(const uint8_t *p)
 	return __ldcs((const unsigned int *)p);
 }
 
-static __device__ __forceinline__ uint8_t xpu_ldw8(const uint8_t *p)
-{
-	return __ldcs((const unsigned char *)p);
-}
-
 static __device__ __forceinline__ uint16_t xpu_ldw16(const uint8_t *p)
 {
 	return __ldcs((const unsigned short *)p);

@@ -16,6 +16,11 @@
 #define XPU_HIP 1
 #define XPU_VWAVE 32 /* the virtual wave every shuffle stays inside */
 
+/* Decode mat-vec occupancy hint (kernels/cuda/matvec.cu): on a wave64 part four groups of 256
+ * per CU leave 64 VGPRs a lane, which the 256-element formats' grouped-expert kernels exceed;
+ * three groups leave 84 and nothing spills (spec/hip_spec.lua checks every code object). */
+#define MV_MIN_GROUPS 3
+
 /* ---- warp shuffles: the CUDA *_sync forms, inside 32-lane virtual waves ------------------
  * Macros, so they win over whatever a newer HIP declares under the same names (ROCm 6.2+
  * declares *_sync with a 64-bit mask). The mask is dropped: every caller passes all lanes. */
@@ -86,11 +91,6 @@ static __device__ __forceinline__ unsigned xpu_hip_byte_perm(unsigned x, unsigne
 typedef unsigned xpu_hip_u32x4 __attribute__((ext_vector_type(4)));
 
 static __device__ __forceinline__ unsigned int xpu_hip_ldcs(const unsigned int *p)
-{
-	return __builtin_nontemporal_load(p);
-}
-
-static __device__ __forceinline__ unsigned char xpu_hip_ldcs(const unsigned char *p)
 {
 	return __builtin_nontemporal_load(p);
 }

@@ -50,9 +50,14 @@ M.NAN = string.pack("<I4", 0x7fc00001)
 -- own wave; "resident" only as many groups as the device keeps resident at once (the
 -- manifest's groups per compute unit times the units), each wave then streaming several rows;
 -- a number is taken as it is. Every form covers every row.
+-- Without a grid, the launcher's choice (kernels/launch_quant.c): the resident grid for the
+-- mat-vecs that stream (q4_0, q8_0), a wave per row for the others.
+M.STREAMS = { q4_0 = true, q8_0 = true }
+
 function M.groups(dev, k, rows, grid)
   local plain = (rows + 7) // 8
-  if grid == nil or grid == "rows" then return plain end
+  if grid == nil or grid == "launcher" then grid = M.STREAMS[k.name:match "^(.-)_q8k"] and "resident" or "rows" end
+  if grid == "rows" then return plain end
   if grid == "resident" then
     local per_cu = k.manifest.resident_groups_per_cu
     if not per_cu or per_cu <= 0 or (dev.simd_count or 0) <= 0 then return plain end
@@ -88,7 +93,7 @@ function M.gate(dev, fmt, rows, cols, seed, grid)
   end
   local ok = diff == 0 and nan == 0 and nonzero
   return ok, ("%s %s %dx%d%s: %d differ, %d NaN%s%s"):format(dev.id, fmt, rows, cols,
-    grid and grid ~= "rows" and (" (grid " .. tostring(grid) .. ")") or "", diff, nan,
+    grid and grid ~= "launcher" and (" (grid " .. tostring(grid) .. ")") or "", diff, nan,
     nonzero and "" or ", all zero", first and "; first " .. first or "")
 end
 

@@ -166,3 +166,13 @@ int xpu_kernel_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_m
 	}
 	return d->ops->manifest(d, k, m);
 }
+
+uint64_t xpu_kernel_resident_groups(struct xpu_device *d, struct xpu_kernel *k)
+{
+	if (d->resident[k->id] == 0) {
+		struct xpu_manifest m;
+		int ok = xpu_kernel_manifest(d, k, &m) == 0 && m.resident_groups_per_cu > 0 && d->geo.simd_count > 0;
+		d->resident[k->id] = ok ? (int64_t)m.resident_groups_per_cu * d->geo.simd_count : -1;
+	}
+	return d->resident[k->id] > 0 ? (uint64_t)d->resident[k->id] : 0;
+}

@@ -164,6 +164,8 @@ struct xpu_device {
 	struct xpu_geometry geo;
 	uint64_t caps[XPU_CAP_WORDS];
 	void *entries[XPU_MAX_KERNELS]; /* per kernel id: the backend's entry, NULL = not built */
+	int64_t resident[XPU_MAX_KERNELS]; /* per kernel id: groups resident at once, device-wide;
+					      0 = not asked yet, -1 = the backend does not say */
 	void *impl;              /* the backend's own state */
 	struct xpu_stream *default_stream;
 };
@@ -232,5 +234,8 @@ int xpu_check_args(const struct xpu_device *d, const struct xpu_kernel *k,
 		   const struct xpu_karg *args, int nargs);
 
 int xpu_kernel_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manifest *m);
+/* Groups of k (at its pinned block) the whole device keeps resident at once, from the manifest,
+ * asked once per device; 0 when the backend does not say. */
+uint64_t xpu_kernel_resident_groups(struct xpu_device *d, struct xpu_kernel *k);
 
 #endif
