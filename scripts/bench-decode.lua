@@ -3,7 +3,9 @@
 -- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
---                                   [--n N] [--copies K] [--grid rows|resident|N] [--jsonl]
+--                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--jsonl]
+-- --deferred: each batch is recorded once and replayed as one submission (a CUDA graph, a
+-- re-submitted command buffer): the GPU's time per launch without the host's submit cost.
 -- --grid: workgroups per launch (decode.groups): the launcher's choice (default), a wave per
 -- row, or only what is resident at once with each wave streaming several rows. Each rotated row is also timed as
 -- the plain streaming read of the same bytes ("read us"): the bound at that size.
@@ -23,6 +25,7 @@ while i <= #arg do
   elseif a == "--n" then opts.n = tonumber(v)
   elseif a == "--copies" then opts.copies = tonumber(v)
   elseif a == "--grid" then opts.grid = v
+  elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
@@ -63,9 +66,10 @@ for _, shape in ipairs(shapes) do
       local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
       local target = d.integrated and 256 << 20 or 1 << 30
       local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
-      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid })
+      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid,
+                                                                         deferred = opts.deferred })
       local gbs = bytes / st.median / 1e9
-      local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n }) or nil
+      local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n, deferred = opts.deferred }) or nil
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
                           st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-",
                           read and read.median * 1e6 or "-", read and 100 * read.median / st.median or "-" }
@@ -78,7 +82,7 @@ for _, shape in ipairs(shapes) do
         report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
                        row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
-                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher",
+                       min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher", deferred = opts.deferred or false,
                        read_same_bytes_s = read and read.median or nil }
       end
       done = done + 1
@@ -87,13 +91,13 @@ for _, shape in ipairs(shapes) do
   end
 end
 print(report.table {
-  title = ("decode mat-vec on %s (%s), %s, grid %s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
-    opts.grid or "launcher's", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
+  title = ("decode mat-vec on %s (%s), %s, grid %s%s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
+    opts.grid or "launcher's", opts.deferred and ", deferred" or "", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
   header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
              "read us", "% of read" },
   rows = rows,
 })
-local floor = decode.time_floor(d, { n = opts.n })
+local floor = decode.time_floor(d, { n = opts.n, deferred = opts.deferred })
 print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does nothing (median of %d)"):format(
   floor.median * 1e6, floor.n))
 local rate, fixed = decode.fit(points)

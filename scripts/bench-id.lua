@@ -68,35 +68,42 @@ for _, fmt in ipairs(formats) do
     for u = 1, used do ids[u] = ((p * used + u) * 53) % E end
     sels.rotated[p] = d:buffer(string.pack("<" .. ("i4"):rep(used), table.unpack(ids)))
   end
-  for _, mode in ipairs { "rotated", "fixed" } do
-    -- batches of back-to-back passes between two timer marks: the submit latency of one
-    -- pass overlaps the kernels of the one before, as in a decode step
-    local t, passes, batch = {}, 0, 10
+  -- eager: each launch submitted as it is made; deferred: a batch is recorded once and then
+  -- replayed as one submission (a CUDA graph, a re-submitted command buffer), which takes
+  -- the host's cost per launch out of the figure
+  local deferred = d:stream()
+  deferred:set_deferred(true)
+  for _, m in ipairs { { "rotated", s }, { "fixed", s }, { "rotated", deferred }, { "fixed", deferred } } do
+    local mode, st_ = m[1], m[2]
+    -- batches of back-to-back passes between two timer marks, one pass per selection of the
+    -- rotation, so every batch is the same sequence of launches
+    local t, batch = {}, #sels.rotated
     for r = 1, opts.n + 5 do
-      local m = s:timer_begin()
-      for _ = 1, batch do
-        passes = passes + 1
-        local sb = sels[mode][(passes - 1) % #sels[mode] + 1]
-        pack:launch(s, cols // 256, 256, xq, xf, cols)
-        id:launch(s, (used * rows + 7) // 8, 256, y, slab, xq, sb, E, used, rows, cols, 0, 0)
+      local mark = st_:timer_begin()
+      for p = 1, batch do
+        local sb = sels[mode][(p - 1) % #sels[mode] + 1]
+        pack:launch(st_, cols // 256, 256, xq, xf, cols)
+        id:launch(st_, (used * rows + 7) // 8, 256, y, slab, xq, sb, E, used, rows, cols, 0, 0)
       end
-      local sec = s:timer_end(m) / batch
+      local sec = st_:timer_end(mark) / batch
       if r > 5 then t[#t + 1] = sec end
     end
     local st = report.stats(t)
     local bytes = used * expert_bytes
-    out[#out + 1] = { fmt, ("%dx%dx%d, %d used"):format(E, rows, cols, used), mode, bytes, st.median * 1e6,
+    local launch = st_ == s and "eager" or "deferred"
+    out[#out + 1] = { fmt, ("%dx%dx%d, %d used"):format(E, rows, cols, used), mode, launch, bytes, st.median * 1e6,
                       st.min * 1e6, st.max * 1e6, bytes / st.median / 1e9 }
     if opts.jsonl then
       report.jsonl { bench = "id", device = d:fingerprint(), commit = report.commit(), format = fmt,
                      kernel = fmt .. "_q8k_id", experts = E, used = used, rows = rows, cols = cols, sel = mode,
-                     bytes = bytes, median_s = st.median, min_s = st.min, max_s = st.max }
+                     launch = launch, bytes = bytes, median_s = st.median, min_s = st.min, max_s = st.max }
     end
   end
+  deferred:release()
   slab:release()
 end
 print(report.table {
-  title = ("grouped id mat-vec on %s (%s), q8k_pack + id per pass, batches of 10 passes, %s"):format(
+  title = ("grouped id mat-vec on %s (%s), q8k_pack + id per pass, batches of 16 passes, %s"):format(
     d.id, d.name, os.date("!%Y-%m-%d")),
-  header = { "format", "bank", "selection", "weight bytes read", "median us", "min us", "max us", "GB/s" },
+  header = { "format", "bank", "selection", "launches", "weight bytes read", "median us", "min us", "max us", "GB/s" },
   rows = out })

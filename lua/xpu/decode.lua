@@ -114,21 +114,24 @@ function M.time(dev, fmt, rows, cols, opts)
   for c = 1, copies do ws[c] = dev:buffer(resident) end
   local x = dev:buffer(fx.x)
   local y = dev:buffer(rows * 4)
-  local s = dev:default_stream()
+  -- deferred: each batch recorded once, then replayed as one submission (same sequence)
+  local s = opts.deferred and dev:stream() or dev:default_stream()
+  if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel(fmt .. "_q8k_wave")
   local groups = M.groups(dev, k, rows, opts.grid)
   local times = {}
-  local n, batch, launches = opts.n or 20, opts.batch or 10, 0
+  -- each batch walks the whole rotation, so every batch is the same sequence of launches
+  local n, batch = opts.n or 20, math.max(opts.batch or 10, copies)
   for r = 1, n + (opts.warmup or 3) do
     local m = s:timer_begin()
-    for _ = 1, batch do
-      launches = launches + 1
-      k:launch(s, groups, 256, y, ws[(launches - 1) % copies + 1], x, rows, cols, 0)
+    for b = 1, batch do
+      k:launch(s, groups, 256, y, ws[(b - 1) % copies + 1], x, rows, cols, 0)
     end
     local sec = s:timer_end(m) / batch
     if r > (opts.warmup or 3) then times[#times + 1] = sec end
   end
   for c = 1, copies do ws[c]:release() end
+  if opts.deferred then s:release() end
   return report.stats(times), bytes
 end
 
@@ -142,17 +145,17 @@ function M.time_read(dev, bytes, copies, opts)
   for c = 1, copies do bufs[c] = dev:buffer(bytes) end
   local resident = math.max(1, dev:dispatch_blocks(8))
   local out = dev:buffer(resident * 8 * 4)
-  local s = dev:default_stream()
+  local s = opts.deferred and dev:stream() or dev:default_stream()
+  if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel("stream_read")
   local best
   for _, groups in ipairs { resident, resident * 8 } do
     local times = {}
-    local n, batch, launches = opts.n or 20, opts.batch or 10, 0
+    local n, batch = opts.n or 20, math.max(opts.batch or 10, copies)
     for r = 1, n + (opts.warmup or 3) do
       local m = s:timer_begin()
-      for _ = 1, batch do
-        launches = launches + 1
-        k:launch(s, groups, 256, out, bufs[(launches - 1) % copies + 1], bytes, groups)
+      for b = 1, batch do
+        k:launch(s, groups, 256, out, bufs[(b - 1) % copies + 1], bytes, groups)
       end
       local sec = s:timer_end(m) / batch
       if r > (opts.warmup or 3) then times[#times + 1] = sec end
@@ -163,6 +166,7 @@ function M.time_read(dev, bytes, copies, opts)
   end
   for c = 1, copies do bufs[c]:release() end
   out:release()
+  if opts.deferred then s:release() end
   return best
 end
 
@@ -171,7 +175,8 @@ end
 function M.time_floor(dev, opts)
   opts = opts or {}
   local out = dev:buffer(4)
-  local s = dev:default_stream()
+  local s = opts.deferred and dev:stream() or dev:default_stream()
+  if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel("stream_read")
   local times = {}
   for r = 1, (opts.n or 20) + 3 do
@@ -181,6 +186,7 @@ function M.time_floor(dev, opts)
     if r > 3 then times[#times + 1] = sec end
   end
   out:release()
+  if opts.deferred then s:release() end
   return report.stats(times)
 end
 
