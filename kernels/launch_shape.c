@@ -3,6 +3,7 @@
  * facts and operands; copy between devices goes through the host. Uses launch.h. */
 #include "contract/contract_row.h"
 #include "launch.h"
+#include "shape_grain.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,13 @@ static const char *const names[XPU_SK_COUNT] = {
 	"pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating",
 	"contiguize", "copy_bytes",
 };
+
+/* Items per thread: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
+ * so the grid is the items over that. cumsum's items are lanes, one a thread. */
+static uint64_t group_items(int kernel)
+{
+	return (uint64_t)BLOCK * (kernel == XPU_SK_CUMSUM ? 1 : XPU_SHAPE_GRAIN);
+}
 
 const char *xpu_shape_kernel_name(int kernel)
 {
@@ -241,12 +249,13 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
 		return 0;
-	if ((items + BLOCK - 1) / BLOCK > MAX_GROUPS)
+	uint64_t per = group_items(g->kernel), groups = (items + per - 1) / per;
+	if (groups > MAX_GROUPS)
 		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],
 				(unsigned long long)items);
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
-	uint32_t grid[3] = { (uint32_t)((items + BLOCK - 1) / BLOCK), 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
 	if (xpu_launch(s, cache[g->kernel], grid, block, args, nargs))
 		return -1;
 	*launched = true;

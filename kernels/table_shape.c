@@ -1,7 +1,9 @@
 /* table_shape.c — signatures of the shape kernels (contracts/shape-ops.md) and their extents:
  * every geometry checked and every buffer's length and element alignment computed before a
  * launch reaches a backend. Rank-N geometry travels as u32 pairs packed in u64 arguments
- * (dims below 2^32 each); `geom` packs rank, element size and the kernel's small fields. */
+ * (dims below 2^32 each); `geom` packs rank, element size and the kernel's small fields. A group
+ * of 256 threads covers 256 * XPU_SHAPE_GRAIN items (kernels/shape_grain.h; cumsum: 256 lanes)
+ * on every backend, and kernels/launch_shape.c sizes the grid by it. */
 #include "table.h"
 
 #include <stddef.h>

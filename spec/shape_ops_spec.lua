@@ -267,6 +267,8 @@ cases.pad = function(c, d, dt)
     { shape = { 3, 4, 5 }, padding = { { 1, 2 }, { 0, 3 }, { 2, 0 } } },
     { shape = { 40, 70 }, padding = { { 3, 5 }, { 7, 2 } } },
     { shape = {}, padding = {} },
+    { shape = { 6, 64 }, padding = { { 1, 2 }, { 4, 8 } } }, -- whole 16-byte interiors and borders
+    { shape = { 2, 3, 61 }, padding = { { 0, 1 }, { 2, 0 }, { 3, 6 } } }, -- interiors off 16-byte alignment
   } do
     local data = random_bytes(prod(case.shape) * e)
     for mode = 0, 2 do
@@ -285,17 +287,18 @@ end
 
 local function scan_case(c, d, dt, extra, want_of)
   local e, out = BYTES[dt], {}
-  local shape = { 3, 4, 5 }
-  local data = random_bytes(prod(shape) * e)
-  for axis = 0, 2 do
-    for _, p in ipairs(extra) do
-      local params = { axis = axis }
-      for k, v in pairs(p) do params[k] = v end
-      local want = want_of(elements(data, e), shape, axis, p)
-      local got, r = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, params, #want)
-      assert.same(shape, r.shape)
-      same_bytes(want, got, e, ("%s %s axis %d"):format(c.kernel, dt, axis))
-      out[#out + 1] = got
+  for _, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 } } do -- the last two: whole 16-byte runs
+    local data = random_bytes(prod(shape) * e)
+    for axis = 0, #shape - 1 do
+      for _, p in ipairs(extra) do
+        local params = { axis = axis }
+        for k, v in pairs(p) do params[k] = v end
+        local want = want_of(elements(data, e), shape, axis, p)
+        local got, r = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, params, #want)
+        assert.same(shape, r.shape)
+        same_bytes(want, got, e, ("%s %s %s axis %d"):format(c.kernel, dt, table.concat(shape, "x"), axis))
+        out[#out + 1] = got
+      end
     end
   end
   return table.concat(out)
@@ -315,13 +318,15 @@ end
 
 local function tri_case(upper)
   return function(c, d, dt)
-    local e, shape, out = BYTES[dt], { 2, 5, 7 }, {}
-    local data = random_bytes(prod(shape) * e)
-    for _, diag in ipairs { -2, 0, 3 } do
-      local want = ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
-      local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { diagonal = diag }, #want)
-      same_bytes(want, got, e, ("%s %s diagonal %d"):format(c.kernel, dt, diag))
-      out[#out + 1] = got
+    local e, out = BYTES[dt], {}
+    for _, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 } } do -- the second: whole 16-byte zero and kept runs
+      local data = random_bytes(prod(shape) * e)
+      for _, diag in ipairs { -2, 0, 3 } do
+        local want = ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
+        local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { diagonal = diag }, #want)
+        same_bytes(want, got, e, ("%s %s %s diagonal %d"):format(c.kernel, dt, table.concat(shape, "x"), diag))
+        out[#out + 1] = got
+      end
     end
     return table.concat(out)
   end
@@ -329,15 +334,24 @@ end
 cases.triu, cases.tril = tri_case(true), tri_case(false)
 
 cases.write_slice = function(c, d, dt)
-  local e, dest_shape, ranges = BYTES[dt], { 4, 6, 5 }, { { 1, 3 }, { 2, 6 }, { 0, 5 } }
-  local src = random_bytes(2 * 4 * 5 * e)
-  local dest = poison(prod(dest_shape) * e)
-  local want = ref.slab(elements(dest, e), dest_shape, elements(src, e), ranges)
-  local got, r = run(c, d, { source = { dtype = dt, shape = { 2, 4, 5 }, data = src }, dest = { dtype = dt, shape = dest_shape, data = dest } },
-    { ranges = ranges }, nil, "dest")
-  assert.equal("dest", r.in_place)
-  same_bytes(want, got, e, "write_slice " .. dt) -- every byte outside the slab still the poison
-  return got
+  local e, out = BYTES[dt], {}
+  for _, case in ipairs {
+    { dest = { 4, 6, 5 }, ranges = { { 1, 3 }, { 2, 6 }, { 0, 5 } } },
+    { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 5, 6 }, { 0, 32 } } }, -- one token into a cache: 16-byte runs
+    { dest = { 2, 8, 32 }, ranges = { { 1, 2 }, { 2, 7 }, { 0, 32 } } }, -- one contiguous span
+    { dest = { 3, 40 }, ranges = { { 0, 3 }, { 3, 37 } } },                -- runs off 16-byte alignment
+  } do
+    local w = {}
+    for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+    local src, dest = random_bytes(prod(w) * e), poison(prod(case.dest) * e)
+    local want = ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges)
+    local got, r = run(c, d, { source = { dtype = dt, shape = w, data = src }, dest = { dtype = dt, shape = case.dest, data = dest } },
+      { ranges = case.ranges }, nil, "dest")
+    assert.equal("dest", r.in_place)
+    same_bytes(want, got, e, "write_slice " .. dt .. " " .. table.concat(case.dest, "x")) -- outside the slab: still the poison
+    out[#out + 1] = got
+  end
+  return table.concat(out)
 end
 
 cases.write_slice_rotating = function(c, d, dt)
@@ -346,6 +360,8 @@ cases.write_slice_rotating = function(c, d, dt)
     { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 0, 4 } }, pos = 3 },  -- splits: rows 3, 4, 0
     { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 1, 3 } }, pos = 7 },  -- no split: rows 2..4
     { dest = { 3, 8 }, axis = 1, modulus = 8, ranges = { { 1, 3 }, { 0, 5 } }, pos = 6 },  -- splits on the last axis
+    { dest = { 8, 32 }, axis = 0, modulus = 8, ranges = { { 0, 5 }, { 0, 32 } }, pos = 6 }, -- 16-byte rows, splits
+    { dest = { 2, 8, 32 }, axis = 1, modulus = 7, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13 }, -- one token
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
@@ -364,12 +380,16 @@ end
 
 cases.contiguize = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  local data = random_bytes(64 * e)
+  local data = random_bytes(3000 * e)
   for _, v in ipairs {
     { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
     { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
     { shape = { 2, 3, 4 }, strides = { -24, 4, -1 }, offset = 50 }, -- reversed, offset
     { shape = { 5, 7 }, strides = { 7, 1 }, offset = 0 },      -- already dense
+    { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0 },   -- a transpose in partial 64 x 64 tiles
+    { shape = { 2, 30, 40 }, strides = { 1200, 1, 30 }, offset = 0 }, -- a batched transpose
+    { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3 },    -- rows of a wider tensor, off 16-byte alignment
+    { shape = { 6, 48 }, strides = { 64, 1 }, offset = 64 },   -- the same rows, aligned
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
@@ -419,26 +439,31 @@ end
 
 cases.pad_backward = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  local in_shape, padding = { 3, 4 }, { { 1, 2 }, { 2, 1 } }
-  for mode = 0, 2 do
-    local terms, out_shape = ref.pad_terms(in_shape, padding, mode)
-    local x = random_values(prod(out_shape), dt)
-    local data = encode(dt, x)
-    local params = { padding = padding, mode_tag = mode }
-    local got, r = run(c, d, { upstream = { dtype = dt, shape = out_shape, data = data } }, params, prod(in_shape) * e)
-    assert.same(in_shape, r.shape)
-    local bound = c:precision { inputs = { { dtype = dt, shape = out_shape } }, params = params }.max_relative or 0
-    local y, xs = decode(dt, got), elements(data, e)
-    for g = 1, prod(in_shape) do
-      local sum, mag = 0, 0
-      for _, t in ipairs(terms[g]) do sum, mag = sum + x[t], mag + math.abs(x[t]) end
-      if mode == 0 then
-        same_bytes(xs[terms[g][1]], got:sub((g - 1) * e + 1, g * e), e, "pad_backward constant mode copies exactly")
-      else
-        assert.is_true(math.abs(y[g] - sum) <= bound * mag, ("pad_backward %s mode %d at %d"):format(dt, mode, g))
+  for _, case in ipairs {
+    { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
+    { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
+  } do
+    local in_shape, padding = case.in_shape, case.padding
+    for mode = 0, 2 do
+      local terms, out_shape = ref.pad_terms(in_shape, padding, mode)
+      local x = random_values(prod(out_shape), dt)
+      local data = encode(dt, x)
+      local params = { padding = padding, mode_tag = mode }
+      local got, r = run(c, d, { upstream = { dtype = dt, shape = out_shape, data = data } }, params, prod(in_shape) * e)
+      assert.same(in_shape, r.shape)
+      local bound = c:precision { inputs = { { dtype = dt, shape = out_shape } }, params = params }.max_relative or 0
+      local y, xs = decode(dt, got), elements(data, e)
+      for g = 1, prod(in_shape) do
+        local sum, mag = 0, 0
+        for _, t in ipairs(terms[g]) do sum, mag = sum + x[t], mag + math.abs(x[t]) end
+        if mode == 0 then
+          same_bytes(xs[terms[g][1]], got:sub((g - 1) * e + 1, g * e), e, "pad_backward constant mode copies exactly")
+        else
+          assert.is_true(math.abs(y[g] - sum) <= bound * mag, ("pad_backward %s mode %d at %d"):format(dt, mode, g))
+        end
       end
+      out[#out + 1] = got
     end
-    out[#out + 1] = got
   end
   return table.concat(out)
 end

@@ -1,25 +1,34 @@
 /* shape_ops.c — CPU bodies of the shape kernels (kernels/table_shape.c): pad, pad_backward,
  * flip, roll, cumsum, triu, tril, write_slice, write_slice_rotating, contiguize. A group is
- * 256 items (output elements; cumsum: lanes; write_slice*: source elements); each body walks
- * its items a row run at a time with memcpy where the bytes are contiguous. The byte kernels
- * move whole elements and never look at them; the typed ones (cumsum, pad_backward) add in a
- * fixed order that the CUDA bodies repeat. Uses quant/f16.h for the half conversions. */
+ * 256 * XPU_SHAPE_GRAIN items (output elements; write_slice*: source elements), cumsum's 256
+ * lanes (its grain is one); each body walks its items a row run at a time with memcpy where
+ * the bytes are contiguous. The byte kernels move whole elements and never look at them; the
+ * typed ones (cumsum, pad_backward) add in a fixed order that the CUDA bodies repeat. Uses
+ * quant/f16.h for the half conversions and shape_grain.h for the grain. */
 #include "cpu_kernel.h"
 #include "quant/f16.h"
+#include "shape_grain.h"
 
 #include <string.h>
 
-#define ITEMS 256
+#define ITEMS (256 * XPU_SHAPE_GRAIN) /* a group's items (the grain: kernels/shape_grain.h) */
+#define LANES 256                     /* a group's cumsum lanes */
 
 static uint64_t u32_at(const struct xpu_karg *a, int base, int k)
 {
 	return (uint32_t)(a[base + k / 2].u >> (32 * (k & 1)));
 }
 
+/* Items [*lo, *hi) of groups [g0, g1), `per` items a group. */
+static void group_range(uint64_t g0, uint64_t g1, uint64_t per, uint64_t n, uint64_t *lo, uint64_t *hi)
+{
+	*lo = g0 * per < n ? g0 * per : n;
+	*hi = g1 * per < n ? g1 * per : n;
+}
+
 static void item_range(uint64_t g0, uint64_t g1, uint64_t n, uint64_t *lo, uint64_t *hi)
 {
-	*lo = g0 * ITEMS < n ? g0 * ITEMS : n;
-	*hi = g1 * ITEMS < n ? g1 * ITEMS : n;
+	group_range(g0, g1, ITEMS, n, lo, hi);
 }
 
 /* Multi-index of linear element e over dims (row-major). */
@@ -314,7 +323,7 @@ static void scan_lane(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t d
 static void cumsum_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	uint64_t dim = a[3].u, inner = a[4].u, lanes = a[2].u * inner, lo, hi;
-	item_range(g0, g1, lanes, &lo, &hi);
+	group_range(g0, g1, LANES, lanes, &lo, &hi);
 	for (uint64_t lane = lo; lane < hi; lane++)
 		scan_lane(karg_ptr(a, 0), karg_ptr(a, 1), (lane / inner) * dim * inner + lane % inner, dim, inner,
 			  (uint32_t)a[5].u);

@@ -17,9 +17,10 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
-	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u, e = shape_item();
+	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u;
 	for (uint k = 0u; k < rank; k++)
 		n *= SHAPE_U32(pc.d, 0u, k);
 	if (e >= n)
@@ -31,4 +32,10 @@ void main()
 		off += x * pc.st[k].x;
 	}
 	shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + off * elem, elem));
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }

@@ -15,10 +15,11 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
 	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
-	uint n = 1u, e = shape_item();
+	uint n = 1u;
 	for (uint k = 0u; k < rank; k++)
 		n *= SHAPE_U32(pc.w, 0u, k) + SHAPE_U32(pc.w, 4u, k) + SHAPE_U32(pc.w, 8u, k);
 	if (e >= n)
@@ -44,4 +45,10 @@ void main()
 	}
 	uvec2 v = border ? pc.fill : shape_load(pc.off_in + srci * elem, elem);
 	shape_store(pc.off_out + e * elem, elem, v);
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }

@@ -19,10 +19,11 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
 	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
-	uint n = 1u, e = shape_item();
+	uint n = 1u;
 	if (dt == 1u || dt > 3u)
 		return;
 	uint elem = dt == 0u ? 4u : 2u;
@@ -84,4 +85,10 @@ void main()
 			break;
 	}
 	shape_store_f(pc.off_grad + e * elem, dt, acc);
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }

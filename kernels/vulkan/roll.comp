@@ -14,12 +14,19 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
-	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem), e = shape_item();
+	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem);
 	if (e >= u64_sat(pc.outer) * dim * inner)
 		return;
 	uint shift = u64_sat(pc.shift), i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
 	j = j >= shift ? j - shift : j + (dim - shift);
 	shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + ((o * dim + j) * inner + i) * elem, elem));
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }

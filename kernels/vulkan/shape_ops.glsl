@@ -1,16 +1,19 @@
 /* shape_ops.glsl — what the shape kernels (pad.comp ... contiguize.comp; kernels/table_shape.c)
- * share: one item per output element (cumsum: lane; write_slice*: source element), 256 per
- * group, as kernels/cpu/shape_ops.c and kernels/cuda/shape_ops.cu number them. Elements of 1,
- * 2, 4 or 8 bytes live in the includer's uint arrays SHAPE_DST and SHAPE_SRC; the signature
- * makes every base a multiple of the element, so an element never straddles a word but where
- * it is 8 bytes (two whole words). Elements narrower than a word share it with neighbours that
- * other items write, so they are merged into it with two atomics on their own bytes. Byte
- * positions are 32-bit: the backend refuses a binding past 2^32 bytes. No 8/16-bit storage,
- * int64 or f64 is used (the device is created without those features). */
+ * share: one item per output element (cumsum: lane; write_slice*: source element), 256 *
+ * XPU_SHAPE_GRAIN per group (kernels/shape_grain.h; cumsum: 256), as kernels/cpu/shape_ops.c and
+ * kernels/cuda/shape_ops.cu number them; an invocation runs its kernel's shape_body once for each
+ * of its items (shape_item_at). Elements of 1, 2, 4 or 8 bytes live in the includer's uint arrays
+ * SHAPE_DST and SHAPE_SRC; the signature makes every base a multiple of the element, so an
+ * element never straddles a word but where it is 8 bytes (two whole words). Elements narrower
+ * than a word share it with neighbours that other items write, so they are merged into it with
+ * two atomics on their own bytes. Byte positions are 32-bit: the backend refuses a binding past
+ * 2^32 bytes. No 8/16-bit storage, int64 or f64 is used (the device is created without those
+ * features). */
 #ifndef XPU_SHAPE_OPS_GLSL
 #define XPU_SHAPE_OPS_GLSL
 
 #include "xpu_vk.glsl"
+#include "../shape_grain.h"
 
 /* The elem bytes at byte p of SHAPE_SRC, low word first. */
 uvec2 shape_load(uint p, uint elem)
@@ -40,10 +43,21 @@ void shape_store(uint p, uint elem, uvec2 v)
 	atomicOr(SHAPE_DST[w], (v.x << s) & mask);
 }
 
-/* The item of this invocation, or 0xffffffff for the rows of a 2-D or 3-D block past the first. */
+/* The item of this invocation (cumsum's lane), or 0xffffffff for the rows of a 2-D or 3-D block
+ * past the first. */
 uint shape_item()
 {
 	return xpu_item_thread() ? xpu_item() : 0xffffffffu;
+}
+
+/* Item t (0 .. XPU_SHAPE_GRAIN - 1) of this invocation: a group covers 256 * XPU_SHAPE_GRAIN
+ * consecutive items and invocation i takes items i, i + 256, ... of them, so neighbours touch
+ * neighbouring items. No wrap: every item is below 2^32, so a group index is below 2^20.
+ * 0xffffffff for the rows of a 2-D or 3-D block past the first. */
+uint shape_item_at(uint t)
+{
+	uint g = xpu_group() * uint(XPU_SHAPE_GRAIN) + t;
+	return xpu_item_thread() ? g * gl_WorkGroupSize.x + gl_LocalInvocationID.x : 0xffffffffu;
 }
 
 /* Value k of eight u32 values packed two to a u64 argument (w: the four u64s as uvec2s). */

@@ -25,9 +25,10 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
-	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u, e = shape_item();
+	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u;
 #ifdef RING
 	int axis = int((pc.geom.x >> 16) & 255u);
 	uint modulus = pc.geom.y, start = posw[pc.off_pos >> 2] % modulus;
@@ -48,6 +49,12 @@ void main()
 		stride *= SHAPE_U32(pc.w, 0u, uint(k));
 	}
 	shape_store(pc.off_dest + off * elem, elem, shape_load(pc.off_src + e * elem, elem));
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }
 
 #endif

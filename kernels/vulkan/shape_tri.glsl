@@ -34,9 +34,10 @@ int tri_cmp(uint c, uint r, uvec2 diag)
 	return carry != 0u || s > r ? 1 : s == r ? 0 : -1;
 }
 
-void main()
+/* Item e, one of this invocation's (shape_item_at). */
+void shape_body(uint e)
 {
-	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem), e = shape_item();
+	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem);
 	if (e >= u64_sat(pc.batch) * rows * cols)
 		return;
 	int s = tri_cmp(e % cols, (e / cols) % rows, pc.diagonal);
@@ -47,6 +48,12 @@ void main()
 #endif
 	uint p = pc.off_out + e * elem;
 	shape_store(p, elem, keep ? shape_load(pc.off_in + e * elem, elem) : uvec2(0u));
+}
+
+void main()
+{
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		shape_body(shape_item_at(t));
 }
 
 #endif
