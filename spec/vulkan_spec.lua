@@ -175,6 +175,63 @@ describe("vulkan probes", function()
   end)
 end)
 
+-- ---- which module a mat-vec is made from ------------------------------------------------------
+
+-- Runs a script in a child xpulua with `env` set; returns its output.
+local function child(env, body)
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write(body)
+  f:close()
+  local exe = arg and arg[-1] or "build/xpulua"
+  local p = io.popen(env .. " " .. exe .. " " .. script .. " 2>&1")
+  local out = p:read("a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
+describe("vulkan mat-vec modules", function()
+  -- kernels/vulkan/matvec.glsl: lanes trade values by subgroup shuffles where subgroups are
+  -- 32 lanes (required, where the driver can require a size) or a multiple of 32, through
+  -- shared memory otherwise; the manifest's note begins with the one a pipeline was made from.
+  vk_it("makes each from the module its subgroups suit, and says which", function()
+    local want = "shared memory"
+    if os.getenv("XPULUA_VULKAN_MATVEC") ~= "shared" and vk:supports "subgroup_shuffle" then
+      if vk:supports "wave32" then want = "subgroup 32"
+      elseif vk.wave_size % 32 == 0 then want = "subgroup " .. vk.wave_size end
+    end
+    local note = vk:kernel("iq4_nl_q8k_id").manifest.note
+    assert.equal(want .. ";", note:match("^[^;]*;"), note)
+  end)
+
+  -- LP_NATIVE_VECTOR_WIDTH=1024 gives lavapipe 32-lane subgroups. The backend then makes the
+  -- subgroup module, at a required size of 32 with full subgroups; its values cannot be
+  -- checked there (Mesa 22.3's lavapipe returns garbage from shuffles that read lanes 16..31,
+  -- past its widest vectors), so NVIDIA's run of this spec is what gates them. The shared-
+  -- memory module must give the CPU's bits at that width too.
+  vk_it("on lavapipe with 32-lane subgroups: the subgroup module is chosen, the shared one passes the bit gate", function()
+    if not vk.name:find("llvmpipe", 1, true) then return pending("lavapipe only: " .. vk.name) end
+    local out = child("LP_NATIVE_VECTOR_WIDTH=1024", [[
+      local vk = assert(require("xpu").device "vulkan:0")
+      print(vk.wave_size, vk:kernel("q4_0_q8k_wave").manifest.note)
+    ]])
+    if not out:match("^32\t") then return pending("this lavapipe gives no 32-lane subgroups: " .. out) end
+    assert.matches("^32\tsubgroup 32;", out)
+    out = child("LP_NATIVE_VECTOR_WIDTH=1024 XPULUA_VULKAN_MATVEC=shared", [[
+      local xpu, decode = require "xpu", require "xpu.decode"
+      local vk = assert(xpu.device "vulkan:0")
+      for _, fmt in ipairs(decode.formats) do
+        local ok, msg = decode.gate(vk, fmt, 40, 2304)
+        print(ok and "ok" or "FAILED", msg)
+      end
+      print(vk:kernel("q4_0_q8k_wave").manifest.note)
+    ]])
+    assert.not_matches("FAILED", out)
+    assert.matches("ok.*ok.*ok.*ok.*ok.*\nshared memory;", out)
+  end)
+end)
+
 -- ---- the basic kernels ---------------------------------------------------------------------
 
 describe("vulkan basic kernels == cpu:0", function()
@@ -330,8 +387,11 @@ describe("vulkan in the decode harness", function()
   vk_it("passes xpu.decode's bit gate for every format (what bench-decode runs first)", function()
     local decode = require "xpu.decode"
     for _, fmt in ipairs(formats) do
-      local ok, msg = decode.gate(vk, fmt, 40, 4096)
-      assert.is_true(ok, msg)
+      -- the launcher's grid, and 2 groups: each wave then walks rows v, v + 16, ...
+      for _, grid in ipairs { "launcher", 2 } do
+        local ok, msg = decode.gate(vk, fmt, 40, 4096, nil, grid)
+        assert.is_true(ok, msg)
+      end
     end
   end)
 end)
@@ -385,8 +445,13 @@ describe("vulkan grouped experts", function()
               ("%s slot %d (expert %d) vs %s"):format(kernel, kk, e, dense))
           end
         end
+        -- one group of 2 waves for every slot's rows: each wave walks several
+        local want, got = on_both(kernel, 1, 64,
+          { y = POISON:rep(#sel * rows), slab = slab, x = activation(cols, 85), sel = string.pack("<i4i4i4", table.unpack(sel)) },
+          { "y", "slab", "x", "sel", experts, #sel, rows, cols, 0, 0 }, { "y" })
+        same_floats(want[1], got[1], kernel .. " one group")
         -- an expert outside [0, experts): that slot's rows are NaN, the others computed
-        local want, got = on_both(kernel, 2 * rows // 8, 256,
+        want, got = on_both(kernel, 2 * rows // 8, 256,
           { y = POISON:rep(2 * rows), slab = slab, x = activation(cols, 90),
             sel = string.pack("<i4i4", 2, experts) },
           { "y", "slab", "x", "sel", experts, 2, rows, cols, 0, 0 }, { "y" })

@@ -7,7 +7,7 @@
 
 GLSLC ?= $(shell command -v glslc 2>/dev/null)
 VK_COMP := $(sort $(wildcard kernels/vulkan/*.comp))
-VK_GLSL := $(wildcard kernels/vulkan/*.glsl)
+VK_GLSL := $(wildcard kernels/vulkan/*.glsl) kernels/shape_grain.h
 # vulkan1.2: SPIR-V 1.5. The kernels mark their float results `precise` (NoContraction):
 # docs/ARITHMETIC.md allows no fused multiply-add where the source has two operations.
 GLSLC_FLAGS ?= -O
@@ -25,14 +25,26 @@ VK_NC_CHECK = $(SPIRV_DIS) --raw-id $@ | awk '/OpDecorate .* NoContraction/ { nc
 	      if (bare || fma) { print "$@: " bare+0 " float ops without NoContraction, " fma+0 " Fma"; exit 1 } }' \
 	|| { rm -f $@; exit 1; }
 
+# Each mat-vec is built twice (matvec.glsl says why): vk_<kernel>.spv trades lanes' values
+# through shared memory, for any subgroup size; vk_<kernel>.subgroup.spv (-DMV_SUBGROUP) by
+# subgroup shuffles, where subgroups are 32 lanes or a multiple. vulkan_pipe.c picks one per
+# pipeline.
+VK_MV := $(foreach f,$(VK_COMP),$(if $(findstring _q8k_,$(f)),$(f)))
+
 ifneq ($(strip $(GLSLC)),)
 ifneq ($(VK_COMP),)
-VK_SPV := $(VK_COMP:kernels/vulkan/%.comp=$(B)/vulkan/vk_%.spv)
+VK_SPV := $(VK_COMP:kernels/vulkan/%.comp=$(B)/vulkan/vk_%.spv) \
+	  $(VK_MV:kernels/vulkan/%.comp=$(B)/vulkan/vk_%.subgroup.spv)
 EMBED_CODE += $(VK_SPV)
 
 $(B)/vulkan/vk_%.spv: kernels/vulkan/%.comp $(VK_GLSL) kernels/vulkan/vulkan.mk
 	@mkdir -p $(dir $@)
 	$(GLSLC) $(VK_FLAGS) $< -o $@
 	$(if $(and $(strip $(SPIRV_DIS)),$(findstring _q8k_,$*)),@$(VK_NC_CHECK))
+
+$(B)/vulkan/vk_%.subgroup.spv: kernels/vulkan/%.comp $(VK_GLSL) kernels/vulkan/vulkan.mk
+	@mkdir -p $(dir $@)
+	$(GLSLC) $(VK_FLAGS) -DMV_SUBGROUP $< -o $@
+	$(if $(strip $(SPIRV_DIS)),@$(VK_NC_CHECK))
 endif
 endif

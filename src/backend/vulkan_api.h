@@ -82,6 +82,7 @@ const char *xpu_vk_result_name(VkResult r);
 struct vk_pipe {
 	uint32_t block[3];
 	VkPipeline pipe;
+	bool subgroup;         /* made from the kernel's subgroup module */
 };
 
 /* One kernel on one device: its SPIR-V, layouts, argument placement, pipelines by block. */
@@ -90,7 +91,12 @@ struct vk_kern {
 	const unsigned char *spv;
 	size_t spv_size;
 	bool wave;             /* 32-lane waves over a 1-D block of 32..256 threads */
+	/* A mat-vec's second module, "vk_<kernel>.subgroup.spv": its lanes trade values by
+	 * subgroup shuffles (kernels/vulkan/matvec.glsl); NULL where the device cannot run it. */
+	const unsigned char *spv_sg;
+	size_t spv_sg_size;
 	VkShaderModule mod;
+	VkShaderModule mod_sg;
 	VkDescriptorSetLayout dsl;
 	VkPipelineLayout layout;
 	uint32_t nbuf;         /* buffer arguments: bindings 0..nbuf-1 in signature order */
@@ -168,6 +174,11 @@ struct vk_dev {
 	bool budget;             /* VK_EXT_memory_budget */
 	bool exec_props;         /* VK_KHR_pipeline_executable_properties, enabled */
 	uint32_t timestamp_bits;
+	/* The mat-vecs' subgroup modules run at this subgroup size, a multiple of 32 (0: never,
+	 * the shared-memory modules only); at a required size (subgroup size control) or the
+	 * device's own, with full subgroups required where the driver can. */
+	uint32_t mv_subgroup;
+	bool mv_required, mv_full;
 	uint8_t cache_uuid[VK_UUID_SIZE];
 	VkPipelineCache pcache;
 	char cache_path[512];

@@ -43,11 +43,12 @@ static const struct xpu_vk_embedded *spv_of(const char *kernel)
 	return NULL;
 }
 
+/* Kernels, not modules: a mat-vec's second module (".subgroup.spv") is not one more. */
 int xpu_vk_kernels_count(void)
 {
 	int n = 0;
 	for (const struct xpu_vk_embedded *e = xpu_embedded_code; e->name; e++)
-		n += is_kernel_spv(e);
+		n += is_kernel_spv(e) && !strstr(e->name, ".subgroup.spv");
 	return n;
 }
 
@@ -188,20 +189,26 @@ static void save_cache(struct vk_dev *vd)
 
 /* ---- layouts and pipelines ----------------------------------------------------------------- */
 
+/* A module from embedded SPIR-V, copied to words: the embedded bytes are only byte-aligned. */
+static int make_module(struct vk_dev *vd, const unsigned char *spv, size_t size, VkShaderModule *mod)
+{
+	uint32_t *code = xpu_malloc(size);
+	if (!code)
+		return -1;
+	memcpy(code, spv, size);
+	VkShaderModuleCreateInfo mi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+					.codeSize = size, .pCode = code };
+	int rc = VK(&vd->fn, vkCreateShaderModule, vd->device, &mi, NULL, mod);
+	xpu_free(code);
+	return rc;
+}
+
 /* Module, descriptor set layout (one storage buffer per buffer argument) and pipeline
- * layout, made with the kernel's first pipeline. The SPIR-V is copied to words: the
- * embedded bytes are only byte-aligned. */
+ * layout, made with the kernel's first pipeline; a subgroup module shares the layouts. */
 static int open_layouts(struct vk_dev *vd, struct vk_kern *kn)
 {
 	VkDescriptorSetLayoutBinding b[XPU_MAX_ARGS];
-	uint32_t *code = xpu_malloc(kn->spv_size);
-	if (!code)
-		return -1;
-	memcpy(code, kn->spv, kn->spv_size);
-	VkShaderModuleCreateInfo mi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-					.codeSize = kn->spv_size, .pCode = code };
-	int rc = VK(&vd->fn, vkCreateShaderModule, vd->device, &mi, NULL, &kn->mod);
-	xpu_free(code);
+	int rc = make_module(vd, kn->spv, kn->spv_size, &kn->mod);
 	for (uint32_t i = 0; i < kn->nbuf; i++)
 		b[i] = (VkDescriptorSetLayoutBinding){ .binding = i, .descriptorCount = 1,
 						       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -219,6 +226,14 @@ static int open_layouts(struct vk_dev *vd, struct vk_kern *kn)
 	return 0;
 }
 
+/* Whether a mat-vec's pipeline for `block` is made from its subgroup module: the group must
+ * be whole subgroups of the size vd->mv_subgroup (vulkan_probe.c, pick_matvec). */
+static bool use_subgroup(const struct vk_dev *vd, const struct vk_kern *kn, const uint32_t block[3])
+{
+	return kn->spv_sg && vd->mv_subgroup && block[0] % vd->mv_subgroup == 0 && block[1] == 1 &&
+	       block[2] == 1;
+}
+
 /* The kernel's pipeline for `block` (specialization constants 0..2 are the workgroup size),
  * made and cached on first use. Called with vd->lock held. */
 int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out)
@@ -233,6 +248,12 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 				XPU_VK_PIPES);
 	if (!kn->layout && open_layouts(vd, kn))
 		return -1;
+	bool sg = use_subgroup(vd, kn, block);
+	if (sg && !kn->mod_sg && make_module(vd, kn->spv_sg, kn->spv_sg_size, &kn->mod_sg))
+		return -1;
+	VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size = {
+		.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+		.requiredSubgroupSize = vd->mv_subgroup };
 	VkSpecializationMapEntry map[3];
 	for (uint32_t i = 0; i < 3; i++)
 		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
@@ -242,14 +263,17 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
 		.flags = vd->exec_props ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
 		.stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-			   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = kn->mod, .pName = "main",
-			   .pSpecializationInfo = &spec },
+			   .pNext = sg && vd->mv_required ? &size : NULL,
+			   .flags = sg && vd->mv_full ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
+			   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = sg ? kn->mod_sg : kn->mod,
+			   .pName = "main", .pSpecializationInfo = &spec },
 		.layout = kn->layout,
 	};
 	struct vk_pipe *p = &kn->pipes[kn->npipes];
 	if (VK(&vd->fn, vkCreateComputePipelines, vd->device, vd->pcache, 1, &ci, NULL, &p->pipe))
 		return -1;
 	memcpy(p->block, block, sizeof p->block);
+	p->subgroup = sg;
 	kn->npipes++;
 	save_cache(vd);
 	*out = p->pipe;
@@ -265,7 +289,8 @@ static bool is_wave_kernel(const char *name)
 }
 
 /* An entry for every kernel whose SPIR-V is embedded and runs here; the others stay NULL
- * ("not built for vulkan:N"): a packed-dot kernel on a device without the feature. */
+ * ("not built for vulkan:N"): a packed-dot kernel on a device without the feature. A
+ * mat-vec takes its subgroup module too where the device runs one. */
 int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4)
 {
 	int n = xpu_kernel_count();
@@ -281,6 +306,13 @@ int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4)
 		kn->spv = e->data;
 		kn->spv_size = e->size;
 		kn->wave = is_wave_kernel(k->def->name);
+		char sg_name[96];
+		snprintf(sg_name, sizeof sg_name, "%s.subgroup", k->def->name);
+		const struct xpu_vk_embedded *sg = kn->wave && vd->mv_subgroup ? spv_of(sg_name) : NULL;
+		if (sg) {
+			kn->spv_sg = sg->data;
+			kn->spv_sg_size = sg->size;
+		}
 		place_args(kn);
 		if (kn->push_bytes > XPU_VK_PUSH || kn->push_bytes > vd->limits.maxPushConstantsSize)
 			return xpu_fail("kernel '%s' needs %u bytes of push constants", k->def->name,
@@ -302,6 +334,8 @@ void xpu_vk_kernels_close(struct vk_dev *vd)
 			vd->fn.vkDestroyDescriptorSetLayout(vd->device, kn->dsl, NULL);
 		if (kn->mod)
 			vd->fn.vkDestroyShaderModule(vd->device, kn->mod, NULL);
+		if (kn->mod_sg)
+			vd->fn.vkDestroyShaderModule(vd->device, kn->mod_sg, NULL);
 	}
 	if (vd->pcache) {
 		save_cache(vd);
@@ -369,6 +403,19 @@ static int read_stats(struct vk_dev *vd, VkPipeline pipe, struct xpu_manifest *m
 	return 0;
 }
 
+/* A mat-vec's note begins with the module its pipeline was made from: "subgroup N" (lanes
+ * trade values by shuffles in subgroups of N) or "shared memory". */
+static void wave_note(const struct vk_dev *vd, const struct vk_pipe *p, struct xpu_manifest *m)
+{
+	char all[sizeof m->note + 32];
+	if (p->subgroup)
+		snprintf(all, sizeof all, "subgroup %u; %s", vd->mv_subgroup, m->note);
+	else
+		snprintf(all, sizeof all, "shared memory; %s", m->note);
+	memcpy(m->note, all, sizeof m->note - 1); /* the driver's part may lose its tail */
+	m->note[sizeof m->note - 1] = 0;
+}
+
 /* What the driver reports of the kernel's pipeline (the last one made, or one made now for
  * the table's block, 256 where it says any); what it does not report stays unknown. */
 int xpu_vk_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manifest *m)
@@ -379,16 +426,18 @@ int xpu_vk_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manif
 	VkPipeline pipe;
 	int rc = 0;
 	pthread_mutex_lock(&vd->lock);
+	if (!kn->npipes)
+		rc = xpu_vk_pipeline(vd, kn, block, &pipe);
 	if (kn->npipes)
 		pipe = kn->pipes[kn->npipes - 1].pipe;
-	else
-		rc = xpu_vk_pipeline(vd, kn, block, &pipe);
 	m->max_threads = (int32_t)(kn->wave ? XPU_VK_WAVE_BLOCK_MAX
 					     : vd->limits.maxComputeWorkGroupInvocations);
 	if (rc == 0 && vd->exec_props && vd->fn.vkGetPipelineExecutableStatisticsKHR)
 		rc = read_stats(vd, pipe, m);
 	else if (rc == 0)
 		snprintf(m->note, sizeof m->note, "driver has no VK_KHR_pipeline_executable_properties");
+	if (rc == 0 && kn->wave)
+		wave_note(vd, &kn->pipes[kn->npipes - 1], m);
 	pthread_mutex_unlock(&vd->lock);
 	return rc;
 }

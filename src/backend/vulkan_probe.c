@@ -20,8 +20,9 @@ struct vk_info {
 	VkPhysicalDeviceFeatures2 feats;
 	VkPhysicalDeviceVulkan12Features f12;
 	VkPhysicalDeviceShaderIntegerDotProductFeatures fdot;
+	VkPhysicalDeviceSubgroupSizeControlFeatures fsize;
 	VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexec;
-	bool has_sizectl, has_dot, dot_ext, has_budget, has_exec, has_amd, has_nv;
+	bool has_sizectl, sizectl_ext, has_dot, dot_ext, has_budget, has_exec, has_amd, has_nv;
 };
 
 /* The compute queue family: the first with compute, one with timestamps if any has them. */
@@ -69,7 +70,8 @@ static int read_extensions(VkPhysicalDevice pd, struct vk_info *vi)
 	bool v13 = vi->api >= VK_API_VERSION_1_3;
 	vi->dot_ext = !v13 && has_ext(e, n, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
 	vi->has_dot = v13 || vi->dot_ext;
-	vi->has_sizectl = v13 || has_ext(e, n, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+	vi->sizectl_ext = !v13 && has_ext(e, n, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+	vi->has_sizectl = v13 || vi->sizectl_ext;
 	vi->has_budget = has_ext(e, n, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 	vi->has_exec = has_ext(e, n, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 	vi->has_amd = has_ext(e, n, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
@@ -117,6 +119,8 @@ static int read_info(VkPhysicalDevice pd, struct vk_info *vi)
 	link(&tail, &vi->f12, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
 	if (vi->has_dot)
 		link(&tail, &vi->fdot, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES);
+	if (vi->has_sizectl)
+		link(&tail, &vi->fsize, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
 	if (vi->has_exec)
 		link(&tail, &vi->fexec,
 		     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
@@ -236,15 +240,52 @@ static const char *load_device_funcs(struct vk_dev *vd)
 	return NULL;
 }
 
+/* The subgroup size the mat-vecs' subgroup modules run at (kernels/vulkan/matvec.glsl): 32,
+ * required, where the driver can require sizes for compute; else the device's own size
+ * where it is a multiple of 32; else none (their shared-memory modules serve every block).
+ * XPULUA_VULKAN_MATVEC=shared keeps the shared-memory modules, to compare the two. */
+static void pick_matvec(struct vk_dev *vd, const struct vk_info *vi)
+{
+	const VkPhysicalDeviceSubgroupProperties *sg = &vi->subgroup;
+	const VkPhysicalDeviceSubgroupSizeControlProperties *sc = &vi->sizectl;
+	VkSubgroupFeatureFlags need = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+	const char *env = getenv("XPULUA_VULKAN_MATVEC");
+	bool ctl = vi->has_sizectl && vi->fsize.subgroupSizeControl &&
+		   (sc->requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+	vd->mv_subgroup = 0;
+	vd->mv_required = vd->mv_full = false;
+	if (!(sg->supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) || (sg->supportedOperations & need) != need ||
+	    (env && strcmp(env, "shared") == 0))
+		return;
+	if (ctl && sc->minSubgroupSize <= 32 && sc->maxSubgroupSize >= 32) {
+		vd->mv_subgroup = 32;
+		vd->mv_required = true;
+	} else if (sg->subgroupSize % 32 == 0 && sg->subgroupSize <= XPU_VK_WAVE_BLOCK_MAX) {
+		vd->mv_subgroup = sg->subgroupSize;
+	}
+	/* without a required size, full subgroups are sized by the largest the device has */
+	vd->mv_full = vd->mv_subgroup && vi->has_sizectl && vi->fsize.computeFullSubgroups &&
+		      (vd->mv_required || sc->maxSubgroupSize == vd->mv_subgroup);
+}
+
 /* The features the kernels use, and the extensions that carry them or the probes. */
 static int make_device(struct vk_dev *vd, const struct vk_info *vi, bool *dot4)
 {
-	const char *ext[4];
+	const char *ext[8];
 	uint32_t next = 0;
 	VkPhysicalDeviceFeatures2 on = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 };
 	VkPhysicalDeviceShaderIntegerDotProductFeatures dot = { 0 };
+	VkPhysicalDeviceSubgroupSizeControlFeatures size = { 0 };
 	VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec = { 0 };
 	void *tail = &on;
+	pick_matvec(vd, vi);
+	if (vd->mv_required || vd->mv_full) {
+		link(&tail, &size, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES);
+		size.subgroupSizeControl = vd->mv_required;
+		size.computeFullSubgroups = vd->mv_full;
+		if (vi->sizectl_ext)
+			ext[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+	}
 	*dot4 = vi->has_dot && vi->fdot.shaderIntegerDotProduct;
 	if (*dot4) {
 		link(&tail, &dot, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES);
