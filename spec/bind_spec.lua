@@ -53,6 +53,29 @@ describe("routed decode", function()
     end
   end
 
+  -- q4_0 and q8_0 launch no more groups than the device keeps resident (their waves stream
+  -- row after row): with more rows than that, every row must still come out, == the CPU
+  for _, entry in ipairs(devices) do
+    for _, fmt in ipairs { "q4_0", "q8_0" } do
+      device_it(entry, fmt .. ": more rows than resident waves, every row == the CPU body", function(d)
+        local m = d:kernel(fmt .. "_q8k_wave").manifest
+        local per_cu = m.resident_groups_per_cu or -1
+        local rows, cols = per_cu > 0 and per_cu * d.simd_count * 8 + 37 or 300, 256
+        local w = fx.weights(fmt, rows, cols, 43)
+        local x = fx.activation(cols, 47)
+        local y = d:buffer(fx.POISON:rep(rows + 1))
+        local c = xpu.call { query = xpu.query { format = fmt, regime = "decode", in_dim = cols, out_dim = rows },
+                             device = d, receiver = { bound = true, resident = true },
+                             operands = { y = y, w = d:buffer(w), x = d:buffer(x) } }
+        llama:bind(c):dispatch(c)
+        fx.sync(d)
+        local got = y:download()
+        assert.equal(fx.POISON, got:sub(-4), "wrote past the rows")
+        fx.same_floats(d.id, q.matvec_host(fmt, w, x, rows, cols, "portable"), got:sub(1, 4 * rows), fmt .. " " .. rows .. " rows")
+      end)
+    end
+  end
+
   it("refuses at bind, with the refusal line, a weight whose slab is not resident", function()
     local c = xpu.call { query = xpu.query { format = "q4_0", regime = "decode", in_dim = 4096, out_dim = 8 },
                          receiver = { bound = true } }
