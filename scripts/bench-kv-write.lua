@@ -1,0 +1,109 @@
+-- bench-kv-write.lua — one decode step's KV-cache write: one token's [heads, 1, dim] f16 slab
+-- into a [heads, ctx, dim] f16 cache, through the write_slice contract (a fixed position) and
+-- write_slice_rotating (the position read from a device buffer, so the same launch serves
+-- every step). Three figures per op, medians over --n:
+--   end to end  host wall clock from the contract launch to the end of the stream's sync
+--   eager       back-to-back launches between two timer marks, per launch
+--   deferred    the same batch recorded once and replayed as one submission, per launch
+-- Bit-checked first: the cache after the write == the CPU twin's.
+--   xpulua scripts/bench-kv-write.lua [--device cuda:0] [--heads 32] [--ctx 4096] [--dim 128] [--n 200]
+local xpu = require "xpu"
+local report = require "xpu.report"
+
+local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--device" then opts.device = v
+  elseif a == "--contracts" then opts.file = v
+  elseif opts[a:sub(3)] ~= nil and tonumber(v) then opts[a:sub(3)] = tonumber(v)
+  else io.stderr:write("bench-kv-write: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, err = xpu.device(opts.device)
+if not d then io.stderr:write("bench-kv-write: ", err, "\n"); os.exit(1) end
+local contracts, cerr = xpu.contracts.try_load(opts.file)
+if not contracts then io.stderr:write("bench-kv-write: ", cerr, "\n"); os.exit(1) end
+local function contract(dev, kernel)
+  for _, c in ipairs(contracts) do
+    if c.kernel == kernel and dev:supports(c.code_capability) then return c end
+  end
+end
+
+local H, T, D = opts.heads, opts.ctx, opts.dim
+local pos = T // 2 + 3
+local cache_bytes, token_bytes = H * T * D * 2, H * D * 2
+report.log("bench-kv-write: %s (%s), f16 cache [%d, %d, %d] (%d MiB), token [%d, 1, %d] at %d",
+  d.id, d.name, H, T, D, cache_bytes >> 20, H, D, pos)
+
+local function bytes_of(n, seed)
+  local t = {}
+  for k = 1, n // 2 do t[k] = (k * 7919 + seed) % 0x7bff end -- finite f16 bit patterns
+  local parts = {}
+  for k = 1, #t, 4096 do parts[#parts + 1] = string.pack("<" .. ("I2"):rep(math.min(4096, #t - k + 1)),
+    table.unpack(t, k, math.min(#t, k + 4095))) end
+  return table.concat(parts)
+end
+local cache0, token = bytes_of(cache_bytes, 1), bytes_of(token_bytes, 2)
+
+-- the launch spec of op on dev: cache, token (and the position buffer), params
+local function spec_of(dev, op)
+  local f16 = function(shape, data) return { dtype = "f16", shape = shape, buffer = dev:buffer(data) } end
+  local inputs = { source = f16({ H, 1, D }, token), dest = f16({ H, T, D }, cache0) }
+  local params = { ranges = { { 0, H }, { pos, pos + 1 }, { 0, D } } }
+  if op == "write_slice_rotating" then
+    inputs.position = { dtype = "u32", shape = { 1 }, buffer = dev:buffer(string.pack("<I4", pos)) }
+    params = { axis = 1, modulus = T, ranges = { { 0, H }, { 0, 1 }, { 0, D } } }
+  end
+  return { inputs = inputs, params = params }
+end
+
+local rows = {}
+for _, op in ipairs { "write_slice", "write_slice_rotating" } do
+  local c, cpu_c = contract(d, op), contract(xpu.device "cpu:0", op)
+  if not c then
+    report.log("bench-kv-write: %s has no %s contract", d.id, op)
+  else
+    -- gate: the whole cache after one write == the CPU twin's
+    local a, b = spec_of(d, op), spec_of(xpu.device "cpu:0", op)
+    c:launch(a)
+    cpu_c:launch(b)
+    d:default_stream():sync()
+    local same = a.inputs.dest.buffer:download() == b.inputs.dest.buffer:download()
+    if not same then io.stderr:write("bench-kv-write: ", op, " on ", d.id, " differs from the CPU\n"); os.exit(1) end
+
+    local spec = spec_of(d, op)
+    local s = d:default_stream()
+    spec.stream = s
+    local e2e = {}
+    for r = 1, opts.n + 5 do
+      local t0 = xpu.now()
+      c:launch(spec)
+      s:sync()
+      if r > 5 then e2e[#e2e + 1] = xpu.now() - t0 end
+    end
+    local function batched(stream)
+      spec.stream = stream
+      local t = {}
+      for r = 1, 20 + 3 do
+        local m = stream:timer_begin()
+        for _ = 1, 100 do c:launch(spec) end
+        local sec = stream:timer_end(m) / 100
+        if r > 3 then t[#t + 1] = sec end
+      end
+      return report.stats(t)
+    end
+    local eager = batched(s)
+    local ds = d:stream()
+    ds:set_deferred(true)
+    local deferred = batched(ds)
+    ds:release()
+    local st = report.stats(e2e)
+    rows[#rows + 1] = { op, token_bytes, st.median * 1e6, st.min * 1e6, eager.median * 1e6, deferred.median * 1e6 }
+  end
+end
+print(report.table {
+  title = ("one-token KV write on %s (%s), f16 [%d, %d, %d], %s"):format(d.id, d.name, H, T, D, os.date("!%Y-%m-%d")),
+  header = { "op", "bytes written", "end to end us", "min us", "eager us/launch", "deferred us/launch" },
+  rows = rows })
