@@ -1,24 +1,38 @@
 -- bench-matvec-kernel.lua — one decode mat-vec kernel by name, e.g. a Vulkan `_dot4` twin
 -- (what the routes pick where the device has the packed dot; bench-decode times the plain
 -- `<fmt>_q8k_wave`): bit gate against the CPU first (a wave per row, and 2 groups so each wave
--- walks several rows), then deferred batches on weights rotated past the caches, as
--- xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the pipeline is).
---   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--n N]
--- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has.
+-- walks several rows, at two widths), then deferred batches on weights rotated past the
+-- caches, as xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the
+-- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
+--   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
+--          [--n N] [--distinct R] [--tsv]
+-- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
+-- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
+-- makes the fixture faster to build, the bytes read are the same). --tsv prints one line per kernel and shape instead of
+-- the table: kernel, shape, median us, min us, GB/s, registers, spill bytes, note ("-" where
+-- the driver does not say); a kernel that fails its gate prints "GATE FAILED" in the median's
+-- place, the others still run, and the exit status is 1.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
 
-local opts = { device = "cpu:0", n = 20, kernels = {} }
+local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256 }
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.device = v
   elseif a == "--kernel" then opts.kernels[#opts.kernels + 1] = v
+  elseif a == "--shape" then
+    local r, c = (v or ""):match "^(%d+)x(%d+)$"
+    if not r then io.stderr:write("bench-matvec-kernel: --shape takes ROWSxCOLS, not '", tostring(v), "'\n"); os.exit(2) end
+    opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
   elseif a == "--n" then opts.n = tonumber(v)
+  elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
+  elseif a == "--tsv" then opts.tsv = true; i = i - 1
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end
+if #opts.shapes == 0 then opts.shapes = { { 14336, 4096 }, { 4096, 14336 } } end
 
 local d = assert(xpu.device(opts.device))
 if #opts.kernels == 0 then
@@ -31,8 +45,7 @@ if #opts.kernels == 0 then
 end
 
 -- == the CPU's portable body, element by element, at `groups` groups of 256
-local function gate(k, fmt, groups)
-  local rows, cols = 96, 4096
+local function gate(k, fmt, rows, cols, groups)
   local fx = decode.fixture(fmt, rows, cols, 3)
   local y = d:buffer(decode.NAN:rep(rows))
   k:launch(nil, groups, 256, y, d:buffer(fx.resident), d:buffer(fx.x), rows, cols, 0)
@@ -40,38 +53,79 @@ local function gate(k, fmt, groups)
   return y:download() == xpu.quant.matvec_host(fmt, fx.resident, fx.x, rows, cols, "portable")
 end
 
-local function time(k, fmt, rows, cols)
-  local distinct = math.min(rows, 256)
+-- The rotated weight copies of one format and shape, kept for the next kernel of the same
+-- format (a plain kernel and its packed-dot twin time the same bytes); another format's
+-- release them first.
+local held = {}
+local function weights(fmt, rows, cols)
+  local key = fmt .. " " .. rows .. "x" .. cols
+  if held[key] then return held[key] end
+  if held.fmt ~= fmt then
+    for k, v in pairs(held) do
+      if type(v) == "table" then for _, b in ipairs(v.ws) do b:release() end; held[k] = nil end
+    end
+    held.fmt = fmt
+  end
+  local distinct = math.min(rows, opts.distinct)
   local fx = decode.fixture(fmt, distinct, cols, 5)
   local resident = fx.resident:rep((rows + distinct - 1) // distinct):sub(1, rows * fx.row_bytes)
   local bytes = rows * fx.row_bytes
   local copies = math.max(2, math.ceil((d.integrated and 256 << 20 or 1 << 30) / bytes))
   local ws = {}
   for c = 1, copies do ws[c] = d:buffer(resident) end
-  local x, y, s = d:buffer(fx.x), d:buffer(rows * 4), d:stream()
+  held[key] = { ws = ws, x = d:buffer(fx.x), bytes = bytes }
+  return held[key]
+end
+
+local function time(k, fmt, rows, cols)
+  local wt = weights(fmt, rows, cols)
+  local y, s = d:buffer(rows * 4), d:stream()
   s:set_deferred(true)
-  local times, batch = {}, copies
+  local times, batch = {}, #wt.ws
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()
-    for b = 1, batch do k:launch(s, (rows + 7) // 8, 256, y, ws[b], x, rows, cols, 0) end
+    for b = 1, batch do k:launch(s, (rows + 7) // 8, 256, y, wt.ws[b], wt.x, rows, cols, 0) end
     local sec = s:timer_end(m) / batch
     if r > 3 then times[#times + 1] = sec end
   end
-  for c = 1, copies do ws[c]:release() end
   s:release()
-  return report.stats(times), bytes
+  return report.stats(times), wt.bytes
 end
 
-local rows = {}
-for _, name in ipairs(opts.kernels) do
-  local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
-  local ok = gate(k, fmt, 12) and gate(k, fmt, 2)
-  if not ok then io.stderr:write("bench-matvec-kernel: bit gate failed for ", name, "\n"); os.exit(1) end
-  for _, shape in ipairs { { 14336, 4096 }, { 4096, 14336 } } do
-    local st, bytes = time(k, fmt, shape[1], shape[2])
-    rows[#rows + 1] = { name, ("%dx%d"):format(shape[1], shape[2]), st.median * 1e6, st.min * 1e6,
-                        bytes / st.median / 1e9, k.manifest.note }
+local rows, failed = {}, false
+local function emit(cols)
+  rows[#rows + 1] = cols
+  if opts.tsv then
+    local out = {}
+    for j, c in ipairs(cols) do out[j] = type(c) == "number" and ("%.1f"):format(c) or tostring(c) end
+    print(table.concat(out, "\t"))
+    io.stdout:flush()
   end
 end
-print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated"):format(d.id, d.name),
-                     header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "note" }, rows = rows })
+
+for _, name in ipairs(opts.kernels) do
+  local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
+  local run, ok = pcall(function()
+    return gate(k, fmt, 96, 4096, 12) and gate(k, fmt, 96, 4096, 2) and gate(k, fmt, 40, 2304, 5)
+  end)
+  if not run then io.stderr:write("bench-matvec-kernel: ", name, ": ", tostring(ok), "\n"); ok = false end
+  local m = k.manifest or {}
+  local regs, spill = m.registers or "-", m.spill_bytes or "-"
+  if not ok then
+    io.stderr:write("bench-matvec-kernel: bit gate failed for ", name, "\n")
+    failed = true
+    emit { name, "-", "GATE FAILED", "-", "-", regs, spill, m.note or "" }
+  else
+    for _, shape in ipairs(opts.shapes) do
+      local st, bytes = time(k, fmt, shape[1], shape[2])
+      emit { name, ("%dx%d"):format(shape[1], shape[2]), st.median * 1e6, st.min * 1e6,
+             bytes / st.median / 1e9, regs, spill, m.note or "" }
+    end
+  end
+end
+if not opts.tsv then
+  print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated"):format(d.id, d.name),
+                       header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers",
+                                  "spill", "note" }, rows = rows })
+end
+if failed then os.exit(1) end

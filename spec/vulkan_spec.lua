@@ -230,6 +230,66 @@ describe("vulkan mat-vec modules", function()
     assert.not_matches("FAILED", out)
     assert.matches("ok.*ok.*ok.*ok.*ok.*\nshared memory;", out)
   end)
+
+  -- XPULUA_VULKAN_MATVEC_SPEC sets the mat-vecs' tuning constants (vulkan_pipe.c,
+  -- matvec.glsl); every setting must give the CPU's bits. Each child gates the dense kernels
+  -- (plain and packed-dot) at two widths (a partial last step, and several whole U plus a
+  -- tail), a wave per row and 2 groups (waves walking several rows), and in one case the
+  -- grouped kernel with one expert; together the settings reach every U register set, both
+  -- load widths, both q8_0 lane maps, both iq4_nl codebooks and both reload forms. Here the
+  -- shared-memory module runs them (lavapipe's subgroups are 8 wide); bench-matvec-kernel
+  -- gates the subgroup module the same way before it times a setting on the GPU.
+  local tuning_gate = [[
+    local xpu, decode = require "xpu", require "xpu.decode"
+    local vk = assert(xpu.device "vulkan:0")
+    local rows = 40
+    for fmt in FMTS:gmatch "%S+" do
+      for _, cols in ipairs { 2304, 10240 } do
+        local fx = decode.fixture(fmt, rows, cols, 7)
+        local want = xpu.quant.matvec_host(fmt, fx.resident, fx.x, rows, cols, "portable")
+        local w, x = vk:buffer(fx.resident), vk:buffer(fx.x)
+        local function gate(name, groups, ...)
+          local y = vk:buffer(decode.NAN:rep(rows))
+          vk:kernel(name):launch(nil, groups, 256, y, ...)
+          vk:default_stream():sync()
+          print(y:download() == want and "ok" or "FAILED", name, cols, groups)
+        end
+        for _, suffix in ipairs { "", "_dot4" } do
+          if vk:kernel_available(fmt .. "_q8k_wave" .. suffix) then
+            for _, groups in ipairs { rows // 8, 2 } do
+              gate(fmt .. "_q8k_wave" .. suffix, groups, w, x, rows, cols, 0)
+            end
+            if ID then
+              gate(fmt .. "_q8k_id" .. suffix, rows // 8, w, x, vk:buffer(string.pack("<i4", 0)), 1, 1, rows, cols, 0, 0)
+            end
+          end
+        end
+      end
+      print(vk:kernel(fmt .. "_q8k_wave").manifest.note)
+    end
+  ]]
+  -- { settings, formats, whether the grouped kernels are gated too (their walk is the dense
+  -- kernels': once is enough) }
+  for _, case in ipairs {
+    { "U=1 GUARD=1 VEC=0", "q4_0 q8_0 q4_K q6_K iq4_nl", false },
+    { "U=3 q8_0:G=1 iq4_nl:KV=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
+    { "U=5, q8_0:G=1, VEC=0", "q8_0 q6_K", false },
+    { "U=8 GUARD=1 VEC=0 iq4_nl:KV=0", "q4_0 iq4_nl", false },
+  } do
+    local env, fmts, id = case[1], case[2], case[3]
+    vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()
+      local out = child(("XPULUA_VULKAN_MATVEC_SPEC='%s'"):format(env),
+        ("local FMTS, ID = %q, %s\n"):format(fmts, id) .. tuning_gate)
+      assert.not_matches("FAILED", out)
+      -- per format: 2 widths x (2 grids [+ the grouped kernel]) x (plain, packed dot)
+      local per = (id and 3 or 2) * (vk:kernel_available("q4_0_q8k_wave_dot4") and 4 or 2)
+      local _, oks = out:gsub("ok\t", "")
+      local _, nfmt = fmts:gsub("%S+", "")
+      assert.equal(per * nfmt, oks, out)
+      local _, notes = out:gsub("tuning " .. env:match "U=%d", "")
+      assert.equal(nfmt, notes, out)
+    end)
+  end
 end)
 
 -- ---- the basic kernels ---------------------------------------------------------------------

@@ -6,10 +6,13 @@
  * (G = 1, 2 or 8), so one wave step covers B = 32 / G blocks; every lane keeps U steps of
  * weight loads in flight in registers, refilling a step's registers as soon as it is summed.
  * A block's integer dot is exact and summed across its G lanes, then made its one float
- * value; that value goes to accumulator lane b % 32 in increasing b, and the butterfly
- * acc[l] + acc[l ^ off], off = 16 .. 1, leaves the row in lane 0 (docs/ARITHMETIC.md).
+ * value. docs/ARITHMETIC.md's order adds block b to accumulator b % 32 in increasing b; here
+ * lane (group g, sub s) keeps the accumulator of blocks B s + g (mod 32), taking its group's
+ * value at the steps t with t % G == s, so no value moves between lanes while a row is
+ * walked; one exchange puts each accumulator in its lane b % 32 before the butterfly
+ * acc[l] + acc[l ^ off], off = 16 .. 1, which leaves the row in lane 0.
  *
- * Lanes trade values (group sums, hand-over, butterfly) one of two ways; vulkan.mk builds
+ * Lanes trade values (group sums, the exchange, butterfly) one of two ways; vulkan.mk builds
  * both modules and the backend picks one per pipeline (vulkan_pipe.c):
  *  - MV_SUBGROUP: subgroup shuffles, where a subgroup is 32 lanes or a multiple of 32 and
  *    the group is whole subgroups (NVIDIA, AMD, Intel at a required 32; lavapipe under
@@ -18,7 +21,16 @@
  *    control flow is then the same in every invocation of the group.
  * Both do the same float operations in the same order, so both give the same bits. Float
  * code stays out of [[unroll]] loops (glslc's unroller drops `precise`; vulkan.mk checks):
- * the U steps are written out by MV_STEP. */
+ * the U steps are written out by MV_STEP.
+ *
+ * The walk's loop body has no branch but the specialization constants' (which the driver
+ * folds): every step's loads are made, a lane past the row reading a block of it, and the
+ * adds and f16 decodes are selects. A load under a data-dependent branch leaves the driver's
+ * compiler a merge of "loaded" and "not loaded" registers at every step, where it may wait
+ * for the loads in flight (on NVIDIA a warp's outstanding loads are counted, and a count is
+ * exact only on straight-line code), which would undo the U steps in flight; GUARD = 1 below
+ * brings that branch back, to measure it. The steps past the last whole U are a tail, taken
+ * once per row. */
 #ifndef XPU_MATVEC_GLSL
 #define XPU_MATVEC_GLSL
 
@@ -31,41 +43,72 @@
 #include "xpu_vk.glsl"
 
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
- * G lanes per block, U steps in flight (matvec.cuh's choices: registers against bytes), VEC
+ * U_FMT steps in flight by default (the fastest of U = 1..8 on an H200's NVIDIA driver, dot4
+ * kernels, docs/PERF.md: q4_0 2, q8_0 1, q4_K 1, q6_K 2, iq4_nl 4), VEC_FMT
  * whether it loads 16 bytes at a time where the layout allows (the K formats' 140- and
- * 208-byte payloads never start on 16 bytes from block to block). */
+ * 208-byte payloads never start on 16 bytes from block to block). G (lanes per block) is
+ * fixed by the layout except for q8_0's, a tuning constant below. */
 #if defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
 #define ELEMS 32u
 #define SCALE 2u
 #define PAYW 4u
-#define G 1u
-#define U 4
-#define VEC true
+#define G_FMT 1u
+#ifdef FMT_Q4_0
+#define U_FMT 2u
+#else
+#define U_FMT 4u
+#endif
+#define VEC_FMT true
 #elif defined(FMT_Q8_0)
 #define ELEMS 32u
 #define SCALE 2u
 #define PAYW 8u
-#define G 2u
-#define U 4
-#define VEC true
+#define U_FMT 1u
+#define VEC_FMT true
 #elif defined(FMT_Q4_K)
 #define ELEMS 256u
 #define SCALE 4u
 #define PAYW 35u
-#define G 8u
-#define U 3
-#define VEC false
+#define G_FMT 8u
+#define U_FMT 1u
+#define VEC_FMT false
 #elif defined(FMT_Q6_K)
 #define ELEMS 256u
 #define SCALE 2u
 #define PAYW 52u
-#define G 8u
-#define U 2
-#define VEC false
+#define G_FMT 8u
+#define U_FMT 2u
+#define VEC_FMT false
 #else
 #error "matvec.glsl: define one FMT_*"
 #endif
-#define B (32u / G) /* blocks per wave step */
+
+/* ---- tuning: specialization constants 3..7 ----------------------------------------------
+ * Set per pipeline from XPULUA_VULKAN_MATVEC_SPEC (vulkan_pipe.c, which checks the ranges),
+ * so a tuning run needs no new module; the defaults are the shipped choice. Each setting
+ * gives the CPU's bits.
+ *   U     (3) 1..8: steps of weight loads in flight per lane (MV_UMAX register sets exist)
+ *   VEC   (4) 0: no 16-byte loads (every load a 32-bit word)
+ *   G     (5) q8_0 only, 1 or 2: lanes per block (1: each lane reads its block's 32 bytes)
+ *   KV    (6) iq4_nl only, 0: codebook in shared memory; 1 (default, 2x faster on NVIDIA):
+ *         in registers, by selects
+ *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
+ *         0: it is made anyway, on a block of the row (see above) */
+#define MV_UMAX 8u
+layout(constant_id = 3) const uint U = U_FMT;
+layout(constant_id = 4) const uint VEC_ON = 1u;
+#ifdef FMT_Q8_0
+layout(constant_id = 5) const uint G = 2u;
+#else
+const uint G = G_FMT;
+#endif
+#ifdef FMT_IQ4_NL
+layout(constant_id = 6) const uint KV = 1u;
+#endif
+layout(constant_id = 7) const uint GUARD = 0u;
+
+const bool VEC = VEC_FMT && VEC_ON != 0u;
+const uint B = 32u / G; /* blocks per wave step */
 
 #define Q8K_WORDS 80u /* 320 bytes: q[256], sum[8] at word 64, d at word 72 */
 #define LO4 0x0F0F0F0Fu
@@ -164,6 +207,8 @@ uint lane_of()
 
 int group_sum(int v)
 {
+	if (G == 1u)
+		return v;
 	uint me = gl_LocalInvocationID.x, first = me & ~(G - 1u);
 	xch[me] = uint(v);
 	barrier();
@@ -217,7 +262,7 @@ struct Row {
 	uint n;   /* blocks this wave adds: bpr, or 0 for a wave with no row */
 };
 
-/* In the subgroup module `vec` is a literal at the walk's call sites: no branch per load. */
+/* `vec` is a literal at the walk's call sites: no branch per load. */
 uvec4 wload4(uint i, bool vec)
 {
 	if (vec)
@@ -260,10 +305,16 @@ struct Wt {
 };
 
 #ifdef FMT_IQ4_NL
-/* The codebook in shared memory: a constant array indexed by a nibble is local memory on
- * NVIDIA. A table of 16 words sits in 16 banks, so any 32 lookups are conflict-free. The
- * packed-dot form keeps four tables, codebook bytes already shifted to byte k of a word;
- * the plain form one table of signed values. */
+/* The codebook's bytes, four to a word: -127 -104 -83 -65, -49 -35 -22 -10, 1 13 25 38,
+ * 53 69 89 113. A constant array indexed by a nibble would be local memory on NVIDIA. */
+#define KV_W0 0xBFAD9881u
+#define KV_W1 0xF6EADDCFu
+#define KV_W2 0x26190D01u
+#define KV_W3 0x71594535u
+
+/* KV 0: the codebook in shared memory. A table of 16 words sits in 16 banks, so any 32
+ * lookups are conflict-free. The packed-dot form keeps four tables, codebook bytes already
+ * shifted to byte k of a word; the plain form one table of signed values. */
 #ifdef DOT4
 #define KV_WORDS 64u
 #else
@@ -271,28 +322,37 @@ struct Wt {
 #endif
 shared uint kvt[KV_WORDS];
 
-/* The codebook's bytes, four to a word (no array: that is the local memory avoided here):
- * -127 -104 -83 -65, -49 -35 -22 -10, 1 13 25 38, 53 69 89 113. */
-int kv_value(uint j)
+/* Codebook byte j (j < 16), unsigned: a word picked by j's top two bits (selects, no
+ * indexing), the byte by its low two. */
+uint kv_byte(uint j)
 {
-	uint wd = j < 4u ? 0xBFAD9881u : j < 8u ? 0xF6EADDCFu : j < 12u ? 0x26190D01u : 0x71594535u;
-	return bitfieldExtract(int(wd), int(8u * (j % 4u)), 8);
+	uint lo = mix(KV_W0, KV_W1, (j & 4u) != 0u), hi = mix(KV_W2, KV_W3, (j & 4u) != 0u);
+	return bitfieldExtract(mix(lo, hi, (j & 8u) != 0u), int(8u * (j & 3u)), 8);
 }
 
 void kv_init()
 {
 	for (uint i = gl_LocalInvocationIndex; i < KV_WORDS; i += gl_WorkGroupSize.x)
 #ifdef DOT4
-		kvt[i] = (uint(kv_value(i % 16u)) & 255u) << (8u * (i / 16u));
+		kvt[i] = kv_byte(i % 16u) << (8u * (i / 16u));
 #else
-		kvt[i] = uint(kv_value(i));
+		kvt[i] = uint(bitfieldExtract(int(kv_byte(i)), 0, 8));
 #endif
 	barrier();
+}
+
+/* KV 1: the four codebook bytes of n's four bytes (each below 16), packed, from registers. */
+uint kv_pack(uint n)
+{
+	return kv_byte(n & 255u) | (kv_byte((n >> 8) & 255u) << 8) | (kv_byte((n >> 16) & 255u) << 16) |
+	       (kv_byte(n >> 24) << 24);
 }
 
 /* The dot of a's four bytes with the codebook values of n's four bytes (each below 16). */
 int kv_dot(uint n, uint a)
 {
+	if (KV != 0u)
+		return dot4(kv_pack(n), a);
 #ifdef DOT4
 	return dot4(kvt[n & 255u] | kvt[16u + ((n >> 8) & 255u)] | kvt[32u + ((n >> 16) & 255u)] |
 		    kvt[48u + (n >> 24)], a);
@@ -335,28 +395,36 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 }
 
 #elif defined(FMT_Q8_0)
-/* Two lanes per 32-byte payload, 16 bytes each, so consecutive lanes read consecutive bytes;
- * the halves' integer dots meet in both lanes. */
+/* G = 2: two lanes per 32-byte payload, 16 bytes each (q), so consecutive lanes read
+ * consecutive bytes; the halves' integer dots meet in both lanes. G = 1: one lane reads all
+ * 32 (q, q1). */
 struct Wt {
-	uvec4 q;
+	uvec4 q, q1;
 	uint d;
 };
 
 Wt wt_none()
 {
-	return Wt(uvec4(0u), 0u);
+	return Wt(uvec4(0u), uvec4(0u), 0u);
 }
 
 Wt wt_load(Row r, uint b, uint sub, bool vec)
 {
-	return Wt(wload4(r.pay + PAYW * b + 4u * sub, vec), scale16(r, b));
+	uint p = r.pay + PAYW * b;
+	if (G == 1u)
+		return Wt(wload4(p, vec), wload4(p + 4u, vec), scale16(r, b));
+	return Wt(wload4(p + 4u * sub, vec), uvec4(0u), scale16(r, b));
 }
 
 float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 {
-	uint xq = r.x0 + (b >> 3) * Q8K_WORDS;
-	uvec4 a = xload4(xq + (b & 7u) * 8u + 4u * sub, vec);
+	uint xq = r.x0 + (b >> 3) * Q8K_WORDS, xa = xq + (b & 7u) * 8u + 4u * sub;
+	uvec4 a = xload4(xa, vec);
 	int s = dot4(t.q.x, a.x) + dot4(t.q.y, a.y) + dot4(t.q.z, a.z) + dot4(t.q.w, a.w);
+	if (G == 1u) {
+		uvec4 a1 = xload4(xa + 4u, vec);
+		s += dot4(t.q1.x, a1.x) + dot4(t.q1.y, a1.y) + dot4(t.q1.z, a1.z) + dot4(t.q1.w, a1.w);
+	}
 	return value32(t.d, group_sum(s), xq);
 }
 
@@ -401,7 +469,7 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 		int s1 = dot4((t.qs[k] >> 4) & LO4, x[xq + 16u * k + 8u + sub]);
 		isum += int(byte_of(sw, (2u * k) % 4u)) * s0 + int(byte_of(sw, (2u * k + 1u) % 4u)) * s1;
 	}
-	int msum = int(byte_of(sub < 4u ? m_lo : m_hi, sub % 4u)) * int(x[xq + 64u + sub]);
+	int msum = int(byte_of(mix(m_hi, m_lo, sub < 4u), sub % 4u)) * int(x[xq + 64u + sub]);
 	isum = group_sum(isum);
 	msum = group_sum(msum);
 	float d = xpu_f16(t.dm & 0xffffu), dmin = xpu_f16(t.dm >> 16), xs = act_scale(xq);
@@ -454,65 +522,92 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 
 /* ---- the walk ------------------------------------------------------------------------------ */
 
-/* At step t group g = lane / G holds block B t + g; lane L's accumulator takes block
- * B t + L % B when L / B == t % G, i.e. when that block is L modulo 32. */
-float deliver(float acc, float v, uint t, uint lane, uint n)
+/* At step t, group g = lane / G holds block B t + g, and lane (g, s = lane % G) adds it when
+ * t % G == s: its accumulator is that of blocks B s + g modulo 32, added in increasing b. A
+ * select, not a branch. */
+float deliver(float acc, float v, uint t, uint sub, uint b, uint n)
 {
-	precise float a = acc;
-	uint b = B * t + lane % B;
-	if (G > 1u)
-		v = from_lane(v, G * (lane % B));
-	if (lane / B == t % G && b < n)
-		a = a + v;
-	return a;
+	precise float a = acc + v;
+	return mix(acc, a, t % G == sub && b < n);
 }
 
-/* The loads of this lane's block at step t, when the step holds blocks the wave adds (a
- * test uniform in the wave); lanes past the row load block 0's, as matvec.cuh does. */
-#define MV_LOAD(wt, t)                                                  \
-	if ((t) * B < r.n) {                                            \
-		uint bl = (t) * B + grp;                                \
-		wt = wt_load(r, bl < r.n ? bl : 0u, sub, vec);          \
+/* The accumulator of lane l (blocks l modulo 32), from lane G (l % B) + l / B that kept it. */
+float to_canonical(float acc, uint lane)
+{
+	if (G > 1u)
+		acc = from_lane(acc, G * (lane % B) + lane / B);
+	return acc;
+}
+
+/* Whether a lane loads at all: in the subgroup module only waves with a row walk; in the
+ * shared-memory module every wave walks (the barriers) and one with no row loads nothing
+ * (a uniform test per wave, the same at every step). */
+#ifdef MV_SUBGROUP
+#define MV_LD true
+#else
+#define MV_LD (r.n != 0u)
+#endif
+
+/* The loads of step u before the walk; a lane past the row (or a step past it) reads block 0. */
+#define MV_FIRST(wt, u)                                                 \
+	if (U > (u) && MV_LD) {                                         \
+		uint bl = (u) * B + grp;                                \
+		wt = wt_load(r, bl < r.bpr ? bl : 0u, sub, vec);        \
 	}
 
-/* Step t0 + u: the value of the block wt holds, wt refilled U steps ahead, the hand-over. */
+/* Step t0 + u of a whole U: the value of the block wt holds, wt refilled with step t + U's
+ * block (past the row: the block just used, which the caches still hold), the add. */
 #define MV_STEP(wt, u)                                                          \
-	if (t0 + (u) < steps) {                                                 \
+	if (U > (u)) {                                                          \
+		uint t = t0 + (u), b = t * B + grp, bc = b < r.bpr ? b : 0u;    \
+		float v = wt_value(wt, r, bc, sub, vec);                        \
+		uint nb = b + U * B;                                            \
+		if (MV_LD && (GUARD == 0u || t + U < steps))                    \
+			wt = wt_load(r, nb < r.bpr ? nb : bc, sub, vec);        \
+		acc = deliver(acc, v, t, sub, b, r.n);                          \
+	}
+
+/* Step t0 + u of the tail (fewer than U steps left, their loads made). */
+#define MV_TAIL(wt, u)                                                          \
+	if (U > (u) + 1u && t0 + (u) < steps) {                                 \
 		uint t = t0 + (u), b = t * B + grp;                             \
 		float v = wt_value(wt, r, b < r.bpr ? b : 0u, sub, vec);        \
-		MV_LOAD(wt, t + uint(U))                                        \
-		acc = deliver(acc, v, t, lane, r.n);                            \
+		acc = deliver(acc, v, t, sub, b, r.n);                          \
 	}
 
-/* This lane's accumulator over the row. Blocks past the row (or of a wave with no row) are
- * not added, but their lanes still take part in every exchange. */
+/* This lane's accumulator over the row (in to_canonical's order). Blocks past the row (or
+ * of a wave with no row) are not added, but their lanes still take part in every exchange. */
 float walk(Row r, uint lane, bool vec)
 {
 	uint grp = lane / G, sub = lane % G, steps = (r.bpr + B - 1u) / B;
-	Wt w0 = wt_none(), w1 = w0, w2 = w0, w3 = w0;
-	MV_LOAD(w0, 0u)
-#if U > 1
-	MV_LOAD(w1, 1u)
-#endif
-#if U > 2
-	MV_LOAD(w2, 2u)
-#endif
-#if U > 3
-	MV_LOAD(w3, 3u)
-#endif
+	Wt w0 = wt_none(), w1 = w0, w2 = w0, w3 = w0, w4 = w0, w5 = w0, w6 = w0, w7 = w0;
+	MV_FIRST(w0, 0u)
+	MV_FIRST(w1, 1u)
+	MV_FIRST(w2, 2u)
+	MV_FIRST(w3, 3u)
+	MV_FIRST(w4, 4u)
+	MV_FIRST(w5, 5u)
+	MV_FIRST(w6, 6u)
+	MV_FIRST(w7, 7u)
 	precise float acc = 0.0;
-	for (uint t0 = 0u; t0 < steps; t0 += uint(U)) {
+	uint t0 = 0u;
+	for (; steps - t0 >= U; t0 += U) {
 		MV_STEP(w0, 0u)
-#if U > 1
 		MV_STEP(w1, 1u)
-#endif
-#if U > 2
 		MV_STEP(w2, 2u)
-#endif
-#if U > 3
 		MV_STEP(w3, 3u)
-#endif
+		MV_STEP(w4, 4u)
+		MV_STEP(w5, 5u)
+		MV_STEP(w6, 6u)
+		MV_STEP(w7, 7u)
 	}
+	MV_TAIL(w0, 0u)
+	MV_TAIL(w1, 1u)
+	MV_TAIL(w2, 2u)
+	MV_TAIL(w3, 3u)
+	MV_TAIL(w4, 4u)
+	MV_TAIL(w5, 5u)
+	MV_TAIL(w6, 6u)
 	return acc;
 }
 
@@ -545,20 +640,23 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 	r.pay = r.w0 + prefix_words;
 	r.n = live ? bpr : 0u;
 	/* 16-byte loads where every row's payloads and the activation start on 16 bytes: the
-	 * same answer in every wave of the launch (no barrier sits in a divergent branch) */
+	 * same answer in every wave of the launch (no barrier sits in a divergent branch). One
+	 * straight-line walk per load width. */
 	bool vec = VEC && (pc.off_w / 4u + prefix_words) % 4u == 0u && row_words % 4u == 0u && r.x0 % 4u == 0u;
 	float acc = 0.0;
 #ifdef MV_SUBGROUP
-	/* one straight-line walk per load width; a wave with no row skips it (uniform in the
-	 * wave, and the shuffles stay inside the wave) */
+	/* a wave with no row skips the walk (uniform in the wave; the shuffles stay inside it) */
 	if (live && vec)
 		acc = walk(r, lane, true);
 	else if (live)
 		acc = walk(r, lane, false);
 #else
-	acc = walk(r, lane, vec); /* one body, each load picking its width: a third the code */
+	if (vec)
+		acc = walk(r, lane, true);
+	else
+		acc = walk(r, lane, false);
 #endif
-	float sum = wave_reduce(acc);
+	float sum = wave_reduce(to_canonical(acc, lane));
 	if (lane == 0u && (live || bad_sel))
 		y[pc.off_y / 4u + pc.y_off + v] = bad_sel ? 0x7fc00000u : floatBitsToUint(sum);
 }
@@ -570,7 +668,8 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 void main()
 {
 #ifdef FMT_IQ4_NL
-	kv_init();
+	if (KV == 0u)
+		kv_init();
 #endif
 	uint per = gl_WorkGroupSize.x / 32u, stride = xpu_groups() * per;
 	uint bpr = pc.cols / ELEMS;

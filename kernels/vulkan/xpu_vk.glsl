@@ -52,17 +52,17 @@ uint u64_sat(uvec2 v)
 	return v.y != 0u ? 0xffffffffu : v.x;
 }
 
-/* f16 bits to f32, exactly, subnormals included, whatever the device does with f16. */
+/* f16 bits to f32, exactly, subnormals included, whatever the device does with f16. Selects,
+ * no branch (the mat-vecs call it in their inner loops): both forms are made, one is kept. */
 float xpu_f16(uint h)
 {
 	uint s = (h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
-	if (e == 31u)
-		return uintBitsToFloat(s | 0x7f800000u | (m << 13));
-	if (e != 0u)
-		return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
-	/* m * 2^-24: the product of two exact floats is exact, and it is a normal f32 */
+	/* normal, infinity, NaN: the exponent rebiased, 31 to 255 */
+	float wide = uintBitsToFloat(s | (mix(e + 112u, 255u, e == 31u) << 23) | (m << 13));
+	/* zero, subnormal: m * 2^-24, the product of two exact floats, exact and a normal f32 (or
+	 * zero); the sign set by its bit */
 	precise float v = float(m) * 5.9604644775390625e-08;
-	return s != 0u ? -v : v;
+	return mix(wide, uintBitsToFloat(floatBitsToUint(v) | s), e == 0u);
 }
 
 #endif

@@ -83,6 +83,7 @@ struct vk_pipe {
 	uint32_t block[3];
 	VkPipeline pipe;
 	bool subgroup;         /* made from the kernel's subgroup module */
+	char tuning[48];       /* a mat-vec's tuning constants set by the environment, "" if none */
 };
 
 /* One kernel on one device: its SPIR-V, layouts, argument placement, pipelines by block. */

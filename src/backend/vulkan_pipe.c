@@ -234,6 +234,67 @@ static bool use_subgroup(const struct vk_dev *vd, const struct vk_kern *kn, cons
 	       block[2] == 1;
 }
 
+/* ---- the mat-vecs' tuning constants ---------------------------------------------------------
+ * XPULUA_VULKAN_MATVEC_SPEC sets specialization constants 3..7 of the mat-vecs
+ * (kernels/vulkan/matvec.glsl says what each does) when their pipelines are made, so a tuning
+ * run compares settings without new modules: settings [PREFIX:]NAME=VALUE separated by spaces
+ * or commas, a PREFIX limiting one to the kernels whose names begin with it, a later one
+ * overriding an earlier; e.g. "U=2 q8_0:G=1 iq4_nl_q8k_wave_dot4:KV=1". Unset, every
+ * constant keeps the module's default (the shipped choice). A module without a constant (G
+ * outside q8_0, KV outside iq4_nl) ignores it, as Vulkan ignores map entries of ids a shader
+ * lacks. The driver's pipeline cache keys on the values, so settings never mix. */
+struct mv_knob {
+	const char *name;
+	uint32_t id, lo, hi;
+};
+
+static const struct mv_knob mv_knobs[] = {
+	{ "U", 3, 1, 8 },     /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
+	{ "VEC", 4, 0, 1 },   /* 16-byte loads where the layout allows */
+	{ "G", 5, 1, 2 },     /* lanes per q8_0 block */
+	{ "KV", 6, 0, 1 },    /* iq4_nl's codebook: shared memory (0) or registers (1) */
+	{ "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
+};
+#define MV_KNOBS (sizeof mv_knobs / sizeof *mv_knobs)
+
+/* The settings for `kernel`: set[i], val[i] per mv_knobs[i]; every setting is checked, also
+ * those for other kernels, so a misspelt one fails the first mat-vec made. */
+static int mv_tuning(const char *kernel, bool set[MV_KNOBS], uint32_t val[MV_KNOBS])
+{
+	const char *env = getenv("XPULUA_VULKAN_MATVEC_SPEC"), *p = env ? env : "";
+	memset(set, 0, MV_KNOBS * sizeof *set);
+	while (*(p += strspn(p, " ,"))) {
+		char item[96], *name = item, *colon, *eq, *end;
+		size_t len = strcspn(p, " ,");
+		if (len >= sizeof item)
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: '%.*s' is too long", (int)len, p);
+		memcpy(item, p, len);
+		item[len] = 0;
+		p += len;
+		if ((colon = strchr(item, ':'))) {
+			*colon = 0;
+			name = colon + 1;
+		}
+		if (!(eq = strchr(name, '=')))
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: '%s' is not [PREFIX:]NAME=VALUE", name);
+		*eq = 0;
+		unsigned long v = strtoul(eq + 1, &end, 10);
+		size_t i = 0;
+		while (i < MV_KNOBS && strcmp(mv_knobs[i].name, name) != 0)
+			i++;
+		if (i == MV_KNOBS)
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: no setting '%s' (U, VEC, G, KV, GUARD)", name);
+		if (end == eq + 1 || *end || v < mv_knobs[i].lo || v > mv_knobs[i].hi)
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: %s takes %u..%u, not '%s'", name, mv_knobs[i].lo,
+					mv_knobs[i].hi, eq + 1);
+		if (!colon || strncmp(kernel, item, strlen(item)) == 0) {
+			set[i] = true;
+			val[i] = (uint32_t)v;
+		}
+	}
+	return 0;
+}
+
 /* The kernel's pipeline for `block` (specialization constants 0..2 are the workgroup size),
  * made and cached on first use. Called with vd->lock held. */
 int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out)
@@ -254,11 +315,28 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 	VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size = {
 		.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
 		.requiredSubgroupSize = vd->mv_subgroup };
-	VkSpecializationMapEntry map[3];
-	for (uint32_t i = 0; i < 3; i++)
+	/* constants 0..2: the block; then the mat-vec tuning the environment sets */
+	VkSpecializationMapEntry map[3 + MV_KNOBS];
+	uint32_t data[3 + MV_KNOBS], n = 3, val[MV_KNOBS];
+	bool set[MV_KNOBS] = { false };
+	char tuning[sizeof kn->pipes[0].tuning] = "";
+	if (kn->wave && mv_tuning(kn->k->def->name, set, val))
+		return -1;
+	for (uint32_t i = 0; i < 3; i++) {
 		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
-	VkSpecializationInfo spec = { .mapEntryCount = 3, .pMapEntries = map, .dataSize = 12,
-				      .pData = block };
+		data[i] = block[i];
+	}
+	for (size_t i = 0; i < MV_KNOBS; i++)
+		if (set[i]) {
+			size_t len = strlen(tuning);
+			snprintf(tuning + len, sizeof tuning - len, "%s%s=%u", len ? " " : "", mv_knobs[i].name,
+				 val[i]);
+			map[n] = (VkSpecializationMapEntry){ .constantID = mv_knobs[i].id, .offset = 4 * n,
+							     .size = 4 };
+			data[n++] = val[i];
+		}
+	VkSpecializationInfo spec = { .mapEntryCount = n, .pMapEntries = map, .dataSize = 4 * n,
+				      .pData = data };
 	VkComputePipelineCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
 		.flags = vd->exec_props ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
@@ -274,6 +352,7 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		return -1;
 	memcpy(p->block, block, sizeof p->block);
 	p->subgroup = sg;
+	memcpy(p->tuning, tuning, sizeof p->tuning);
 	kn->npipes++;
 	save_cache(vd);
 	*out = p->pipe;
@@ -404,14 +483,18 @@ static int read_stats(struct vk_dev *vd, VkPipeline pipe, struct xpu_manifest *m
 }
 
 /* A mat-vec's note begins with the module its pipeline was made from: "subgroup N" (lanes
- * trade values by shuffles in subgroups of N) or "shared memory". */
+ * trade values by shuffles in subgroups of N) or "shared memory"; then the tuning constants
+ * the environment set, if any ("tuning U=2 G=1"). */
 static void wave_note(const struct vk_dev *vd, const struct vk_pipe *p, struct xpu_manifest *m)
 {
-	char all[sizeof m->note + 32];
+	char all[sizeof m->note + sizeof p->tuning + 48], mod[24];
 	if (p->subgroup)
-		snprintf(all, sizeof all, "subgroup %u; %s", vd->mv_subgroup, m->note);
+		snprintf(mod, sizeof mod, "subgroup %u", vd->mv_subgroup);
 	else
-		snprintf(all, sizeof all, "shared memory; %s", m->note);
+		snprintf(mod, sizeof mod, "shared memory");
+	snprintf(all, sizeof all, "%s; %s%s%s", mod, p->tuning[0] ? "tuning " : "", p->tuning,
+		 p->tuning[0] ? "; " : "");
+	snprintf(all + strlen(all), sizeof all - strlen(all), "%s", m->note);
 	memcpy(m->note, all, sizeof m->note - 1); /* the driver's part may lose its tail */
 	m->note[sizeof m->note - 1] = 0;
 }
