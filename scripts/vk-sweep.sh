@@ -9,23 +9,7 @@
 # The environment is scripts/device-run.sh's; needs build/static/xpulua (make static), .dev/
 # and .gl/ carried. N=15 timed batches per shape by default; SHAPES overrides the two shapes.
 set -u
-OUT=${OUT:-/tmp/xpulua-out}
-mkdir -p "$OUT"
-X=${XPULUA_BIN:-$PWD/build/static/xpulua}
-export XPULUA=$X
-export LUA_PATH="$PWD/.dev/share/?.lua;$PWD/.dev/share/?/init.lua;;"
-export LUA_CPATH="$PWD/.dev/lib/?.so;;"
-export XPULUA_CACHE=$OUT/cache
-[ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}
-if [ -d .gl ]; then
-	for f in .gl/*.deb; do dpkg -x "$f" /; done
-	ldconfig
-	icd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
-		/usr/share/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -1)
-	[ -n "$icd" ] && export VK_DRIVER_FILES=$icd
-	export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-	echo "vulkan ICD: ${icd:-none found}"
-fi
+. "$(dirname "$0")/device-env.sh"
 
 N=${N:-15}
 SHAPES=${SHAPES:-"14336x4096 4096x14336"}
