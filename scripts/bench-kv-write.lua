@@ -2,9 +2,11 @@
 -- into a [heads, ctx, dim] f16 cache, through the write_slice contract (a fixed position) and
 -- write_slice_rotating (the position read from a device buffer, so the same launch serves
 -- every step). Three figures per op, medians over --n:
---   end to end  host wall clock from the contract launch to the end of the stream's sync
+--   end to end  host wall clock from the launch to the end of the stream's sync
 --   eager       back-to-back launches between two timer marks, per launch
 --   deferred    the same batch recorded once and replayed as one submission, per launch
+-- each through c:launch (the call checked against the contract every time) and through a
+-- bound launch (c:bind: checked once, then launched as it is).
 -- Bit-checked first: the cache after the write == the CPU twin's.
 --   xpulua scripts/bench-kv-write.lua [--device cuda:0] [--heads 32] [--ctx 4096] [--dim 128] [--n 200]
 local xpu = require "xpu"
@@ -83,27 +85,38 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
       s:sync()
       if r > 5 then e2e[#e2e + 1] = xpu.now() - t0 end
     end
-    local function batched(stream)
+    local bound = c:bind(spec)
+    local function batched(stream, launch)
       spec.stream = stream
       local t = {}
       for r = 1, 20 + 3 do
         local m = stream:timer_begin()
-        for _ = 1, 100 do c:launch(spec) end
+        for _ = 1, 100 do launch(stream) end
         local sec = stream:timer_end(m) / 100
         if r > 3 then t[#t + 1] = sec end
       end
       return report.stats(t)
     end
-    local eager = batched(s)
     local ds = d:stream()
     ds:set_deferred(true)
-    local deferred = batched(ds)
+    local checked = function() c:launch(spec) end
+    local kept = function(stream) bound:launch(stream) end
+    local e2e_bound = {}
+    for r = 1, opts.n + 5 do
+      local t0 = xpu.now()
+      bound:launch(s)
+      s:sync()
+      if r > 5 then e2e_bound[#e2e_bound + 1] = xpu.now() - t0 end
+    end
+    local st, sb = report.stats(e2e), report.stats(e2e_bound)
+    rows[#rows + 1] = { op, token_bytes, st.median * 1e6, sb.median * 1e6, batched(s, checked).median * 1e6,
+                        batched(ds, checked).median * 1e6, batched(s, kept).median * 1e6, batched(ds, kept).median * 1e6 }
     ds:release()
-    local st = report.stats(e2e)
-    rows[#rows + 1] = { op, token_bytes, st.median * 1e6, st.min * 1e6, eager.median * 1e6, deferred.median * 1e6 }
+    bound:release()
   end
 end
 print(report.table {
   title = ("one-token KV write on %s (%s), f16 [%d, %d, %d], %s"):format(d.id, d.name, H, T, D, os.date("!%Y-%m-%d")),
-  header = { "op", "bytes written", "end to end us", "min us", "eager us/launch", "deferred us/launch" },
+  header = { "op", "bytes written", "end to end us", "bound end to end us", "eager us", "deferred us", "bound eager us",
+             "bound deferred us" },
   rows = rows })

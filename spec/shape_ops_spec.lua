@@ -639,3 +639,45 @@ describe("shape kernels across backends", function()
     end
   end
 end)
+
+-- A launch checked once (c:bind) and launched again: the ring write at two positions, each
+-- == c:launch of the same call; the bound launch keeps its buffers past the caller's handles
+-- and refuses once released.
+describe("bound launches", function()
+  for _, backend in ipairs(BACKENDS) do
+    it(backend .. ": write_slice_rotating bound once, launched at two positions, == c:launch", function()
+      local devs, why = devices_of(backend)
+      if not devs then return pending("skipped: " .. why) end
+      local d, c = devs[1], C["write_slice_rotating." .. backend]
+      local token = encode("f16", random_values(2 * 64, "f16"))
+      local function call(dest, pos)
+        return { inputs = { source = { dtype = "f16", shape = { 2, 1, 64 }, buffer = d:buffer(token) },
+                            position = { dtype = "u32", shape = { 1 }, buffer = pos },
+                            dest = { dtype = "f16", shape = { 2, 8, 64 }, buffer = dest } },
+                 params = { axis = 1, modulus = 8, ranges = { { 0, 2 }, { 0, 1 }, { 0, 64 } } } }
+      end
+      local cache0 = poison(2 * 8 * 64 * 2)
+      local dest, pos = d:buffer(cache0), d:buffer(string.pack("<I4", 5))
+      local bound, result = c:bind(call(dest, pos))
+      assert.equal(2 * 64 * 2 * 2, result.bytes_moved)
+      local want, wpos = d:buffer(cache0), d:buffer(string.pack("<I4", 5))
+      for _, p in ipairs { 5, 10 } do -- 10 wraps to 2
+        pos:upload(string.pack("<I4", p))
+        wpos:upload(string.pack("<I4", p))
+        bound:launch()
+        c:launch(call(want, wpos))
+      end
+      d:default_stream():sync()
+      local got = dest:download()
+      same_bytes(want:download(), got, 1, "bound == launched")
+      assert.are_not.equal(cache0, got, "nothing was written")
+      pos:upload(string.pack("<I4", 7))
+      pos:release() -- the caller's handle; the bound launch keeps its own view
+      bound:launch()
+      d:default_stream():sync()
+      assert.are_not.equal(got, dest:download(), "the position buffer outlived its handle")
+      bound:release()
+      assert.has_error(function() bound:launch() end, "launch: this bound launch was released")
+    end)
+  end
+end)

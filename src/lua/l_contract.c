@@ -535,21 +535,19 @@ static const struct xpu_buffer *launch_out(lua_State *L, const struct xpu_contra
 	return out;
 }
 
-/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
- * stream = s } -> result (plus `launched`): checked against the contract (refusals raise), the
- * buffers' alignment and length checked, then the kernel launched without a sync. */
-static int c_launch(lua_State *L)
+/* The checked launch of c:launch and c:bind: the call at stack index 2 read and checked
+ * against the contract (refusals raise), the buffers' alignment and length checked, the
+ * geometry built; the result table is pushed. Returns the device. */
+static struct xpu_device *checked_launch(lua_State *L, const struct xpu_contract *c, struct xpu_shape_geom *g)
 {
-	const struct xpu_contract *c = checkcontract(L, 1);
 	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
 	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
 	struct xpu_fkc_result r;
-	struct xpu_shape_geom g;
 	read_call(L, 2, c, call, bufs);
 	struct xpu_device *d = launch_device(L, c, bufs);
 	xpu_fkc_check(c, call, &r);
 	if (r.verdict != XPU_FKC_OK)
-		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
+		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
 	const struct xpu_buffer *out = launch_out(L, c, &r, bufs);
 	for (int k = 0; k < c->ninputs; k++) {
 		uint64_t need = 0;
@@ -557,22 +555,122 @@ static int c_launch(lua_State *L)
 		check_buffer(L, c, c->input[k].name, bufs[k], need, r.alignment);
 	}
 	check_buffer(L, c, c->output[0].name, out, (uint64_t)r.n * (uint64_t)xpu_dtype_bytes(r.dtype), r.alignment);
-	if (xpu_fkc_geom(c, call, &g))
-		return lx_error(L);
-	g.in = karg_of(bufs[0]);
-	g.out = karg_of(out);
+	if (xpu_fkc_geom(c, call, g))
+		lx_error(L);
+	g->in = karg_of(bufs[0]);
+	g->out = karg_of(out);
 	int pos = xpu_fkc_input_index(c, "position");
 	if (pos >= 0)
-		g.aux = karg_of(bufs[pos]);
-	struct xpu_stream *s = lua_getfield(L, 2, "stream") == LUA_TNIL ? d->default_stream : lx_checkstream(L, -1);
-	if (s->dev != d)
-		return luaL_error(L, "launch: the stream is on %s, the operands on %s", s->dev->id, d->id);
-	bool launched;
-	if (xpu_shape_launch(s, &g, &launched))
-		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
+		g->aux = karg_of(bufs[pos]);
+	lua_pop(L, 1); /* the call */
 	push_result(L, c, call, &r);
+	return d;
+}
+
+static struct xpu_stream *launch_stream(lua_State *L, int i, struct xpu_device *d, const char *kernel)
+{
+	struct xpu_stream *s = lua_isnoneornil(L, i) ? d->default_stream : lx_checkstream(L, i);
+	if (s->dev != d)
+		luaL_error(L, "%s: the stream is on %s, the operands on %s", kernel, s->dev->id, d->id);
+	return s;
+}
+
+static void shape_launch(lua_State *L, const struct xpu_contract *c, struct xpu_stream *s,
+			 const struct xpu_shape_geom *g)
+{
+	bool launched;
+	if (xpu_shape_launch(s, g, &launched))
+		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
 	lua_pushboolean(L, launched);
+}
+
+/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
+ * stream = s } -> result (plus `launched`): checked, then launched without a sync. */
+static int c_launch(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_shape_geom g;
+	struct xpu_device *d = checked_launch(L, c, &g);
+	lua_getfield(L, 2, "stream");
+	struct xpu_stream *s = launch_stream(L, -1, d, "launch");
+	lua_pop(L, 1);
+	shape_launch(L, c, s, &g);
 	lua_setfield(L, -2, "launched");
+	return 1;
+}
+
+/* A launch checked once and kept: its geometry and its own views of the buffers (so they
+ * outlive the caller's handles), launched again and again without the contract check. What
+ * changes between launches lives in the buffers (write_slice_rotating's position). */
+#define XPU_BOUND_MT "xpu.BoundLaunch"
+struct lbound {
+	const struct xpu_contract *c; /* kept alive by the uservalue */
+	struct xpu_device *d;
+	struct xpu_shape_geom g;
+	struct xpu_buffer *views[3]; /* in, out, aux */
+};
+
+static struct xpu_buffer *hold(struct xpu_karg *a)
+{
+	if (a->kind != XPU_ARG_BUF || !a->b.buf)
+		return NULL;
+	struct xpu_buffer *v = xpu_buffer_view(a->b.buf, 0, a->b.buf->bytes);
+	if (v)
+		a->b.buf = v;
+	return v;
+}
+
+static int bound_gc(lua_State *L)
+{
+	struct lbound *b = luaL_checkudata(L, 1, XPU_BOUND_MT);
+	for (int k = 0; k < 3; k++)
+		if (b->views[k])
+			xpu_buffer_release(b->views[k]);
+	memset(b->views, 0, sizeof b->views);
+	b->c = NULL;
+	return 0;
+}
+
+/* c:bind{ inputs, params, out } -> bound, result: checked as c:launch checks, not launched. */
+static int c_bind(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_shape_geom g;
+	memset(&g, 0, sizeof g);
+	struct xpu_device *d = checked_launch(L, c, &g); /* the result at 3 */
+	struct lbound *b = lua_newuserdatauv(L, sizeof *b, 1);
+	memset(b, 0, sizeof *b);
+	luaL_setmetatable(L, XPU_BOUND_MT); /* from here __gc releases what is held */
+	lua_pushvalue(L, 1);
+	lua_setiuservalue(L, -2, 1);
+	struct xpu_karg *a[3] = { &g.in, &g.out, &g.aux };
+	for (int k = 0; k < 3; k++)
+		if (a[k]->kind == XPU_ARG_BUF && a[k]->b.buf && !(b->views[k] = hold(a[k])))
+			return luaL_error(L, "bind: out of host memory keeping a view");
+	b->c = c;
+	b->d = d;
+	b->g = g;
+	lua_insert(L, 3); /* bound, result */
+	return 2;
+}
+
+/* bound:launch([stream]) -> launched */
+static int bound_launch(lua_State *L)
+{
+	struct lbound *b = luaL_checkudata(L, 1, XPU_BOUND_MT);
+	if (!b->c)
+		return luaL_error(L, "launch: this bound launch was released");
+	shape_launch(L, b->c, launch_stream(L, 2, b->d, "launch"), &b->g);
+	return 1;
+}
+
+static int bound_tostring(lua_State *L)
+{
+	struct lbound *b = luaL_checkudata(L, 1, XPU_BOUND_MT);
+	if (!b->c)
+		lua_pushliteral(L, "bound launch (released)");
+	else
+		lua_pushfstring(L, "bound launch of %s (%s) on %s", b->c->kernel, b->c->backend, b->d->id);
 	return 1;
 }
 
@@ -871,7 +969,7 @@ static int contract_tostring(lua_State *L)
 
 static const luaL_Reg contract_methods[] = {
 	{ "call", c_call }, { "precision", c_precision }, { "register", c_register }, { "launch", c_launch },
-	{ NULL, NULL },
+	{ "bind", c_bind }, { NULL, NULL },
 };
 
 static const luaL_Reg contract_meta[] = {
@@ -886,6 +984,10 @@ static const luaL_Reg funcs[] = {
 void xpu_lua_open_contract(lua_State *L, int t)
 {
 	lx_newclass(L, XPU_CONTRACT_MT, contract_methods, contract_meta);
+	static const luaL_Reg bound_methods[] = { { "launch", bound_launch }, { "release", bound_gc }, { NULL, NULL } };
+	static const luaL_Reg bound_meta[] = { { "__tostring", bound_tostring }, { "__gc", bound_gc },
+					       { "__close", bound_gc }, { NULL, NULL } };
+	lx_newclass(L, XPU_BOUND_MT, bound_methods, bound_meta);
 	luaL_newmetatable(L, XPU_FKC_HOLDER_MT);
 	lua_pushcfunction(L, holder_gc);
 	lua_setfield(L, -2, "__gc");
