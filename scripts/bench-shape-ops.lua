@@ -2,18 +2,21 @@
 -- the caches, its GB/s taken from the contract's own bytes_moved and quoted against the
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
 -- Each kernel is bit-checked against its CPU twin first where the device is not the CPU.
---   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--ops a,b] [--jsonl]
+-- --launches N times N launches back to back per sample (the host's launch cost then overlaps
+-- the kernels before it) and reports one launch's share.
+--   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b] [--jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", reps = 7, jsonl = false, file = "contracts/shape-ops.md" }
+local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md" }
 local i = 1
 while i <= #arg do
   local a = arg[i]
   if a == "--device" then opts.device = arg[i + 1]; i = i + 1
   elseif a == "--mib" then opts.mib = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
   elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
@@ -39,6 +42,11 @@ local mib = opts.mib or math.max(64, (d.l2_bytes * 16) >> 20)
 local n = (mib << 20) // 4 -- f32 elements
 local C = 1024
 local R = n // C
+-- triu/tril: B square matrices of side S, C where the rows allow, else the largest power of two
+-- whose square fits: never an empty batch, so the bit gate compares written triangles.
+local S = C
+while S * S > n and S > 1 do S = S // 2 end
+local B = n // (S * S)
 local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
 report.log("bench-shape-ops: %s (%s), f32 %dx%d (%d MiB in), copy ceiling %s", d.id, d.name, R, C, mib,
   ceiling and ("%.1f GB/s"):format(ceiling) or "unknown (run scripts/bandwidth.lua first)")
@@ -58,8 +66,8 @@ local function cases()
     flip = { inputs = { input = f32 { R, C } }, params = { axis = 1 }, out = n * 4 },
     roll = { inputs = { input = f32 { R, C } }, params = { axis = 1, shift = 7 }, out = n * 4 },
     cumsum = { inputs = { input = f32 { 256, n // 256 } }, params = { axis = 0 }, out = n * 4 },
-    triu = { inputs = { input = f32 { R // C, C, C } }, params = {}, out = n * 4 },
-    tril = { inputs = { input = f32 { R // C, C, C } }, params = {}, out = n * 4 },
+    triu = { inputs = { input = f32 { B, S, S } }, params = {}, out = B * S * S * 4 },
+    tril = { inputs = { input = f32 { B, S, S } }, params = {}, out = B * S * S * 4 },
     write_slice = { inputs = { source = f32 { R // 2, C }, dest = f32 { R, C } },
                     params = { ranges = { { R // 4, R // 4 + R // 2 }, { 0, C } } } },
     write_slice_rotating = { inputs = { source = f32 { R // 2, C }, position = { dtype = "u32", shape = { 1 }, bytes = 4, data = string.pack("<I4", 3 * R // 4) },
@@ -70,14 +78,15 @@ local function cases()
   }
 end
 
--- Buffers on device dev for a case; returns the launch spec.
-local function spec_on(dev, case, out_bytes)
+-- Buffers on device dev for a case; returns the launch spec. poison: the output starts as
+-- 0xa5 bytes (the bit gate's two sides alike, so no byte compares by chance of allocation).
+local function spec_on(dev, case, out_bytes, poison)
   local spec = { inputs = {}, params = case.params }
   for name, op in pairs(case.inputs) do
     spec.inputs[name] = { dtype = op.dtype, shape = op.shape, strides = op.strides,
                           buffer = dev:buffer(op.data or pattern(op.bytes)) }
   end
-  if out_bytes then spec.out = dev:buffer(out_bytes) end
+  if out_bytes then spec.out = dev:buffer(poison and ("\xa5"):rep(out_bytes) or out_bytes) end
   return spec
 end
 
@@ -94,7 +103,7 @@ end
 local function bit_gate(c, case)
   if d.id == "cpu:0" or c.determinism ~= "bitwise" or not cpu_twin[c.kernel] then return "-" end
   local cpu = xpu.device "cpu:0"
-  local a, b = spec_on(d, case, case.out), spec_on(cpu, case, case.out)
+  local a, b = spec_on(d, case, case.out, true), spec_on(cpu, case, case.out, true)
   c:launch(a)
   cpu_twin[c.kernel]:launch(b)
   return output_of(c, a):download() == output_of(cpu_twin[c.kernel], b):download() and "ok" or "DIFFERS"
@@ -116,8 +125,8 @@ for k, c in ipairs(list) do
   local times, bytes = {}, 0
   for r = 1, opts.reps + 2 do
     local m = s:timer_begin()
-    bytes = c:launch(spec).bytes_moved
-    local sec = s:timer_end(m)
+    for _ = 1, opts.launches do bytes = c:launch(spec).bytes_moved end
+    local sec = s:timer_end(m) / opts.launches
     if r > 2 then times[#times + 1] = sec end -- two warm-up passes
     report.progress((k - 1) * (opts.reps + 2) + r, #list * (opts.reps + 2), c.kernel)
   end
@@ -136,7 +145,8 @@ for k, c in ipairs(list) do
 end
 
 print(report.table {
-  title = ("%s — %s, f32, %d MiB in, %d reps, GB/s from each contract's bytes_moved"):format(d.id, d.name, mib, opts.reps),
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), GB/s from each contract's bytes_moved"):format(d.id, d.name, mib,
+    opts.reps, opts.launches),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate" },
   rows = rows,
 })
