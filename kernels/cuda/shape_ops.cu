@@ -5,11 +5,20 @@
  *
  * The byte movers cut a block's items into chunks of 16 bytes (16 / elem items): thread t takes
  * chunks t, t + 256, ... (elem of them), so a warp's chunks are adjacent. A chunk whose items
- * come from one contiguous run of the source moves as one 16-byte vector (two aligned loads
- * shifted together where the source is not 16-aligned); a chunk of a constant border or a
+ * come from one contiguous run of the source moves as one 16-byte vector; where the source is
+ * not 16-aligned, the 16 bytes are cut from two aligned vectors, the second one taken from the
+ * next lane (which loaded it as its own first) by a shuffle. A chunk of a constant border or a
  * dropped triangle is a 16-byte fill. Every other chunk (a run's edge, a misaligned output, a
- * reflected border) takes the element walk, which decodes each item on its own. A thread issues
- * the loads of up to four chunks (64 bytes) before their stores, so they are in flight at once.
+ * reflected border of pad) takes the element walk, which decodes each item on its own, after
+ * the thread's vector chunks. A
+ * thread issues the loads of up to four chunks (64 bytes) before their stores, so they are in
+ * flight at once; a thread's chunks are a fixed step apart, so their rows are found from the
+ * first by adding, not dividing. write_slice* loads its (dense) source before working out
+ * where it goes; contiguize of a transposed view goes through shared-memory tiles.
+ *
+ * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V"): SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING,
+ * SHAPE_ANY_SHFL, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described where it is
+ * defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -17,11 +26,29 @@
 #include "../shape_grain.h"
 
 #define SHAPE_BLOCK 256
+#ifndef SHAPE_BATCH
 #define SHAPE_BATCH 4 /* chunks whose loads a thread issues before their stores */
-/* At most 80 registers: three blocks an SM, 48 KiB of a thread's 64-byte batches in flight on it
- * (left alone, the element walks take up to 120 and leave two). What still spills is around the
- * 64-bit division calls, which only indices past 2^32 reach. */
-#define SHAPE_BOUNDS __launch_bounds__(SHAPE_BLOCK, 3)
+#endif
+/* Blocks an SM must hold (the register cap: 3 -> 80, 4 -> 64). A thread moves 64 bytes and is
+ * done, so what is in flight on an SM is its resident blocks times 16 KiB. */
+#ifndef SHAPE_MIN_BLOCKS
+#define SHAPE_MIN_BLOCKS 3
+#endif
+#define SHAPE_BOUNDS __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
+/* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel. */
+#ifndef SHAPE_STREAMING
+#define SHAPE_STREAMING 1
+#endif
+/* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
+ * per chunk); 0: every such chunk loads both of its vectors. */
+#ifndef SHAPE_ANY_SHFL
+#define SHAPE_ANY_SHFL 1
+#endif
+/* 1: a thread's chunks find their (row, column) from the first one's by adding the step (two
+ * divisions a thread); 0: each chunk divides its own index (registers for instructions). */
+#ifndef SHAPE_CURSOR
+#define SHAPE_CURSOR 1
+#endif
 
 static_assert(XPU_SHAPE_GRAIN == 16, "a thread's 16 items are elem chunks of 16 bytes each");
 
@@ -45,6 +72,29 @@ static __device__ __forceinline__ uint64_t shape_div(uint64_t x, uint64_t d, uin
 	uint64_t q = x / d;
 	*rem = x - q * d;
 	return q;
+}
+
+/* One digit of a row-major decode, axes taken last to first (k a constant in unrolled loops):
+ * the outermost axis's digit is all that is left, no division. */
+static __device__ __forceinline__ uint64_t shape_digit(uint64_t rem, uint64_t d, int k, uint64_t *x)
+{
+	if (k == 0) {
+		*x = rem;
+		return 0;
+	}
+	return shape_div(rem, d, x);
+}
+
+/* The next chunk of the thread: (row, j) of a row-major [*, len] index advanced by the step
+ * q * len + r (r < len). */
+static __device__ __forceinline__ void shape_step(uint64_t *row, uint64_t *j, uint64_t q, uint64_t r, uint64_t len)
+{
+	*j += r;
+	*row += q;
+	if (*j >= len) {
+		*j -= len;
+		*row += 1;
+	}
 }
 
 /* Value k of eight u32 values packed two to a u64 argument. */
@@ -74,6 +124,16 @@ static __device__ __forceinline__ void shape_store_bits(uint8_t *dst, uint64_t b
 	}
 }
 
+static __device__ __forceinline__ uint64_t shape_load_bits(const uint8_t *src, uint32_t elem)
+{
+	switch (elem) {
+	case 1: return *src;
+	case 2: return *(const uint16_t *)src;
+	case 4: return *(const uint32_t *)src;
+	default: return *(const uint64_t *)src;
+	}
+}
+
 /* ---- 16-byte vectors ------------------------------------------------------------------------- */
 
 static __device__ __forceinline__ bool shape_al16(const void *p)
@@ -81,43 +141,47 @@ static __device__ __forceinline__ bool shape_al16(const void *p)
 	return ((uintptr_t)p & 15) == 0;
 }
 
+static __device__ __forceinline__ const uint8_t *shape_floor16(const uint8_t *p)
+{
+	return (const uint8_t *)((uintptr_t)p & ~(uintptr_t)15);
+}
+
 static __device__ __forceinline__ uint4 shape_ld16(const uint8_t *p)
 {
+#if SHAPE_STREAMING
+	return __ldcs((const uint4 *)p);
+#else
 	return *(const uint4 *)p;
+#endif
 }
 
 static __device__ __forceinline__ void shape_st16(uint8_t *p, uint4 v)
 {
+#if SHAPE_STREAMING
+	__stcs((uint4 *)p, v);
+#else
 	*(uint4 *)p = v;
+#endif
 }
 
-/* The low word of (hi:lo) >> b, b < 32. */
-static __device__ __forceinline__ uint32_t shape_shr(uint32_t lo, uint32_t hi, uint32_t b)
+/* The 16 bytes at offset s (0 .. 15) of the 32 bytes x:y. */
+static __device__ __forceinline__ uint4 shape_shift16(uint4 x, uint4 y, uint32_t s)
 {
-	return b ? (lo >> b) | (hi << (32 - b)) : lo;
-}
-
-/* The 16 bytes at p, any alignment: the two aligned vectors that hold them (both inside the
- * source: shape_window), shifted into place. Neighbouring threads read the same vectors, so
- * DRAM sees each byte once. */
-static __device__ __forceinline__ uint4 shape_ld16_any(const uint8_t *p)
-{
-	const uint8_t *a = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)15);
-	const uint32_t s = (uint32_t)(p - a), q = s >> 2, b = (s & 3) * 8;
-	const uint4 x = shape_ld16(a), y = shape_ld16(a + 16);
-	/* words q .. q + 4 of the 32 bytes x:y, picked without an indexed (local) array */
+	const uint32_t q = s >> 2, b = (s & 3) * 8;
+	/* words q .. q + 4 of x:y, picked without an indexed (local) array */
 	const uint32_t w0 = q == 0 ? x.x : q == 1 ? x.y : q == 2 ? x.z : x.w;
 	const uint32_t w1 = q == 0 ? x.y : q == 1 ? x.z : q == 2 ? x.w : y.x;
 	const uint32_t w2 = q == 0 ? x.z : q == 1 ? x.w : q == 2 ? y.x : y.y;
 	const uint32_t w3 = q == 0 ? x.w : q == 1 ? y.x : q == 2 ? y.y : y.z;
 	const uint32_t w4 = q == 0 ? y.x : q == 1 ? y.y : q == 2 ? y.z : y.w;
-	return make_uint4(shape_shr(w0, w1, b), shape_shr(w1, w2, b), shape_shr(w2, w3, b), shape_shr(w3, w4, b));
+	return make_uint4(__funnelshift_r(w0, w1, b), __funnelshift_r(w1, w2, b), __funnelshift_r(w2, w3, b),
+			  __funnelshift_r(w3, w4, b));
 }
 
-/* Whether the aligned 32 bytes shape_ld16_any reads for p lie inside [lo, hi). */
+/* Whether the two aligned vectors that hold the 16 bytes at p lie inside [lo, hi). */
 static __device__ __forceinline__ bool shape_window(const uint8_t *p, const uint8_t *lo, const uint8_t *hi)
 {
-	const uint8_t *a = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)15);
+	const uint8_t *a = shape_floor16(p);
 	return a >= lo && a + 32 <= hi;
 }
 
@@ -144,15 +208,78 @@ static __device__ __forceinline__ uint4 shape_splat16(uint64_t bits, uint32_t el
 	return make_uint4(lo, hi, lo, hi);
 }
 
+/* Element t of v (its bits in the low elem bytes); t and elem need not be constants. */
+static __device__ __forceinline__ uint64_t shape_lane(uint4 v, uint32_t t, uint32_t elem)
+{
+	const uint32_t byte = t * elem, w = byte >> 2;
+	const uint32_t lo = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+	const uint32_t hi = w == 0 ? v.y : w == 1 ? v.z : w == 2 ? v.w : 0;
+	return (((uint64_t)hi << 32) | lo) >> ((byte & 3) * 8);
+}
+
+/* v with element t (t a constant, elem 2, 4 or 8) replaced by the low elem bytes of bits. */
+static __device__ __forceinline__ void shape_lane_set(uint4 *v, uint32_t t, uint32_t elem, uint64_t bits)
+{
+	uint32_t *w = t * elem / 4 == 0 ? &v->x : t * elem / 4 == 1 ? &v->y : t * elem / 4 == 2 ? &v->z : &v->w;
+	if (elem == 8) {
+		w[0] = (uint32_t)bits;
+		w[1] = (uint32_t)(bits >> 32);
+	} else if (elem == 4) {
+		*w = (uint32_t)bits;
+	} else {
+		const uint32_t s = (t & 1) * 16;
+		*w = (*w & ~(0xffffu << s)) | (((uint32_t)bits & 0xffffu) << s);
+	}
+}
+
+/* ---- warp exchange ------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ uint32_t shape_lane_id(void)
+{
+	return xpu_thread() & 31;
+}
+
+/* Whether lane `from` (the next lane along a run, the previous one along a flip's reversed
+ * run) loads the aligned vector right after a (this lane's aligned source vector, 0 where it
+ * loads none). Every lane of the warp calls it. */
+static __device__ __forceinline__ bool shape_neighbour_loads(const uint8_t *a, int from)
+{
+	const unsigned long long nb = __shfl_sync(XPU_FULL_MASK, (unsigned long long)(uintptr_t)a, from & 31);
+	return a && from >= 0 && from < 32 && nb == (unsigned long long)(uintptr_t)(a + 16);
+}
+
+/* Whether p holds on any lane of the warp (on HIP of the whole wave, uniform there too). */
+static __device__ __forceinline__ bool shape_any(bool p)
+{
+#ifdef XPU_HIP
+	return __any(p);
+#else
+	return __any_sync(XPU_FULL_MASK, p);
+#endif
+}
+
+/* v of lane `from`. Every lane of the warp calls it. */
+static __device__ __forceinline__ uint4 shape_shfl16(uint4 v, int from)
+{
+	return make_uint4(__shfl_sync(XPU_FULL_MASK, v.x, from & 31), __shfl_sync(XPU_FULL_MASK, v.y, from & 31),
+			  __shfl_sync(XPU_FULL_MASK, v.z, from & 31), __shfl_sync(XPU_FULL_MASK, v.w, from & 31));
+}
+
 /* ---- the chunk walk ------------------------------------------------------------------------- */
 
-/* How a chunk moves: nothing (past the end), element by element, one aligned vector, two
- * vectors shifted (shape_ld16_any), or the op's fill; SC_REV reverses the loaded elements. */
-enum { SC_NONE, SC_SLOW, SC_COPY, SC_ANY, SC_FILL, SC_KIND = 7, SC_REV = 8 };
+/* How a chunk moves (bits 0-2): nothing (past the end), element by element, one aligned
+ * vector, two vectors shifted, or the op's fill. SC_REV reverses the loaded elements, SC_LEFT
+ * puts pad_backward's mirror terms first in their sums; bits 8-11 hold where an SC_ANY source
+ * starts in its aligned vector, bits 16-23 pad_backward's two-term elements. One word a chunk
+ * is all that stays live from its plan to its store besides the data. */
+enum { SC_NONE, SC_SLOW, SC_COPY, SC_ANY, SC_FILL, SC_KIND = 7, SC_REV = 8, SC_LEFT = 16 };
+#define SC_OFFSET(kind) (((kind) >> 8) & 15)
+#define SC_MASK(kind) ((uint32_t)(kind) >> 16)
 
+/* A plan's answer: the kind, the source (SC_COPY, SC_ANY), and where element 0's second term
+ * is (pad_backward's mirrors). */
 struct shape_chunk {
-	const uint8_t *src;
-	uint8_t *dst;
+	const uint8_t *src, *aux;
 	int kind;
 };
 
@@ -162,37 +289,95 @@ static __device__ __forceinline__ int shape_src_kind(const uint8_t *p, const uin
 	return shape_al16(p) ? SC_COPY : shape_window(p, lo, hi) ? SC_ANY : SC_SLOW;
 }
 
-/* Runs an op over the thread's chunks. The op gives n (items), elem, fill (16 bytes),
- * plan(i0, per, &chunk) for the chunk of items [i0, i0 + per), and slow(i0, count), the element
- * walk. Each chunk's load is issued as soon as it is planned, every store after the last
- * load; slow chunks go last. */
+/* The lane whose first vector a chunk's second one may be: the next along a run, the
+ * previous along a reversed one (a flip's chunks walk their source backwards). */
+static __device__ __forceinline__ int shape_from(int kind)
+{
+	return (int)shape_lane_id() + (kind & SC_REV ? -1 : 1);
+}
+
+/* What the chunk walk asks of an op besides plan and slow: nothing more is loaded, the vector
+ * is stored as it came (pad_backward overrides both, for SC_COPY chunks: the side values take
+ * the place of an SC_ANY chunk's second vector). */
+struct shape_plain {
+	__device__ void side_load(int, const uint8_t *, uint4 *) const {}
+	__device__ uint4 finish(int, uint4 v, const uint4 &) const { return v; }
+};
+
+/* Runs an op over the thread's chunks. The op gives n (items), elem, len (its row length),
+ * out (the dense output: item i at out + i * elem), fill (16 bytes), plan(i0, row, j, per,
+ * &chunk) for the chunk of items [i0, i0 + per) at (row, j) = (i0 / len, i0 % len), and
+ * slow(i0, count), the element walk. Each chunk's loads are issued as soon as it is planned,
+ * the stores after the last load; slow chunks go last. Votes and shuffles are reached by
+ * every lane: the loops are uniform. */
 template <class Op>
 static __device__ __forceinline__ void shape_chunks(const Op &op)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
 	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
+#if SHAPE_CURSOR
+	uint64_t j, r_step, row = shape_div(first * per, op.len, &j);
+	const uint64_t q_step = shape_div((uint64_t)SHAPE_BLOCK * per, op.len, &r_step);
+#endif
+	uint32_t slow = 0; /* bit u: the thread's chunk u takes the element walk, after all the rest */
+#pragma unroll 1 /* one batch's registers at a time */
 	for (uint32_t u0 = 0; u0 < elem; u0 += SHAPE_BATCH) {
-		shape_chunk c[SHAPE_BATCH];
-		uint4 v[SHAPE_BATCH];
-		uint32_t slow = 0;
+		int kind[SHAPE_BATCH];
+		uint4 x[SHAPE_BATCH], y[SHAPE_BATCH]; /* y: SC_ANY's second vector, else the op's side values */
+		uint32_t own = 0, shared = 0;
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
-			c[b].kind = SC_NONE;
+			shape_chunk c;
+			c.kind = SC_NONE;
+#if SHAPE_CURSOR
 			if (u0 + b < elem && i0 < op.n)
-				op.plan(i0, per, &c[b]);
-			const int k = c[b].kind & SC_KIND;
-			slow |= (k == SC_SLOW) << b;
-			v[b] = k == SC_COPY ? shape_ld16(c[b].src) : k == SC_ANY ? shape_ld16_any(c[b].src) : op.fill;
+				op.plan(i0, row, j, per, &c);
+			shape_step(&row, &j, q_step, r_step, op.len);
+#else
+			if (u0 + b < elem && i0 < op.n) {
+				uint64_t jj;
+				const uint64_t rr = shape_div(i0, op.len, &jj);
+				op.plan(i0, rr, jj, per, &c);
+			}
+#endif
+			const int k = c.kind & SC_KIND;
+			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
+			bool mine = k == SC_ANY;
+#if SHAPE_ANY_SHFL
+			if (shape_any(mine)) {
+				shared |= 1u << b;
+				const bool next = shape_neighbour_loads(a, shape_from(c.kind)); /* every lane */
+				mine = mine && !next;
+			}
+#endif
+			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
+			own |= mine << b;
+			x[b] = a ? shape_ld16(a) : op.fill;
+			if (mine)
+				y[b] = shape_ld16(a + 16);
+			op.side_load(c.kind, c.aux, &y[b]);
+			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
 		}
 #pragma unroll
-		for (int b = 0; b < SHAPE_BATCH; b++)
-			if ((c[b].kind & SC_KIND) >= SC_COPY)
-				shape_st16(c[b].dst, c[b].kind & SC_REV ? shape_rev16(v[b], elem) : v[b]);
-		for (; slow; slow &= slow - 1) {
-			const uint64_t i0 = (first + (uint64_t)(u0 + __ffs(slow) - 1) * SHAPE_BLOCK) * per;
-			op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
+			const int k = kind[b] & SC_KIND;
+			if (shared >> b & 1) { /* uniform: the same for the whole warp */
+				const uint4 nb = shape_shfl16(x[b], shape_from(kind[b]));
+				if (k == SC_ANY && !(own >> b & 1)) /* y holds an op's side values elsewhere */
+					y[b] = nb;
+			}
+			if (k >= SC_COPY) {
+				uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
+				v = op.finish(kind[b], v, y[b]);
+				shape_st16(op.out + i0 * elem, kind[b] & SC_REV ? shape_rev16(v, elem) : v);
+			}
 		}
+	}
+	for (; slow; slow &= slow - 1) { /* no batch state is live here: the walk has the registers */
+		const uint64_t i0 = (first + (uint64_t)(__ffs(slow) - 1) * SHAPE_BLOCK) * per;
+		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 	}
 }
 
@@ -246,11 +431,11 @@ struct shape_pad_geo {
 	__device__ uint64_t OD(int k) const { return D(k) + LO(k) + HI(k); }
 };
 
-/* dl, lol, odl: the last axis's dim, before and padded dim. */
-struct shape_pad_op : shape_pad_geo {
+/* dl, lol, odl: the last axis's dim, before and padded dim (len: a chunk's row is an output row). */
+struct shape_pad_op : shape_pad_geo, shape_plain {
 	uint8_t *out;
 	const uint8_t *in, *in_end;
-	uint64_t n, fill_bits, dl, lol, odl;
+	uint64_t n, len, fill_bits, dl, lol;
 	uint32_t elem;
 	bool out_al;
 	uint4 fill;
@@ -268,10 +453,10 @@ struct shape_pad_op : shape_pad_geo {
 		for (int k = 0; k < 8; k++) { /* unrolled: constant indices into the arguments */
 			n *= OD(k);
 			n_in *= D(k);
-			if (k == rank - 1) {
+			if (k < rank) { /* the last axis: the last written (k == rank - 1 would index the arguments) */
 				dl = D(k);
 				lol = LO(k);
-				odl = OD(k);
+				len = OD(k);
 			}
 		}
 		in_end = in + n_in * elem;
@@ -287,7 +472,7 @@ struct shape_pad_op : shape_pad_geo {
 		for (int k = 6; k >= 0; k--) {
 			if (k >= rank - 1)
 				continue;
-			rem = shape_div(rem, OD(k), &x);
+			rem = shape_digit(rem, OD(k), k, &x);
 			const int64_t q = shape_pad_from(x, LO(k), D(k), mode);
 			if (q < 0)
 				return -1;
@@ -298,14 +483,11 @@ struct shape_pad_op : shape_pad_geo {
 	}
 
 	/* A chunk inside one output row: the row's interior copied, a constant border filled. */
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
 	{
-		uint64_t j;
-		const uint64_t row = shape_div(i0, odl, &j);
 		c->kind = SC_SLOW;
-		if (!out_al || j + per > odl)
+		if (!out_al || j + per > len)
 			return;
-		c->dst = out + i0 * elem;
 		const int64_t r = in_row(row);
 		if (r < 0) {
 			c->kind = SC_FILL;
@@ -321,7 +503,7 @@ struct shape_pad_op : shape_pad_geo {
 	{
 		for (uint32_t t = 0; t < count; t++) {
 			uint64_t j;
-			const uint64_t e = i0 + t, row = shape_div(e, odl, &j);
+			const uint64_t e = i0 + t, row = shape_div(e, len, &j);
 			const int64_t r = in_row(row), q = r < 0 ? -1 : shape_pad_from(j, lol, dl, mode);
 			if (q < 0)
 				shape_store_bits(out + e * elem, fill_bits, elem);
@@ -345,14 +527,9 @@ pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long
 
 /* ---- pad_backward ----------------------------------------------------------------------------- */
 
-static __device__ __forceinline__ float shape_load_f(const uint8_t *p, uint32_t dt)
-{
-	if (dt == 2)
-		return xpu_f16(*(const uint16_t *)p);
-	if (dt == 3)
-		return __uint_as_float((uint32_t)(*(const uint16_t *)p) << 16);
-	return *(const float *)p;
-}
+#ifndef SHAPE_SUM_AHEAD
+#define SHAPE_SUM_AHEAD 8 /* terms of an element-walk sum whose loads are in flight together */
+#endif
 
 /* bf16 from f32: round to nearest even; NaN stays a quiet NaN (as the CPU body does). */
 static __device__ __forceinline__ uint16_t shape_bf16(float f)
@@ -363,6 +540,16 @@ static __device__ __forceinline__ uint16_t shape_bf16(float f)
 	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
+/* cumsum's element loads and stores: f32 (0), f16 (2), bf16 (3) as f32. */
+static __device__ __forceinline__ float shape_load_f(const uint8_t *p, uint32_t dt)
+{
+	if (dt == 2)
+		return xpu_f16(*(const uint16_t *)p);
+	if (dt == 3)
+		return __uint_as_float((uint32_t)(*(const uint16_t *)p) << 16);
+	return *(const float *)p;
+}
+
 static __device__ __forceinline__ void shape_store_f(uint8_t *p, uint32_t dt, float v)
 {
 	if (dt == 2)
@@ -371,6 +558,34 @@ static __device__ __forceinline__ void shape_store_f(uint8_t *p, uint32_t dt, fl
 		*(uint16_t *)p = shape_bf16(v);
 	else
 		*(float *)p = v;
+}
+
+/* Element bits (f32 0, f16 2, bf16 3) as f32, and f32 back to the dtype's bits, narrowed once. */
+static __device__ __forceinline__ float shape_bits_f(uint64_t bits, uint32_t dt)
+{
+	if (dt == 2)
+		return xpu_f16((uint16_t)bits);
+	if (dt == 3)
+		return __uint_as_float((uint32_t)(uint16_t)bits << 16);
+	return __uint_as_float((uint32_t)bits);
+}
+
+static __device__ __forceinline__ uint64_t shape_f_bits(float v, uint32_t dt)
+{
+	if (dt == 2)
+		return __half_as_ushort(__float2half_rn(v));
+	if (dt == 3)
+		return shape_bf16(v);
+	return __float_as_uint(v);
+}
+
+/* a + b of two elements' bits, as the CPU adds them: f64 in f64, the rest in f32. */
+static __device__ __forceinline__ uint64_t shape_sum2(uint64_t a, uint64_t b, uint32_t dt)
+{
+	if (dt == 1)
+		return (uint64_t)__double_as_longlong(
+			__dadd_rn(__longlong_as_double((long long)a), __longlong_as_double((long long)b)));
+	return shape_f_bits(xpu_add(shape_bits_f(a, dt), shape_bits_f(b, dt)), dt);
 }
 
 /* How many upstream positions feed coordinate i of an axis (d long, b before, a after): the
@@ -398,12 +613,17 @@ static __device__ __forceinline__ uint64_t shape_pre_at(uint64_t i, uint64_t t, 
 }
 
 /* A gradient element fed by one upstream position is that element's bits (the sum of one term
- * is the term, -0 included), so such chunks are byte copies; the rest sum in the CPU's order.
- * dl, lol, hil: the last axis's dim, before and after. */
+ * is the term, -0 included), so such chunks are byte copies. In a row whose other axes have one
+ * preimage each, a reflected border element has two terms, the interior and one mirror: the
+ * chunk loads its interior vector as a copy would, the mirrors element by element (side_load),
+ * and adds them in the CPU's order (finish). The rest sum term by term in that order (slow).
+ * One op for every dtype (elem, dt at run time): the kernel inlines it for f32, where they are
+ * constants, and calls it for the others (a walk per dtype in one kernel crowds the registers).
+ * len, lol, hil, odl: the last axis's dim, before, after and padded dim. */
 struct shape_pad_bwd_op : shape_pad_geo {
-	uint8_t *grad;
+	uint8_t *out; /* the gradient */
 	const uint8_t *up, *up_end;
-	uint64_t n, dl, lol, hil;
+	uint64_t n, len, lol, hil, odl;
 	uint32_t elem, dt;
 	bool out_al;
 	uint4 fill;
@@ -412,7 +632,7 @@ struct shape_pad_bwd_op : shape_pad_geo {
 	{
 		uint64_t n_up = 1;
 		geo(geom, wp);
-		grad = g;
+		out = g;
 		up = u;
 		dt = (uint32_t)((geom >> 8) & 0xff);
 		elem = dt == 1 ? 8 : dt == 0 ? 4 : 2;
@@ -421,41 +641,119 @@ struct shape_pad_bwd_op : shape_pad_geo {
 		for (int k = 0; k < 8; k++) {
 			n *= D(k);
 			n_up *= OD(k);
-			if (k == rank - 1) {
-				dl = D(k);
+			if (k < rank) { /* the last axis: the last written (k == rank - 1 would index the arguments) */
+				len = D(k);
 				lol = LO(k);
 				hil = HI(k);
+				odl = OD(k);
 			}
 		}
 		up_end = up + n_up * elem;
-		out_al = shape_al16(grad);
+		out_al = shape_al16(out);
 		fill = make_uint4(0, 0, 0, 0);
 	}
 
-	/* A chunk inside one gradient row whose every element has one upstream position. */
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	/* The upstream row of gradient row `row` where each axis but the last has one preimage, or -1. */
+	__device__ int64_t up_row(uint64_t row) const
 	{
-		uint64_t j, x, up_row = 0, stride = 1;
-		uint64_t rem = shape_div(i0, dl, &j);
-		c->kind = SC_SLOW;
-		if (!out_al || j + per > dl)
-			return;
-		for (uint32_t t = 0; t < per; t++)
-			if (shape_pre_count(j + t, dl, lol, hil, mode) != 1)
-				return;
+		uint64_t rem = row, r = 0, stride = 1, x;
 #pragma unroll
 		for (int k = 6; k >= 0; k--) {
 			if (k >= rank - 1)
 				continue;
-			rem = shape_div(rem, D(k), &x);
+			rem = shape_digit(rem, D(k), k, &x);
 			if (shape_pre_count(x, D(k), LO(k), HI(k), mode) != 1)
-				return;
-			up_row += (x + LO(k)) * stride;
+				return -1;
+			r += (x + LO(k)) * stride;
 			stride *= OD(k);
 		}
-		c->src = up + (up_row * (dl + lol + hil) + j + lol) * elem;
-		c->dst = grad + i0 * elem;
+		return (int64_t)r;
+	}
+
+	/* A chunk inside one gradient row whose elements have one term, or reflect's two (interior
+	 * and a mirror on one side, the same side for the whole chunk; the interior aligned, as
+	 * the mirrors take the place of SC_ANY's second vector). */
+	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	{
+		c->kind = SC_SLOW;
+		if (!out_al || j + per > len)
+			return;
+		if (mode == 2 && ((j == 0 && lol) || (j + per >= len && hil))) /* replicate's edge runs */
+			return;
+		const int64_t r = up_row(row);
+		if (r < 0)
+			return;
+		uint32_t left = 0, right = 0;
+#pragma unroll
+		for (uint32_t t = 0; t < 8; t++) {
+			const uint64_t i = j + t;
+			left |= (uint32_t)(mode == 1 && t < per && i >= 1 && i <= lol) << t;
+			right |= (uint32_t)(mode == 1 && t < per && i + 2 <= len && len - 1 - i <= hil) << t;
+		}
+		if (left && right)
+			return;
+		const uint8_t *base = up + (uint64_t)r * odl * elem;
+		c->src = base + (j + lol) * elem;
 		c->kind = shape_src_kind(c->src, up, up_end);
+		if ((left | right) && c->kind != SC_COPY) {
+			c->kind = SC_SLOW;
+		} else if (left | right) { /* element t's mirror is element 0's less t */
+			const int64_t m0 = left ? (int64_t)lol - (int64_t)j : (int64_t)(lol + 2 * (len - 1)) - (int64_t)j;
+			c->aux = base + m0 * (int64_t)elem;
+			c->kind |= (int)((left | right) << 16) | (left ? SC_LEFT : 0);
+		}
+	}
+
+	/* The mirror terms, element t's at aux - t * elem, packed as the chunk's elements are. */
+	__device__ void side_load(int kind, const uint8_t *aux, uint4 *s) const
+	{
+		const uint32_t m = SC_MASK(kind);
+		if (!m)
+			return;
+		if (elem == 8) {
+			const uint64_t a = m & 1 ? *(const uint64_t *)aux : 0, b = m & 2 ? *(const uint64_t *)(aux - 8) : 0;
+			*s = make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+		} else if (elem == 4) {
+			*s = make_uint4(m & 1 ? xpu_ld32(aux) : 0, m & 2 ? xpu_ld32(aux - 4) : 0, m & 4 ? xpu_ld32(aux - 8) : 0,
+					m & 8 ? xpu_ld32(aux - 12) : 0);
+		} else {
+			uint32_t h[8];
+#pragma unroll
+			for (int t = 0; t < 8; t++)
+				h[t] = m >> t & 1 ? xpu_ld16(aux - 2 * t) : 0;
+			*s = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
+		}
+	}
+
+	/* Interior bits iv plus mirror bits mv in the CPU's order: the left mirror comes first. */
+	__device__ uint64_t two(uint64_t iv, uint64_t mv, int kind) const
+	{
+		return kind & SC_LEFT ? shape_sum2(mv, iv, dt) : shape_sum2(iv, mv, dt);
+	}
+
+	/* Two halves of a word (bits m of the chunk's mask): each summed or kept. */
+	__device__ uint32_t halves(uint32_t iw, uint32_t mw, uint32_t m, int kind) const
+	{
+		const uint32_t lo = m & 1 ? (uint32_t)two(iw & 0xffff, mw & 0xffff, kind) : iw & 0xffff;
+		const uint32_t hi = m & 2 ? (uint32_t)two(iw >> 16, mw >> 16, kind) : iw >> 16;
+		return (lo & 0xffff) | hi << 16;
+	}
+
+	__device__ uint4 finish(int kind, uint4 v, const uint4 &s) const
+	{
+		const uint32_t m = SC_MASK(kind);
+		if (!m)
+			return v;
+		if (elem == 8) {
+			const uint64_t a = m & 1 ? two((uint64_t)v.y << 32 | v.x, (uint64_t)s.y << 32 | s.x, kind) : (uint64_t)v.y << 32 | v.x;
+			const uint64_t b = m & 2 ? two((uint64_t)v.w << 32 | v.z, (uint64_t)s.w << 32 | s.z, kind) : (uint64_t)v.w << 32 | v.z;
+			return make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+		}
+		if (elem == 4)
+			return make_uint4(m & 1 ? (uint32_t)two(v.x, s.x, kind) : v.x, m & 2 ? (uint32_t)two(v.y, s.y, kind) : v.y,
+					  m & 4 ? (uint32_t)two(v.z, s.z, kind) : v.z, m & 8 ? (uint32_t)two(v.w, s.w, kind) : v.w);
+		return make_uint4(halves(v.x, s.x, m, kind), halves(v.y, s.y, m >> 2, kind), halves(v.z, s.z, m >> 4, kind),
+				  halves(v.w, s.w, m >> 6, kind));
 	}
 
 	/* Term t of element e: t's digits (the last axis fastest, each in base its axis's count)
@@ -469,7 +767,7 @@ struct shape_pad_bwd_op : shape_pad_geo {
 			uint64_t x, tk = 0;
 			if (k >= rank)
 				continue;
-			rem = shape_div(rem, D(k), &x);
+			rem = shape_digit(rem, D(k), k, &x);
 			const uint64_t ck = shape_pre_count(x, D(k), LO(k), HI(k), mode);
 			if (ck > 1)
 				digits = shape_div(digits, ck, &tk);
@@ -481,35 +779,75 @@ struct shape_pad_bwd_op : shape_pad_geo {
 		return off;
 	}
 
-	/* The sum from the first term (a lone term is copied, -0 included): f32 for f32 and the
-	 * halves, narrowed once on store; f64 for f64. */
+	/* The sum from the first term (a lone term is copied, -0 included), f64 in f64 and the
+	 * rest in f32, narrowed once on store. SHAPE_SUM_AHEAD terms at a time: their places found
+	 * one by one (a loop, so term is here once), their loads issued together, then added in
+	 * order. */
 	__device__ void sum_one(uint64_t e) const
 	{
-		uint64_t total = 1;
+		uint64_t total = 1, off[SHAPE_SUM_AHEAD]; /* the first term gives the real count */
 		double acc64 = 0;
 		float acc32 = 0;
-		for (uint64_t t = 0; t < total; t++) {
-			const uint64_t off = term(e, t, &total);
-			if (dt == 1) {
-				const double v = *(const double *)(up + off * 8);
-				acc64 = t ? __dadd_rn(acc64, v) : v;
-			} else {
-				const float v = shape_load_f(up + off * elem, dt);
-				acc32 = t ? xpu_add(acc32, v) : v;
+		for (uint64_t t0 = 0; t0 < total; t0 += SHAPE_SUM_AHEAD) {
+			uint64_t raw[SHAPE_SUM_AHEAD];
+			uint32_t m = 0;
+#pragma unroll 1
+			for (; m < SHAPE_SUM_AHEAD && t0 + m < total; m++)
+				off[m] = term(e, t0 + m, &total);
+#pragma unroll
+			for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++)
+				raw[u] = u < m ? shape_load_bits(up + off[u] * elem, elem) : 0;
+#pragma unroll
+			for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++) {
+				if (u >= m)
+					break;
+				const double v64 = __longlong_as_double((long long)raw[u]);
+				const float v32 = shape_bits_f(raw[u], dt);
+				acc64 = t0 + u ? __dadd_rn(acc64, v64) : v64;
+				acc32 = t0 + u ? xpu_add(acc32, v32) : v32;
 			}
 		}
-		if (dt == 1)
-			*(double *)(grad + e * 8) = acc64;
-		else
-			shape_store_f(grad + e * elem, dt, acc32);
+		shape_store_bits(out + e * elem, dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, dt), elem);
 	}
 
-	__device__ void slow(uint64_t i0, uint32_t count) const
-	{
-		for (uint32_t t = 0; t < count; t++)
-			sum_one(i0 + t);
-	}
+	__device__ void slow(uint64_t i0, uint32_t count) const;
 };
+
+/* The element walk of chunk i0, a function of its own: its sums (the f64 and f32 ones both)
+ * need registers the chunk walk is holding. The geometry comes as values (nothing in memory);
+ * the op is set up again here. */
+static __device__ __noinline__ void shape_pad_bwd_walk(uint8_t *grad, const uint8_t *up, uint64_t geom,
+						       const ulonglong4 d, const ulonglong4 b, const ulonglong4 a,
+						       uint64_t i0, uint32_t count)
+{
+	const unsigned long long w[12] = { d.x, d.y, d.z, d.w, b.x, b.y, b.z, b.w, a.x, a.y, a.z, a.w };
+	shape_pad_bwd_op op;
+	op.init(grad, up, geom, w);
+	for (uint32_t t = 0; t < count; t++)
+		op.sum_one(i0 + t);
+}
+
+__device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
+{
+	const uint64_t geom = (uint64_t)r0 | (uint64_t)dt << 8 | (uint64_t)mode << 16;
+	shape_pad_bwd_walk(out, up, geom, make_ulonglong4(w[0], w[1], w[2], w[3]), make_ulonglong4(w[4], w[5], w[6], w[7]),
+			   make_ulonglong4(w[8], w[9], w[10], w[11]), i0, count);
+}
+
+/* f64, f16 and bf16: a function of its own, whose registers are its own (it saves what it
+ * uses on entry), so that f32's walk, inlined in the kernel with its element a constant, keeps
+ * the kernel's registers to itself. The geometry comes as values: nothing is in memory. */
+static __device__ __noinline__ void shape_pad_bwd_other(uint8_t *grad, const uint8_t *up, uint64_t geom,
+							unsigned long long d01, unsigned long long d23, unsigned long long d45,
+							unsigned long long d67, unsigned long long b01, unsigned long long b23,
+							unsigned long long b45, unsigned long long b67, unsigned long long a01,
+							unsigned long long a23, unsigned long long a45, unsigned long long a67)
+{
+	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
+	shape_pad_bwd_op op;
+	op.init(grad, up, geom, w);
+	shape_chunks(op);
+}
 
 extern "C" __global__ void SHAPE_BOUNDS
 pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned long long d01,
@@ -517,9 +855,13 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned
 	     unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
 	     unsigned long long a23, unsigned long long a45, unsigned long long a67)
 {
+	if ((geom >> 8 & 0xff) != 0) {
+		shape_pad_bwd_other(grad, up, geom, d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67);
+		return;
+	}
 	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
 	shape_pad_bwd_op op;
-	op.init(grad, up, geom, w);
+	op.init(grad, up, geom & ~(0xffull << 8), w); /* f32: dt 0, a constant from here on */
 	shape_chunks(op);
 }
 
@@ -528,11 +870,12 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned
 /* out[o, j, i] = in[o, src(j), i]. A roll along (dim, inner) is a roll along the flattened
  * dim * inner by shift * inner, so a roll always has inner == 1: its chunks are runs of a row
  * that stop where the source wraps. A flip with inner == 1 reads its chunk's mirror run and
- * reverses it in registers; with inner > 1 its runs are the inner rows, in order. */
-struct shape_reorder_op {
+ * reverses it in registers; with inner > 1 its runs are the inner rows, in order. len: a
+ * chunk's row, dim (inner == 1) or inner. */
+struct shape_reorder_op : shape_plain {
 	uint8_t *out;
 	const uint8_t *in, *in_end;
-	uint64_t n, dim, inner, shift;
+	uint64_t n, dim, inner, shift, len;
 	uint32_t elem;
 	bool flip, out_al;
 	uint4 fill;
@@ -549,6 +892,7 @@ struct shape_reorder_op {
 		dim = fl ? dm : dm * inr;
 		inner = fl ? inr : 1;
 		shift = fl ? 0 : sh * inr;
+		len = inner == 1 ? dim : inner;
 		out_al = shape_al16(out);
 		fill = make_uint4(0, 0, 0, 0);
 	}
@@ -562,28 +906,23 @@ struct shape_reorder_op {
 		return (o * dim + j) * inner + i;
 	}
 
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
 	{
-		uint64_t i, j, s;
+		uint64_t s;
 		c->kind = SC_SLOW;
-		if (!out_al)
+		if (!out_al || j + per > len)
 			return;
-		if (inner == 1) {
-			const uint64_t o = shape_div(i0, dim, &j);
-			if (j + per > dim)
-				return;
+		if (inner == 1) { /* row: o */
 			s = flip ? dim - j - per : j >= shift ? j - shift : j + dim - shift;
 			if (s + per > dim) /* a roll's chunk that wraps in its source row */
 				return;
-			s += o * dim;
-		} else {
-			const uint64_t o = shape_div(shape_div(i0, inner, &i), dim, &j);
-			if (i + per > inner)
-				return;
-			s = (o * dim + dim - 1 - j) * inner + i;
+			s += row * dim;
+		} else { /* row: o * dim + j', j: i */
+			uint64_t jj;
+			const uint64_t o = shape_div(row, dim, &jj);
+			s = (o * dim + dim - 1 - jj) * inner + j;
 		}
 		c->src = in + s * elem;
-		c->dst = out + i0 * elem;
 		c->kind = shape_src_kind(c->src, in, in_end) | (flip && inner == 1 ? SC_REV : 0);
 	}
 
@@ -675,11 +1014,12 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 /* ---- triu, tril ------------------------------------------------------------------------------ */
 
 /* Each row is a zero run, a kept run and a zero run: chunks inside one of them are a 16-byte
- * fill (nothing read) or a copy; the chunk across the diagonal goes element by element. */
-struct shape_tri_op {
+ * fill (nothing read) or a copy; the chunk across the diagonal goes element by element.
+ * len: cols. */
+struct shape_tri_op : shape_plain {
 	uint8_t *out;
 	const uint8_t *in;
-	uint64_t n, rows, cols;
+	uint64_t n, rows, len;
 	int64_t diag;
 	uint32_t elem;
 	bool upper, al;
@@ -691,7 +1031,7 @@ struct shape_tri_op {
 		out = o;
 		in = i;
 		rows = r;
-		cols = c;
+		len = c;
 		n = batch * r * c;
 		diag = dg;
 		elem = (uint32_t)el;
@@ -700,31 +1040,28 @@ struct shape_tri_op {
 		fill = make_uint4(0, 0, 0, 0);
 	}
 
-	/* Item e's column; row r keeps [*c0, *c1): triu c >= r + diag, tril c <= r + diag (the CPU
+	/* Matrix row r keeps columns [*c0, *c1): triu c >= r + diag, tril c <= r + diag (the CPU
 	 * body's kept_columns). */
-	__device__ uint64_t place(uint64_t e, uint64_t *c0, uint64_t *c1) const
+	__device__ void kept(uint64_t r, uint64_t *c0, uint64_t *c1) const
 	{
-		uint64_t c, r;
-		shape_div(shape_div(e, cols, &c), rows, &r);
 		const int64_t edge = (int64_t)r + diag;
 		if (upper) {
-			*c0 = edge <= 0 ? 0 : (uint64_t)edge < cols ? (uint64_t)edge : cols;
-			*c1 = cols;
+			*c0 = edge <= 0 ? 0 : (uint64_t)edge < len ? (uint64_t)edge : len;
+			*c1 = len;
 		} else {
 			*c0 = 0;
-			*c1 = edge < 0 ? 0 : (uint64_t)edge + 1 < cols ? (uint64_t)edge + 1 : cols;
+			*c1 = edge < 0 ? 0 : (uint64_t)edge + 1 < len ? (uint64_t)edge + 1 : len;
 		}
-		return c;
 	}
 
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	__device__ void plan(uint64_t i0, uint64_t row, uint64_t col, uint32_t per, shape_chunk *c) const
 	{
-		uint64_t k0, k1;
-		const uint64_t col = place(i0, &k0, &k1);
+		uint64_t k0, k1, r;
 		c->kind = SC_SLOW;
-		if (!al || col + per > cols)
+		if (!al || col + per > len)
 			return;
-		c->dst = out + i0 * elem;
+		shape_div(row, rows, &r);
+		kept(r, &k0, &k1);
 		c->src = in + i0 * elem;
 		if (col >= k0 && col + per <= k1)
 			c->kind = SC_COPY;
@@ -735,8 +1072,10 @@ struct shape_tri_op {
 	__device__ void slow(uint64_t i0, uint32_t count) const
 	{
 		for (uint32_t t = 0; t < count; t++) {
-			uint64_t k0, k1;
-			const uint64_t e = i0 + t, col = place(e, &k0, &k1);
+			uint64_t k0, k1, col, r;
+			const uint64_t e = i0 + t;
+			shape_div(shape_div(e, len, &col), rows, &r);
+			kept(r, &k0, &k1);
 			if (col >= k0 && col < k1)
 				shape_move(out + e * elem, in + e * elem, elem);
 			else
@@ -769,7 +1108,7 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
  * in dest, so a run is contiguous on both sides (the source is dense). The ring axis neither
  * joins a run nor is joined. Run r's dest row base comes from decoding r over the axes before
  * the run (ka). On the ring axis the slab starts at `start` and wraps modulo `modulus` (axis
- * -1: no ring); a ring on the last axis (ka == axis) wraps inside runs: element walk only. */
+ * -1: no ring); a ring on the last axis (ka == axis) wraps inside runs: element by element. */
 struct shape_slab_op {
 	uint8_t *dest;
 	const uint8_t *src;
@@ -778,14 +1117,13 @@ struct shape_slab_op {
 	uint32_t elem;
 	int r0, rank, axis, ka;
 	bool src_al;
-	uint4 fill;
 
 	__device__ uint64_t D(int k) const { return k < r0 ? shape_u32(w, k) : 1; }
 	__device__ uint64_t S(int k) const { return k < r0 ? shape_u32(w + 4, k) : 0; }
 	__device__ uint64_t W(int k) const { return k < r0 ? shape_u32(w + 8, k) - shape_u32(w + 4, k) : 1; }
 
-	__device__ void init(uint8_t *de, const uint8_t *sr, uint64_t geom, const unsigned long long *wp, int ax,
-			     uint64_t st, uint64_t mod)
+	/* What the loads need: the slab's size and where the source starts. */
+	__device__ void init(uint8_t *de, const uint8_t *sr, uint64_t geom, const unsigned long long *wp)
 	{
 		dest = de;
 		src = sr;
@@ -793,17 +1131,25 @@ struct shape_slab_op {
 		r0 = (int)(geom & 0xff);
 		elem = (uint32_t)((geom >> 8) & 0xff);
 		rank = r0 > 0 ? r0 : 1; /* a scalar: one axis of one element */
+		n = 1;
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			n *= W(k);
+		src_al = shape_al16(src);
+	}
+
+	/* What the stores need: the runs, and the ring's start (st, mod: 32-bit, the launcher's
+	 * check; axis -1: no ring). */
+	__device__ void runs(int ax, uint32_t st, uint32_t mod)
+	{
 		axis = ax;
 		start = st;
 		modulus = mod;
-		n = 1;
 		ka = rank - 1;
 #pragma unroll
-		for (int k = 7; k >= 0; k--) {
-			n *= W(k);
-			if (k >= 1 && k == ka && k != axis && k - 1 != axis && W(k) == D(k))
+		for (int k = 7; k >= 1; k--)
+			if (k == ka && k != axis && k - 1 != axis && W(k) == D(k))
 				ka = k - 1;
-		}
 		uint64_t stride = 1;
 		run = 1;
 		run0 = 0;
@@ -817,8 +1163,6 @@ struct shape_slab_op {
 				run0 = S(k) * stride; /* the run's start inside its row */
 			stride *= D(k);
 		}
-		src_al = shape_al16(src);
-		fill = make_uint4(0, 0, 0, 0);
 	}
 
 	__device__ uint64_t wrap(uint64_t x) const
@@ -836,7 +1180,7 @@ struct shape_slab_op {
 			if (k >= rank)
 				continue;
 			if (k < ka) {
-				rem = shape_div(rem, W(k), &x);
+				rem = shape_digit(rem, W(k), k, &x);
 				off += (k == axis ? wrap(x) : S(k) + x) * stride;
 			}
 			stride *= D(k);
@@ -851,19 +1195,25 @@ struct shape_slab_op {
 		return row_base(r) + (ka == axis ? wrap(x) : run0 + x);
 	}
 
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	/* The loaded chunk of items [i0, i0 + per): one vector where it lies in one run and its
+	 * dest is aligned, else its elements one by one (the bytes are already here). */
+	__device__ void put(uint64_t i0, uint32_t per, uint4 v) const
 	{
 		uint64_t x;
-		c->kind = SC_SLOW;
-		if (!src_al || ka == axis)
-			return;
-		const uint64_t r = shape_div(i0, run, &x);
-		if (x + per > run)
-			return;
-		c->dst = dest + (row_base(r) + run0 + x) * elem;
-		c->src = src + i0 * elem;
-		if (shape_al16(c->dst))
-			c->kind = SC_COPY;
+		if (ka != axis) {
+			const uint64_t r = shape_div(i0, run, &x);
+			if (x + per <= run) {
+				uint8_t *d = dest + (row_base(r) + run0 + x) * elem;
+				if (shape_al16(d))
+					shape_st16(d, v);
+				else
+					for (uint32_t t = 0; t < per; t++)
+						shape_store_bits(d + t * elem, shape_lane(v, t, elem), elem);
+				return;
+			}
+		}
+		for (uint32_t t = 0; t < per; t++)
+			shape_store_bits(dest + dest_of(i0 + t) * elem, shape_lane(v, t, elem), elem);
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const
@@ -873,6 +1223,37 @@ struct shape_slab_op {
 	}
 };
 
+/* The source is dense, so a chunk's load needs no index math: the thread's loads go out first
+ * (pos, the ring's start, with them), and the dest addresses are worked out while they are in
+ * flight. A chunk that is not whole (the slab's end, a misaligned source) takes the walk. */
+static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int axis, const uint32_t *pos, uint32_t mod)
+{
+	const uint32_t elem = op.elem, per = 16 / elem;
+	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
+	for (uint32_t u0 = 0; u0 < elem; u0 += SHAPE_BATCH) {
+		uint4 v[SHAPE_BATCH];
+		uint32_t got = 0;
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
+			if (u0 + b < elem && op.src_al && i0 + per <= op.n) {
+				v[b] = shape_ld16(op.src + i0 * elem);
+				got |= 1u << b;
+			}
+		}
+		if (u0 == 0)
+			op.runs(axis, pos ? *pos % mod : 0, mod);
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
+			if (got >> b & 1)
+				op.put(i0, per, v[b]);
+			else if (u0 + b < elem && i0 < op.n)
+				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+		}
+	}
+}
+
 extern "C" __global__ void SHAPE_BOUNDS
 write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned long long d01,
 	    unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long s01,
@@ -881,8 +1262,8 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned
 {
 	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
 	shape_slab_op op;
-	op.init(dest, src, geom, w, -1, 0, 1);
-	shape_chunks(op);
+	op.init(dest, src, geom, w);
+	shape_slab_chunks(op, -1, nullptr, 1);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS
@@ -892,24 +1273,27 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 		     unsigned long long e01, unsigned long long e23, unsigned long long e45, unsigned long long e67)
 {
 	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
-	const uint64_t modulus = geom >> 32;
 	shape_slab_op op;
-	op.init(dest, src, geom, w, (int)((geom >> 16) & 0xff), *pos % modulus, modulus);
-	shape_chunks(op);
+	op.init(dest, src, geom, w);
+	shape_slab_chunks(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
 
-#define SHAPE_TILE 64 /* a transpose tile: 64 x 64 elements, the block's 4096 items */
+/* 1: full tiles on 16-byte boundaries move 16-byte vectors on both sides of a transpose; 0:
+ * every tile goes element by element. */
+#ifndef SHAPE_TILE_VEC
+#define SHAPE_TILE_VEC 1
+#endif
 
 /* A view (element strides, offset) to dense; a scalar is one axis of one element. lo_p, hi_p:
- * the bytes the view reaches (the extent checked them against the buffer). */
-struct shape_contig_op {
+ * the bytes the view reaches (the extent checked them against the buffer). len: the last dim. */
+struct shape_contig_op : shape_plain {
 	uint8_t *out;
 	const uint8_t *in, *lo_p, *hi_p;
 	const unsigned long long *dw; /* dims, and strides: read with constant indices */
 	const long long *sts;
-	uint64_t n, dl;
+	uint64_t n, len;
 	int64_t offset, stl;
 	uint32_t elem;
 	int r0, rank;
@@ -938,8 +1322,8 @@ struct shape_contig_op {
 			const int64_t reach = (int64_t)(D(k) - 1) * ST(k); /* launched only when n > 0 */
 			lo += reach < 0 ? reach : 0;
 			hi += reach > 0 ? reach : 0;
-			if (k == rank - 1) {
-				dl = D(k);
+			if (k < rank) { /* the last axis: the last written (k == rank - 1 would index the arguments) */
+				len = D(k);
 				stl = ST(k);
 			}
 		}
@@ -949,31 +1333,36 @@ struct shape_contig_op {
 		fill = make_uint4(0, 0, 0, 0);
 	}
 
-	/* The input element of output item e. */
-	__device__ int64_t at(uint64_t e) const
+	/* The input element where output row `row` (every axis but the last) starts. */
+	__device__ int64_t at_row(uint64_t row) const
 	{
-		uint64_t rem = e, x;
+		uint64_t rem = row, x;
 		int64_t off = offset;
 #pragma unroll
-		for (int k = 7; k >= 0; k--) {
-			if (k >= rank)
+		for (int k = 6; k >= 0; k--) {
+			if (k >= rank - 1)
 				continue;
-			rem = shape_div(rem, D(k), &x);
+			rem = shape_digit(rem, D(k), k, &x);
 			off += (int64_t)x * ST(k);
 		}
 		return off;
 	}
 
-	/* With a last-axis stride of 1: a chunk inside one output row is a run of the input. */
-	__device__ void plan(uint64_t i0, uint32_t per, shape_chunk *c) const
+	/* The input element of output item e. */
+	__device__ int64_t at(uint64_t e) const
 	{
 		uint64_t x;
-		shape_div(i0, dl, &x);
+		const uint64_t row = shape_div(e, len, &x);
+		return at_row(row) + (int64_t)x * stl;
+	}
+
+	/* With a last-axis stride of 1: a chunk inside one output row is a run of the input. */
+	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	{
 		c->kind = SC_SLOW;
-		if (!out_al || x + per > dl)
+		if (!out_al || j + per > len)
 			return;
-		c->src = in + at(i0) * (int64_t)elem;
-		c->dst = out + i0 * elem;
+		c->src = in + (at_row(row) + (int64_t)j) * (int64_t)elem;
 		c->kind = shape_src_kind(c->src, lo_p, hi_p);
 	}
 
@@ -995,7 +1384,7 @@ struct shape_contig_op {
 	}
 
 	/* Input and output element of index m over the axes other than p and the last (m = 0 ..
-	 * n / (d[p] * dl)), at p = 0 and last = 0. */
+	 * n / (d[p] * len)), at p = 0 and last = 0. */
 	__device__ void plane(uint64_t m, int p, int64_t *in0, uint64_t *out0) const
 	{
 		uint64_t rem = m, ostride = 1, x, o = 0;
@@ -1005,7 +1394,7 @@ struct shape_contig_op {
 			if (k >= rank)
 				continue;
 			if (k != p && k != rank - 1) {
-				rem = shape_div(rem, D(k), &x);
+				rem = shape_digit(rem, D(k), k, &x);
 				i += (int64_t)x * ST(k);
 				o += x * ostride;
 			}
@@ -1016,13 +1405,86 @@ struct shape_contig_op {
 	}
 };
 
+/* A transpose tile: TA elements along p (the input's contiguous axis) by TB along the last axis
+ * (the output's), held as TB rows of PITCH elements (odd in 4-byte words: the column walks of
+ * both sides fall in distinct banks). At most 4096 elements, a block's items. */
+template <class T>
+struct shape_tile {
+	static constexpr uint32_t TA = sizeof(T) == 8 ? 32 : 64, TB = 64, V = 16 / sizeof(T);
+	static constexpr uint32_t PITCH = TA + (sizeof(T) == 2 ? 2 : 1);
+	const uint8_t *in; /* element (a0, b0) of the input; (a, b) is at in + (a + b * stl) * elem */
+	uint8_t *out;      /* and of the output; (a, b) is at out + (a * ostp + b) * elem */
+	int64_t stl;
+	uint64_t ostp, na, nb; /* the tile's valid extents (partial at the edges) */
+};
+
+/* Element by element: consecutive threads take consecutive input along p, then consecutive
+ * output along the last axis. */
+template <class T>
+static __device__ __noinline__ void shape_tile_scalar(const shape_tile<T> g, T *tile)
+{
+	typedef shape_tile<T> G;
+	const uint32_t t = xpu_thread();
+#pragma unroll
+	for (uint32_t k = 0; k < G::TA * G::TB / SHAPE_BLOCK; k++) {
+		const uint32_t idx = t + k * SHAPE_BLOCK, a = idx % G::TA, b = idx / G::TA;
+		if (a < g.na && b < g.nb)
+			tile[b * G::PITCH + a] = *(const T *)(g.in + ((int64_t)a + (int64_t)b * g.stl) * (int64_t)sizeof(T));
+	}
+	__syncthreads();
+#pragma unroll
+	for (uint32_t k = 0; k < G::TA * G::TB / SHAPE_BLOCK; k++) {
+		const uint32_t idx = t + k * SHAPE_BLOCK, b = idx % G::TB, a = idx / G::TB;
+		if (a < g.na && b < g.nb)
+			*(T *)(g.out + (a * g.ostp + b) * sizeof(T)) = tile[b * G::PITCH + a];
+	}
+	__syncthreads(); /* the tile is free for the next */
+}
+
+/* A full tile on 16-byte boundaries: 16-byte loads along p, 16-byte stores along the last
+ * axis, V elements each. A warp takes 8 vectors by 4 rows on either side, which with the
+ * pitch keeps its shared-memory accesses in distinct banks (4-byte elements; 8-byte ones per
+ * half warp). The loads of a thread's vectors are all in flight before any is written. */
+template <class T>
+static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *tile)
+{
+	typedef shape_tile<T> G;
+	constexpr uint32_t NV = G::TA * G::TB / G::V / SHAPE_BLOCK, GA = G::TA / G::V / 8, GB = G::TB / G::V / 8;
+	const uint32_t t = xpu_thread(), lane = t & 31;
+	uint4 v[NV];
+#pragma unroll
+	for (uint32_t k = 0; k < NV; k++) {
+		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, a = ((lane & 7) + 8 * (w % GA)) * G::V, b = (lane >> 3) + 4 * (w / GA);
+		v[k] = shape_ld16(g.in + ((int64_t)a + (int64_t)b * g.stl) * (int64_t)sizeof(T));
+	}
+#pragma unroll
+	for (uint32_t k = 0; k < NV; k++) {
+		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, a = ((lane & 7) + 8 * (w % GA)) * G::V, b = (lane >> 3) + 4 * (w / GA);
+#pragma unroll
+		for (uint32_t i = 0; i < G::V; i++)
+			tile[b * G::PITCH + a + i] = (T)shape_lane(v[k], i, sizeof(T));
+	}
+	__syncthreads();
+#pragma unroll
+	for (uint32_t k = 0; k < NV; k++) {
+		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, b = ((lane & 7) + 8 * (w % GB)) * G::V, a = (lane >> 3) + 4 * (w / GB);
+		uint4 o = make_uint4(0, 0, 0, 0);
+#pragma unroll
+		for (uint32_t i = 0; i < G::V; i++)
+			shape_lane_set(&o, i, sizeof(T), tile[(b + i) * G::PITCH + a]);
+		shape_st16(g.out + (a * g.ostp + b) * sizeof(T), o);
+	}
+	__syncthreads(); /* the tile is free for the next */
+}
+
 /* contiguize of a view whose axis p has stride 1 and whose last axis does not (a transpose):
- * 64 x 64 tiles through shared memory, read along p and written along the last axis, so both
- * sides move whole rows. A tile holds at most a block's 4096 items, so the grid has no more
- * blocks than tiles: block g takes tiles g, g + grid, ... Row pitch 65: conflict-free banks. */
+ * tiles through shared memory, read along p and written along the last axis, so both sides
+ * move whole rows. The grid has no more blocks than tiles: block g takes tiles g, g + grid, ...
+ * Which path a tile takes is the same for the whole block, so the barriers are safe. */
 template <class T>
 static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile)
 {
+	typedef shape_tile<T> G;
 	uint64_t P = 1, ostp = 1, ostride = 1;
 #pragma unroll
 	for (int k = 7; k >= 0; k--) {
@@ -1034,29 +1496,27 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 		}
 		ostride *= op.D(k);
 	}
-	const uint64_t Q = op.dl, tp = (P + SHAPE_TILE - 1) / SHAPE_TILE, tq = (Q + SHAPE_TILE - 1) / SHAPE_TILE;
+	const uint64_t Q = op.len, tp = (P + G::TA - 1) / G::TA, tq = (Q + G::TB - 1) / G::TB;
 	const uint64_t tiles = op.n / (P * Q) * tp * tq, groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
-	const uint32_t ta = xpu_thread() % SHAPE_TILE, tb = xpu_thread() / SHAPE_TILE; /* tb: 0 .. 3 */
+	const bool steps_al = (((uint64_t)op.stl * sizeof(T)) & 15) == 0 && ((ostp * sizeof(T)) & 15) == 0;
 	for (uint64_t ti = xpu_group(); ti < tiles; ti += groups) {
 		uint64_t bq, ap, out0;
 		int64_t in0;
 		op.plane(shape_div(shape_div(ti, tq, &bq), tp, &ap), p, &in0, &out0);
-		const uint64_t a0 = ap * SHAPE_TILE, b0 = bq * SHAPE_TILE;
-#pragma unroll
-		for (int k = 0; k < SHAPE_TILE / 4; k++) { /* along p: consecutive threads, consecutive input */
-			const uint64_t a = a0 + ta, b = b0 + tb + 4 * k;
-			if (a < P && b < Q)
-				tile[(tb + 4 * k) * (SHAPE_TILE + 1) + ta] =
-					*(const T *)(op.in + (in0 + (int64_t)a + (int64_t)b * op.stl) * (int64_t)sizeof(T));
-		}
-		__syncthreads();
-#pragma unroll
-		for (int k = 0; k < SHAPE_TILE / 4; k++) { /* along the last axis: consecutive output */
-			const uint64_t a = a0 + tb + 4 * k, b = b0 + ta;
-			if (a < P && b < Q)
-				*(T *)(op.out + (out0 + a * ostp + b) * sizeof(T)) = tile[ta * (SHAPE_TILE + 1) + tb + 4 * k];
-		}
-		__syncthreads(); /* the tile is free for the next */
+		const uint64_t a0 = ap * G::TA, b0 = bq * G::TB;
+		shape_tile<T> g;
+		g.in = op.in + (in0 + (int64_t)a0 + (int64_t)b0 * op.stl) * (int64_t)sizeof(T);
+		g.out = op.out + (out0 + a0 * ostp + b0) * sizeof(T);
+		g.stl = op.stl;
+		g.ostp = ostp;
+		g.na = P - a0 < G::TA ? P - a0 : G::TA;
+		g.nb = Q - b0 < G::TB ? Q - b0 : G::TB;
+		if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2)
+			if (steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out)) {
+				shape_tile_vec(g, tile);
+				continue;
+			}
+		shape_tile_scalar(g, tile);
 	}
 }
 
@@ -1065,7 +1525,8 @@ contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long o
 	   unsigned long long d23, unsigned long long d45, unsigned long long d67, long long st0, long long st1,
 	   long long st2, long long st3, long long st4, long long st5, long long st6, long long st7)
 {
-	__shared__ uint64_t tile[SHAPE_TILE * (SHAPE_TILE + 1)]; /* one for every element size */
+	/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
+	__shared__ uint4 tile[64 * 33 * 8 / 16];
 	const unsigned long long w[4] = { d01, d23, d45, d67 };
 	const long long st[8] = { st0, st1, st2, st3, st4, st5, st6, st7 };
 	shape_contig_op op;
@@ -1073,12 +1534,12 @@ contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long o
 	const int p = op.unit_axis();
 	if (op.stl == 1)
 		shape_chunks(op);
-	else if (p >= 0 && op.dl > 1) /* the same for the whole block: its __syncthreads are safe */
+	else if (p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 		switch (op.elem) {
 		case 1: shape_transpose(op, p, (uint8_t *)tile); break;
 		case 2: shape_transpose(op, p, (uint16_t *)tile); break;
 		case 4: shape_transpose(op, p, (uint32_t *)tile); break;
-		default: shape_transpose(op, p, tile); break;
+		default: shape_transpose(op, p, (uint64_t *)tile); break;
 		}
 	else
 		shape_items(op);
