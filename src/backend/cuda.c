@@ -314,6 +314,8 @@ static int flush_device(struct xpu_device *d)
 	return rc;
 }
 
+static void free_marks(struct xpu_cuda_stream *cs);
+
 static int cuda_stream_open(struct xpu_stream *s)
 {
 	struct cuda_dev *cd = impl(s->dev);
@@ -349,6 +351,7 @@ static void cuda_stream_close(struct xpu_stream *s)
 		CU(cuStreamSynchronize, cs->s);
 	}
 	xpu_cuda_graphs_free(cs);
+	free_marks(cs);
 	CU(cuStreamDestroy_v2, cs->s);
 	xpu_free(cs);
 	s->impl = NULL;
@@ -428,6 +431,8 @@ static int cuda_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t of
 
 int xpu_cuda_issue(CUstream s, const struct xpu_cuda_launch *l)
 {
+	if (!l->fn)
+		return CU(cuEventRecordWithFlags, (CUevent)(uintptr_t)l->slot[0], s, CU_EVENT_RECORD_EXTERNAL);
 	void *params[XPU_MAX_ARGS];
 	for (uint32_t i = 0; i < l->nargs; i++)
 		params[i] = (void *)&l->slot[i]; /* little-endian: a 4-byte kind reads the low half */
@@ -505,40 +510,76 @@ static int cuda_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_
 
 /* ---- timing ------------------------------------------------------------------------------ */
 
-/* An event is a submit point: what was recorded before the mark runs before it. */
-static int record_event(struct xpu_stream *s, CUevent *e)
+/* A mark is one of the stream's events. On a deferred stream it is recorded in the sequence
+ * like a launch (an event node of the graph), so it is written when the GPU reaches it: the
+ * host's time recording the launches after a begin mark is not counted, as it was when the
+ * event went to the stream at once and the GPU sat idle meanwhile. The end mark is a submit
+ * point. A mark is handed to Lua as its event's index + 1. */
+#define END_MARK XPU_CUDA_MARKS
+
+/* The lowest free event (so a repeated timing pass records the same sequence and replays its
+ * graph), END_MARK for an end mark; made on first use. */
+static int open_mark(struct xpu_cuda_stream *cs, bool end, uint32_t *i)
 {
-	*e = NULL;
-	if (bind(s->dev) || xpu_cuda_flush(simpl(s)) || CU(cuEventCreate, e, CU_EVENT_DEFAULT))
+	if (!end && cs->marks_open == ~0ull)
+		return xpu_fail("more than %d timer marks open on one stream", XPU_CUDA_MARKS);
+	uint32_t q = end ? END_MARK : (uint32_t)__builtin_ctzll(~cs->marks_open);
+	if (!cs->marks[q] && CU(cuEventCreate, &cs->marks[q], CU_EVENT_DEFAULT))
 		return -1;
-	if (CU(cuEventRecord, *e, simpl(s)->s)) {
-		xpu_cu.cuEventDestroy_v2(*e);
-		return -1;
-	}
+	if (!end)
+		cs->marks_open |= 1ull << q;
+	*i = q;
 	return 0;
+}
+
+static int put_mark(struct xpu_stream *s, uint32_t q)
+{
+	struct xpu_cuda_stream *cs = simpl(s);
+	if (!s->deferred)
+		return CU(cuEventRecord, cs->marks[q], cs->s);
+	struct xpu_cuda_launch l;
+	memset(&l, 0, sizeof l);
+	l.slot[0] = (uint64_t)(uintptr_t)cs->marks[q];
+	return xpu_cuda_record(cs, &l);
 }
 
 static int cuda_time_begin(struct xpu_stream *s, void **mark)
 {
-	CUevent e;
-	if (record_event(s, &e))
+	struct xpu_cuda_stream *cs = simpl(s);
+	uint32_t q;
+	if (bind(s->dev) || open_mark(cs, false, &q))
 		return -1;
-	*mark = e;
+	if (put_mark(s, q)) {
+		cs->marks_open &= ~(1ull << q);
+		return -1;
+	}
+	*mark = (void *)(uintptr_t)(q + 1);
 	return 0;
 }
 
 static int cuda_time_end(struct xpu_stream *s, void *mark, double *seconds)
 {
-	CUevent begin = mark, end;
+	struct xpu_cuda_stream *cs = simpl(s);
+	uint32_t begin = (uint32_t)(uintptr_t)mark - 1, end;
 	float ms = 0;
-	int rc = record_event(s, &end);
-	if (rc == 0) {
-		rc = CU(cuEventSynchronize, end) || CU(cuEventElapsedTime_v2, &ms, begin, end) ? -1 : 0;
-		xpu_cu.cuEventDestroy_v2(end);
-	}
-	xpu_cu.cuEventDestroy_v2(begin);
-	*seconds = ms * 1e-3;
+	*seconds = 0.0;
+	if (begin >= XPU_CUDA_MARKS || !(cs->marks_open >> begin & 1))
+		return xpu_fail("not an open timer mark of this stream (ended already, or another stream's)");
+	int rc = bind(s->dev) || open_mark(cs, true, &end) || put_mark(s, end) || xpu_cuda_flush(cs) ||
+			 CU(cuEventSynchronize, cs->marks[end]) ||
+			 CU(cuEventElapsedTime_v2, &ms, cs->marks[begin], cs->marks[end])
+		 ? -1
+		 : 0;
+	cs->marks_open &= ~(1ull << begin);
+	*seconds = rc ? 0.0 : ms * 1e-3;
 	return rc;
+}
+
+static void free_marks(struct xpu_cuda_stream *cs)
+{
+	for (int i = 0; i <= XPU_CUDA_MARKS; i++)
+		if (cs->marks[i])
+			xpu_cu.cuEventDestroy_v2(cs->marks[i]);
 }
 
 const struct xpu_backend_ops xpu_cuda_backend = {

@@ -52,6 +52,7 @@ enum {
 
 enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0 };
+enum { CU_EVENT_RECORD_EXTERNAL = 1 }; /* an event record inside a stream capture becomes a graph node */
 enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 
 /* Every entry point, by the exported symbol name (the _v2 names where the ABI moved). */
@@ -93,6 +94,7 @@ enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 	X(cuGraphDestroy, (CUgraph g))                                                         \
 	X(cuEventCreate, (CUevent *e, unsigned flags))                                         \
 	X(cuEventRecord, (CUevent e, CUstream s))                                              \
+	X(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags))                     \
 	X(cuEventSynchronize, (CUevent e))                                                     \
 	X(cuEventDestroy_v2, (CUevent e))
 
@@ -123,7 +125,8 @@ extern struct xpu_cuda_api xpu_cu;
 int xpu_cuda_check(CUresult r, const char *call, const char *file, int line);
 #define CU(fn, ...) xpu_cuda_check(xpu_cu.fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
 
-/* One launch as the driver takes it; recorded as is while a stream is deferred. */
+/* One launch as the driver takes it; recorded as is while a stream is deferred. A record with
+ * no function is a timer mark: slot[0] holds the event it records. */
 struct xpu_cuda_launch {
 	CUfunction fn;
 	uint32_t grid[3], block[3];
@@ -142,6 +145,7 @@ struct xpu_cuda_graph {
 };
 
 #define XPU_CUDA_GRAPHS 8
+#define XPU_CUDA_MARKS 64 /* timer marks open at once per stream (an event each) */
 
 struct xpu_cuda_stream {
 	CUstream s;
@@ -150,6 +154,8 @@ struct xpu_cuda_stream {
 	uint32_t nrec, caprec;
 	uint64_t tick;
 	struct xpu_cuda_graph graphs[XPU_CUDA_GRAPHS];
+	CUevent marks[XPU_CUDA_MARKS + 1]; /* made when first used; the last for end marks */
+	uint64_t marks_open;               /* bit i: marks[i] belongs to an open mark */
 };
 
 int xpu_cuda_issue(CUstream s, const struct xpu_cuda_launch *l);

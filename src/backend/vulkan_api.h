@@ -10,6 +10,7 @@
 #include "core/device.h"
 
 #include <pthread.h>
+#include <time.h>
 
 /* ---- entry points ---------------------------------------------------------------------- */
 
@@ -75,6 +76,7 @@ const char *xpu_vk_result_name(VkResult r);
 #define XPU_VK_PIPES 6   /* pipelines per kernel, one per block shape launched */
 #define XPU_VK_RING 16   /* command buffers in flight per stream for eager launches */
 #define XPU_VK_SEQS 8    /* deferred sequences kept per stream for resubmission */
+#define XPU_VK_MARKS 64  /* timer marks open at once per stream (a timestamp query each) */
 #define XPU_VK_PUSH 128  /* the push constant bytes every device has */
 #define XPU_VK_SLACK 16  /* bytes past every allocation: a kernel may read the next word */
 #define XPU_VK_WAVE_BLOCK_MAX 256 /* wave kernels: shared memory is sized for 8 waves at most */
@@ -122,8 +124,12 @@ struct vk_desc {
 
 /* One launch as it is recorded: everything that goes into the command buffer. Deferred
  * sequences are compared byte for byte, so records are zeroed before they are filled. */
+/* A launch as recorded; a timer mark's record has no pipeline: it writes query `stamp` of
+ * `stamps` (the stream's pool). Records are compared and hashed as bytes: zeroed first. */
 struct vk_launch {
 	VkPipeline pipe;
+	VkQueryPool stamps;
+	uint32_t stamp, pad;
 	VkPipelineLayout layout;
 	VkDescriptorSetLayout dsl;
 	uint32_t grid[3];
@@ -155,6 +161,9 @@ struct vk_stream {
 	uint32_t nrec, caprec;
 	struct vk_batch seqs[XPU_VK_SEQS];
 	uint64_t tick;
+	VkQueryPool stamps;    /* XPU_VK_MARKS timestamp queries, made at the first mark */
+	uint64_t stamps_open;  /* bit q: query q belongs to an open mark */
+	struct timespec host_marks[XPU_VK_MARKS + 1]; /* the marks, where the queue has no timestamps */
 	struct vk_stream *next;
 };
 

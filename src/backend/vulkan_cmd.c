@@ -199,8 +199,18 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 
 /* Each launch first waits for every earlier launch and copy on the queue (in-order streams,
  * and an order across streams as the CPU backend has). */
+static void record_stamp(struct vk_dev *vd, VkCommandBuffer cb, VkQueryPool qp, uint32_t query)
+{
+	vd->fn.vkCmdResetQueryPool(cb, qp, query, 1);
+	vd->fn.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, query);
+}
+
 static int record_one(struct vk_dev *vd, struct vk_batch *b, const struct vk_launch *r)
 {
+	if (r->stamps) {
+		record_stamp(vd, b->cb, r->stamps, r->stamp);
+		return 0;
+	}
 	VkDescriptorSet set;
 	VkDescriptorSetAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
 					   .descriptorPool = b->pool, .descriptorSetCount = 1,
@@ -249,7 +259,7 @@ static int record_batch(struct vk_dev *vd, struct vk_batch *b, const struct vk_l
 
 /* ---- deferral ----------------------------------------------------------------------------
  * An eager stream submits one command buffer per launch. A deferred one keeps its records
- * until a submit point (sync, transfer, release, deferral off, a timer mark) and submits them
+ * until a submit point (sync, transfer, release, deferral off, the end of a timing) and submits them
  * as one command buffer, recorded the first time the sequence is seen (pipelines, grids,
  * descriptors, push constants, byte for byte) and resubmitted as it is when it comes again. */
 
@@ -441,6 +451,8 @@ void xpu_vk_stream_close(struct xpu_stream *s)
 	for (int i = 0; i < XPU_VK_SEQS; i++)
 		xpu_vk_batch_free(vd, vs->pool, &vs->seqs[i]);
 	vd->fn.vkDestroyCommandPool(vd->device, vs->pool, NULL);
+	if (vs->stamps)
+		vd->fn.vkDestroyQueryPool(vd->device, vs->stamps, NULL);
 	pthread_mutex_unlock(&vd->lock);
 	xpu_free(vs->rec);
 	xpu_free(vs);
@@ -470,89 +482,132 @@ int xpu_vk_set_deferred(struct xpu_stream *s, bool on)
 
 /* ---- timing ------------------------------------------------------------------------------ */
 
-/* A mark is a timestamp query written when everything before it on the queue is done (a
- * submit point); without timestamps on the queue, the host clock once the stream is idle. */
-struct vk_mark {
-	VkQueryPool qp;
-	struct timespec host;
-};
+/* A mark is a timestamp query of the stream's pool, written when everything before it on the
+ * queue is done. On a deferred stream the mark is recorded in the sequence like a launch, so
+ * it is written when the GPU reaches it: the host's time spent recording the launches after
+ * a begin mark is not counted (it was, when the mark went to the queue on its own, and the
+ * GPU sat idle while the host recorded). Without timestamps on the queue: the host clock once
+ * the stream is idle. Marks are handed out as their query's index + 1.
+ *
+ * The pool: a query per open begin mark, and one more (END_QUERY) for the end mark, which is
+ * read and done with before time_end lets the lock go. */
+#define END_QUERY XPU_VK_MARKS
 
-static int stamp(struct vk_dev *vd, struct vk_stream *vs, VkQueryPool qp, uint32_t query, bool wait)
+/* A free query of the stream's pool (the lowest, so that a repeated timing pass records the
+ * same sequence and replays it); END_QUERY for an end mark. */
+static int open_query(struct vk_dev *vd, struct vk_stream *vs, bool end, uint32_t *query)
 {
+	if (vd->timestamp_bits && !vs->stamps) {
+		VkQueryPoolCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+					     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = XPU_VK_MARKS + 1 };
+		if (VK(&vd->fn, vkCreateQueryPool, vd->device, &qi, NULL, &vs->stamps))
+			return -1;
+	}
+	if (end) {
+		*query = END_QUERY;
+		return 0;
+	}
+	if (vs->stamps_open == ~0ull)
+		return xpu_fail("more than %d timer marks open on one stream", XPU_VK_MARKS);
+	uint32_t q = (uint32_t)__builtin_ctzll(~vs->stamps_open);
+	vs->stamps_open |= 1ull << q;
+	*query = q;
+	return 0;
+}
+
+static void close_query(struct vk_stream *vs, uint32_t query)
+{
+	if (query < XPU_VK_MARKS)
+		vs->stamps_open &= ~(1ull << query);
+}
+
+/* Deferred: a record in the sequence. Eager: a command buffer of its own, submitted now. */
+static int stamp(struct vk_dev *vd, struct vk_stream *vs, bool deferred, uint32_t query)
+{
+	if (deferred) {
+		struct vk_launch r;
+		memset(&r, 0, sizeof r);
+		r.stamps = vs->stamps;
+		r.stamp = query;
+		return defer(vs, &r);
+	}
 	VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
 					.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
 	struct vk_batch *b = ring_take(vd, vs);
 	if (!b || VK(&vd->fn, vkBeginCommandBuffer, b->cb, &bi))
 		return -1;
-	if (query == 0)
-		vd->fn.vkCmdResetQueryPool(b->cb, qp, 0, 2);
-	vd->fn.vkCmdWriteTimestamp(b->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp, query);
-	if (VK(&vd->fn, vkEndCommandBuffer, b->cb) || xpu_vk_batch_submit(vd, b))
-		return -1;
-	return wait ? xpu_vk_batch_wait(vd, b) : 0;
+	record_stamp(vd, b->cb, vs->stamps, query);
+	return VK(&vd->fn, vkEndCommandBuffer, b->cb) || xpu_vk_batch_submit(vd, b) ? -1 : 0;
 }
 
-static int mark_now(struct vk_dev *vd, struct vk_stream *vs, struct vk_mark *m, uint32_t query)
+/* The begin mark waits for nothing; the end mark is a submit point and waits for the stream.
+ * Without timestamps the mark is the host clock once the stream is idle. */
+static int mark_now(struct vk_dev *vd, struct xpu_stream *s, bool end, uint32_t *query)
 {
-	if (flush(vd, vs))
+	struct vk_stream *vs = vs_of(s);
+	if (open_query(vd, vs, end, query))
 		return -1;
+	int rc;
 	if (!vd->timestamp_bits) {
-		int rc = wait_stream(vd, vs);
-		clock_gettime(CLOCK_MONOTONIC, &m->host);
-		return rc;
+		rc = flush(vd, vs) || wait_stream(vd, vs) ? -1 : 0;
+		clock_gettime(CLOCK_MONOTONIC, &vs->host_marks[*query]);
+	} else {
+		rc = stamp(vd, vs, s->deferred, *query) || (end && (flush(vd, vs) || wait_stream(vd, vs))) ? -1 : 0;
 	}
-	VkQueryPoolCreateInfo qi = { .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-				     .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = 2 };
-	if (query == 0 && VK(&vd->fn, vkCreateQueryPool, vd->device, &qi, NULL, &m->qp))
-		return -1;
-	return stamp(vd, vs, m->qp, query, query == 1);
+	if (rc)
+		close_query(vs, *query);
+	return rc;
 }
 
 int xpu_vk_time_begin(struct xpu_stream *s, void **mark)
 {
 	struct vk_dev *vd = vk_dev_of(s->dev);
-	struct vk_mark *m = xpu_calloc(1, sizeof *m);
-	if (!m)
-		return -1;
+	uint32_t q;
 	pthread_mutex_lock(&vd->lock);
-	int rc = mark_now(vd, vs_of(s), m, 0);
-	if (rc && m->qp)
-		vd->fn.vkDestroyQueryPool(vd->device, m->qp, NULL);
+	int rc = mark_now(vd, s, false, &q);
 	pthread_mutex_unlock(&vd->lock);
-	if (rc)
-		xpu_free(m);
-	else
-		*mark = m;
+	if (rc == 0)
+		*mark = (void *)(uintptr_t)(q + 1);
 	return rc;
 }
 
-static double elapsed(struct vk_dev *vd, struct vk_mark *m, const struct vk_mark *end)
+static int query_value(struct vk_dev *vd, struct vk_stream *vs, uint32_t query, uint64_t *t)
 {
-	if (!vd->timestamp_bits)
-		return (double)(end->host.tv_sec - m->host.tv_sec) +
-		       1e-9 * (double)(end->host.tv_nsec - m->host.tv_nsec);
-	uint64_t t[2] = { 0, 0 };
-	uint64_t mask = vd->timestamp_bits >= 64 ? ~0ull : (1ull << vd->timestamp_bits) - 1;
-	if (VK(&vd->fn, vkGetQueryPoolResults, vd->device, m->qp, 0, 2, sizeof t, t, sizeof t[0],
-	       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT))
+	return VK(&vd->fn, vkGetQueryPoolResults, vd->device, vs->stamps, query, 1, sizeof *t, t, sizeof *t,
+		  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+}
+
+static double elapsed(struct vk_dev *vd, struct vk_stream *vs, uint32_t begin, uint32_t end)
+{
+	if (!vd->timestamp_bits) {
+		const struct timespec *a = &vs->host_marks[begin], *b = &vs->host_marks[end];
+		return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
+	}
+	uint64_t t0 = 0, t1 = 0;
+	if (query_value(vd, vs, begin, &t0) || query_value(vd, vs, end, &t1))
 		return -1.0;
-	return (double)((t[1] - t[0]) & mask) * vd->limits.timestampPeriod * 1e-9;
+	uint64_t mask = vd->timestamp_bits >= 64 ? ~0ull : (1ull << vd->timestamp_bits) - 1;
+	return (double)((t1 - t0) & mask) * vd->limits.timestampPeriod * 1e-9;
 }
 
 int xpu_vk_time_end(struct xpu_stream *s, void *mark, double *seconds)
 {
 	struct vk_dev *vd = vk_dev_of(s->dev);
-	struct vk_mark *m = mark, end = { .qp = m->qp };
+	struct vk_stream *vs = vs_of(s);
+	uint32_t begin = (uint32_t)(uintptr_t)mark - 1, end;
+	*seconds = 0.0;
 	pthread_mutex_lock(&vd->lock);
-	int rc = mark_now(vd, vs_of(s), &end, 1);
-	*seconds = rc ? 0.0 : elapsed(vd, m, &end);
+	if (begin >= XPU_VK_MARKS || !(vs->stamps_open >> begin & 1)) {
+		pthread_mutex_unlock(&vd->lock);
+		return xpu_fail("not an open timer mark of this stream (ended already, or another stream's)");
+	}
+	int rc = mark_now(vd, s, true, &end);
+	*seconds = rc ? 0.0 : elapsed(vd, vs, begin, end);
 	if (*seconds < 0) {
 		*seconds = 0.0;
 		rc = -1;
 	}
-	if (m->qp)
-		vd->fn.vkDestroyQueryPool(vd->device, m->qp, NULL);
+	close_query(vs, begin);
 	pthread_mutex_unlock(&vd->lock);
-	xpu_free(m);
 	return rc;
 }

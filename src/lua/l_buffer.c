@@ -214,25 +214,38 @@ static int s_set_deferred(lua_State *L)
 }
 
 /* s:timer_begin() -> mark; s:timer_end(mark) -> seconds (device events where the backend has
- * them, the host clock on the CPU). */
+ * them, the host clock on the CPU). A mark knows its stream and is ended once: a mark ended
+ * again, or on another stream, is refused here, before any backend sees it. */
+#define XPU_MARK_MT "xpu.mark"
+
+struct lmark {
+	struct xpu_stream *s; /* NULL once ended */
+	void *mark;
+};
+
 static int s_timer_begin(lua_State *L)
 {
 	struct xpu_stream *s = lx_checkstream(L, 1);
-	void *mark;
 	if (!s->dev->ops->time_begin)
 		return luaL_error(L, "%s has no timer", s->dev->id);
-	if (s->dev->ops->time_begin(s, &mark))
+	struct lmark *u = lua_newuserdatauv(L, sizeof *u, 0);
+	u->s = NULL;
+	luaL_setmetatable(L, XPU_MARK_MT);
+	if (s->dev->ops->time_begin(s, &u->mark))
 		return lx_error(L);
-	lua_pushlightuserdata(L, mark);
+	u->s = s;
 	return 1;
 }
 
 static int s_timer_end(lua_State *L)
 {
 	struct xpu_stream *s = lx_checkstream(L, 1);
-	luaL_checktype(L, 2, LUA_TLIGHTUSERDATA);
+	struct lmark *u = luaL_checkudata(L, 2, XPU_MARK_MT);
+	if (u->s != s)
+		return luaL_error(L, "not an open timer mark of this stream (ended already, or another stream's)");
 	double sec;
-	if (s->dev->ops->time_end(s, lua_touserdata(L, 2), &sec))
+	u->s = NULL;
+	if (s->dev->ops->time_end(s, u->mark, &sec))
 		return lx_error(L);
 	lua_pushnumber(L, sec);
 	return 1;
@@ -332,6 +345,8 @@ void lx_open_buffer(lua_State *L, int t)
 {
 	lx_newclass(L, XPU_BUFFER_MT, buffer_methods, buffer_meta);
 	lx_newclass(L, XPU_STREAM_MT, stream_methods, stream_meta);
+	luaL_newmetatable(L, XPU_MARK_MT);
+	lua_pop(L, 1);
 	/* Buffers and streams are made by their device: d:buffer(n), d:stream(). */
 	luaL_getmetatable(L, XPU_DEVICE_MT);
 	lua_getfield(L, -1, "methods");
