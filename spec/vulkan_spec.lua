@@ -610,6 +610,25 @@ describe("vulkan streams", function()
     assert.matches("staged ok", out, 1, true)
   end)
 
+  vk_it("places buffers in kept memory blocks without overlap, through frees, reuse and a buffer larger than a block", function()
+    local sizes = { 100, 4096, 3 << 20, 17, (33 << 20) + 5, 65536, 1 << 20, 2 << 20, 777 }
+    local live, n = {}, 0
+    local function add(size)
+      n = n + 1
+      local data = pattern(4096, n):rep(size // 4096 + 1):sub(1, size) -- each buffer its own bytes
+      live[#live + 1] = { buf = vk:buffer(data), data = data }
+    end
+    for round = 1, 3 do
+      for _, size in ipairs(sizes) do add(size + round) end
+      for i = #live, 1, -2 do live[i].buf:release(); table.remove(live, i) end -- every other one freed
+    end
+    for _, size in ipairs(sizes) do add(size) end
+    for i, l in ipairs(live) do
+      assert.is_true(l.buf:download() == l.data, ("buffer %d of %d bytes was overwritten"):format(i, #l.data))
+    end
+    for _, l in ipairs(live) do l.buf:release() end
+  end)
+
   vk_it("times marks with the device's timestamps", function()
     local s = vk:stream()
     local src, dst = vk:buffer(pattern(1 << 20, 1)), vk:buffer(1 << 20)

@@ -76,6 +76,8 @@ const char *xpu_vk_result_name(VkResult r);
 #define XPU_VK_PIPES 6   /* pipelines per kernel, one per block shape launched */
 #define XPU_VK_RING 16   /* command buffers in flight per stream for eager launches */
 #define XPU_VK_SEQS 8    /* deferred sequences kept per stream for resubmission */
+#define XPU_VK_BLOCK ((VkDeviceSize)256 << 20)     /* the smallest memory block buffers are placed in */
+#define XPU_VK_BLOCK_HOST ((VkDeviceSize)32 << 20) /* the same where device memory is host memory */
 #define XPU_VK_MARKS 64  /* timer marks open at once per stream (a timestamp query each) */
 #define XPU_VK_PUSH 128  /* the push constant bytes every device has */
 #define XPU_VK_SLACK 16  /* bytes past every allocation: a kernel may read the next word */
@@ -109,10 +111,21 @@ struct vk_kern {
 	int npipes;
 };
 
-/* An allocation: one buffer on its own memory, mapped when the memory is host-visible. */
+/* Where a buffer's memory lies (vulkan_pool.c): a range of one of the device's blocks. */
+struct vk_block;
+struct vk_place {
+	struct vk_block *block;
+	VkDeviceMemory block_mem;
+	VkDeviceSize off, size;
+	void *map; /* host-visible blocks: the range's first byte */
+};
+
+/* An allocation: one buffer on a range of a kept block (`mem` NULL), or on memory of its own
+ * (the staging buffer); mapped when the memory is host-visible. */
 struct vk_mem {
 	VkBuffer buf;
 	VkDeviceMemory mem;
+	struct vk_place place;
 	void *map;
 	VkDeviceSize size;
 };
@@ -197,6 +210,7 @@ struct vk_dev {
 	VkCommandPool xfer_pool; /* transfers and their staging buffer */
 	struct vk_batch xfer;
 	struct vk_mem staging;
+	struct vk_block *blocks; /* the memory buffers are placed in (vulkan_pool.c) */
 };
 
 static inline struct vk_dev *vk_dev_of(const struct xpu_device *d)
@@ -224,6 +238,11 @@ void xpu_vk_release(struct xpu_device *d, void *handle);
 int xpu_vk_upload(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, const void *src, uint64_t n);
 int xpu_vk_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
 void xpu_vk_mem_close(struct vk_dev *vd);
+/* The block pool (vulkan_pool.c), under the device's lock. */
+int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32_t type, bool host,
+		      struct vk_place *out);
+void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p);
+void xpu_vk_pool_close(struct vk_dev *vd);
 
 /* vulkan_cmd.c: streams, launches, deferral, submit points, timing. */
 int xpu_vk_stream_open(struct xpu_stream *s);

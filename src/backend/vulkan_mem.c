@@ -29,18 +29,21 @@ static void drop_buffer(struct vk_dev *vd, struct vk_mem *m)
 		vd->fn.vkDestroyBuffer(vd->device, m->buf, NULL);
 	if (m->mem)
 		vd->fn.vkFreeMemory(vd->device, m->mem, NULL); /* unmaps too */
+	xpu_vk_pool_give(vd, &m->place);
 	memset(m, 0, sizeof *m);
 }
 
-/* A buffer of `size` bytes in memory with `need` (mapped when host-visible). */
+/* A buffer of `size` bytes in memory with `need` (mapped when host-visible): placed in one of
+ * the device's kept blocks when `pooled` (under the device's lock), else on memory of its own. */
 static int make_buffer(struct vk_dev *vd, VkDeviceSize size, VkMemoryPropertyFlags need,
-		       VkMemoryPropertyFlags want, struct vk_mem *m)
+		       VkMemoryPropertyFlags want, bool pooled, struct vk_mem *m)
 {
 	VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
 				   VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 	VkBufferCreateInfo bi = { .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size, .usage = usage,
 				  .sharingMode = VK_SHARING_MODE_EXCLUSIVE };
 	VkMemoryRequirements req;
+	const bool host = need & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
 	memset(m, 0, sizeof *m);
 	m->size = size;
 	if (VK(&vd->fn, vkCreateBuffer, vd->device, &bi, NULL, &m->buf))
@@ -51,12 +54,20 @@ static int make_buffer(struct vk_dev *vd, VkDeviceSize size, VkMemoryPropertyFla
 		drop_buffer(vd, m);
 		return xpu_fail("no Vulkan memory type with flags %#x for a storage buffer", (unsigned)need);
 	}
+	if (pooled) {
+		if (xpu_vk_pool_place(vd, &req, (uint32_t)type, host, &m->place) ||
+		    VK(&vd->fn, vkBindBufferMemory, vd->device, m->buf, m->place.block_mem, m->place.off)) {
+			drop_buffer(vd, m);
+			return -1;
+		}
+		m->map = m->place.map;
+		return 0;
+	}
 	VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
 				    .allocationSize = req.size, .memoryTypeIndex = (uint32_t)type };
 	if (VK(&vd->fn, vkAllocateMemory, vd->device, &ai, NULL, &m->mem) ||
 	    VK(&vd->fn, vkBindBufferMemory, vd->device, m->buf, m->mem, 0) ||
-	    ((need & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
-	     VK(&vd->fn, vkMapMemory, vd->device, m->mem, 0, VK_WHOLE_SIZE, 0, &m->map))) {
+	    (host && VK(&vd->fn, vkMapMemory, vd->device, m->mem, 0, VK_WHOLE_SIZE, 0, &m->map))) {
 		drop_buffer(vd, m);
 		return -1;
 	}
@@ -73,9 +84,11 @@ int xpu_vk_alloc(struct xpu_device *d, uint64_t bytes, void **handle, void **hos
 	if (!m)
 		return -1;
 	VkDeviceSize size = (bytes + 15) / 16 * 16 + XPU_VK_SLACK;
+	pthread_mutex_lock(&vd->lock);
 	int rc = vd->host_visible
-		? make_buffer(vd, size, HOST_MEM, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, m)
-		: make_buffer(vd, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, m);
+		? make_buffer(vd, size, HOST_MEM, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, true, m)
+		: make_buffer(vd, size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, true, m);
+	pthread_mutex_unlock(&vd->lock);
 	if (rc) {
 		xpu_free(m);
 		return -1;
@@ -102,6 +115,7 @@ void xpu_vk_release(struct xpu_device *d, void *handle)
 void xpu_vk_mem_close(struct vk_dev *vd)
 {
 	drop_buffer(vd, &vd->staging);
+	xpu_vk_pool_close(vd);
 	xpu_vk_batch_free(vd, vd->xfer_pool, &vd->xfer);
 	if (vd->xfer_pool)
 		vd->fn.vkDestroyCommandPool(vd->device, vd->xfer_pool, NULL);
@@ -115,7 +129,7 @@ static int staging(struct vk_dev *vd, VkDeviceSize n)
 	if (vd->staging.buf && vd->staging.size >= want)
 		return 0;
 	drop_buffer(vd, &vd->staging);
-	return make_buffer(vd, want, HOST_MEM, VK_MEMORY_PROPERTY_HOST_CACHED_BIT, &vd->staging);
+	return make_buffer(vd, want, HOST_MEM, VK_MEMORY_PROPERTY_HOST_CACHED_BIT, false, &vd->staging);
 }
 
 /* One copy between the staging buffer and `m` at `off`, waited for. */

@@ -1,0 +1,194 @@
+/* vulkan_pool.c — device memory for buffers, taken from large blocks the device keeps.
+ *
+ * Why: on NVIDIA's Vulkan driver (H200, 580), buffers that each had their own
+ * vkAllocateMemory became slower to read as a process allocated and freed: a mat-vec over
+ * the same 1 GiB of weights took 50 us per launch on the first allocations and 80-126 us
+ * after a few GiB of allocate/free churn, stable within each allocation (docs/PERF.md). The
+ * driver chooses how it maps each allocation; a block allocated once and kept keeps its
+ * mapping. So buffers are placed in blocks of at least XPU_VK_BLOCK bytes (XPU_VK_BLOCK_HOST
+ * where device memory is host memory: integrated and CPU devices), first fit, 2 MiB
+ * apart where large, and a block that empties is kept for the next buffers; empty blocks are
+ * given back only when the driver is out of memory for a new one.
+ *
+ * A block is one memory type; its free ranges are a list sorted by offset, merged on free. */
+#include "vulkan_api.h"
+
+#include <string.h>
+
+#define BIG ((VkDeviceSize)2 << 20) /* a buffer of this size or more starts on a multiple of it */
+
+struct vk_range {
+	VkDeviceSize off, size;
+	struct vk_range *next;
+};
+
+struct vk_block {
+	VkDeviceMemory mem;
+	uint32_t type;
+	VkDeviceSize size;
+	void *map; /* host-visible types: mapped once, whole */
+	struct vk_range *free; /* sorted by offset */
+	uint32_t live;         /* buffers placed in it */
+	struct vk_block *next;
+};
+
+static VkDeviceSize round_up(VkDeviceSize x, VkDeviceSize a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* First fit: the offset of `size` bytes aligned to `align` in b, or -1. */
+static int64_t take(struct vk_block *b, VkDeviceSize size, VkDeviceSize align)
+{
+	for (struct vk_range **p = &b->free; *p; p = &(*p)->next) {
+		struct vk_range *r = *p;
+		VkDeviceSize at = round_up(r->off, align), end = r->off + r->size;
+		if (at + size > end)
+			continue;
+		if (at > r->off) { /* the gap before the buffer stays free, as its own range */
+			struct vk_range *gap = xpu_malloc(sizeof *gap);
+			if (!gap)
+				return -1;
+			*gap = (struct vk_range){ r->off, at - r->off, r };
+			*p = gap;
+			p = &gap->next;
+		}
+		r->off = at + size;
+		r->size = end - r->off;
+		if (r->size == 0) {
+			*p = r->next;
+			xpu_free(r);
+		}
+		b->live++;
+		return (int64_t)at;
+	}
+	return -1;
+}
+
+/* Gives [off, off + size) back, merged with its neighbours. */
+static void give(struct vk_block *b, VkDeviceSize off, VkDeviceSize size)
+{
+	struct vk_range *prev = NULL, *next = b->free;
+	while (next && next->off < off) {
+		prev = next;
+		next = next->next;
+	}
+	const bool join_prev = prev && prev->off + prev->size == off, join_next = next && off + size == next->off;
+	if (join_prev && join_next) {
+		prev->size += size + next->size;
+		prev->next = next->next;
+		xpu_free(next);
+	} else if (join_prev) {
+		prev->size += size;
+	} else if (join_next) {
+		next->off = off;
+		next->size += size;
+	} else {
+		struct vk_range *r = xpu_malloc(sizeof *r);
+		if (r) { /* out of host memory: the range is lost to this block, nothing breaks */
+			*r = (struct vk_range){ off, size, next };
+			*(prev ? &prev->next : &b->free) = r;
+		}
+	}
+	b->live--;
+}
+
+static void drop_block(struct vk_dev *vd, struct vk_block *b)
+{
+	for (struct vk_range *r = b->free, *n; r; r = n) {
+		n = r->next;
+		xpu_free(r);
+	}
+	vd->fn.vkFreeMemory(vd->device, b->mem, NULL); /* unmaps too */
+	xpu_free(b);
+}
+
+/* Frees the blocks no buffer uses; how many. */
+static int drop_empty(struct vk_dev *vd)
+{
+	int n = 0;
+	for (struct vk_block **p = &vd->blocks; *p;) {
+		struct vk_block *b = *p;
+		if (b->live) {
+			p = &b->next;
+			continue;
+		}
+		*p = b->next;
+		drop_block(vd, b);
+		n++;
+	}
+	return n;
+}
+
+static struct vk_block *new_block(struct vk_dev *vd, uint32_t type, VkDeviceSize size, bool host)
+{
+	struct vk_block *b = xpu_calloc(1, sizeof *b);
+	struct vk_range *r = xpu_malloc(sizeof *r);
+	if (!b || !r) {
+		xpu_free(b);
+		xpu_free(r);
+		xpu_fail("out of host memory for a Vulkan memory block");
+		return NULL;
+	}
+	VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size,
+				    .memoryTypeIndex = type };
+	VkResult res = vd->fn.vkAllocateMemory(vd->device, &ai, NULL, &b->mem);
+	if (res == VK_ERROR_OUT_OF_DEVICE_MEMORY && drop_empty(vd))
+		res = vd->fn.vkAllocateMemory(vd->device, &ai, NULL, &b->mem);
+	if (xpu_vk_check(res, "vkAllocateMemory", __FILE__, __LINE__) ||
+	    (host && VK(&vd->fn, vkMapMemory, vd->device, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map))) {
+		if (b->mem)
+			vd->fn.vkFreeMemory(vd->device, b->mem, NULL);
+		xpu_free(b);
+		xpu_free(r);
+		return NULL;
+	}
+	*r = (struct vk_range){ 0, size, NULL };
+	b->type = type;
+	b->size = size;
+	b->free = r;
+	b->next = vd->blocks;
+	vd->blocks = b;
+	return b;
+}
+
+/* Places a buffer's memory (its requirements `req`, of memory type `type`) in a block: a
+ * kept one with room, else a new one. Called with the device's lock held. */
+int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32_t type, bool host,
+		      struct vk_place *out)
+{
+	VkDeviceSize align = req->alignment ? req->alignment : 1;
+	if (req->size >= BIG)
+		align = round_up(BIG, align);
+	for (int pass = 0; pass < 2; pass++) {
+		for (struct vk_block *b = vd->blocks; b; b = b->next) {
+			if (b->type != type)
+				continue;
+			int64_t at = take(b, req->size, align);
+			if (at >= 0) {
+				*out = (struct vk_place){ b, b->mem, (VkDeviceSize)at, req->size,
+							  b->map ? (char *)b->map + at : NULL };
+				return 0;
+			}
+		}
+		const VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
+		if (pass == 0 && !new_block(vd, type, round_up(req->size > least ? req->size : least, BIG), host))
+			return -1;
+	}
+	return xpu_fail("a new Vulkan memory block had no room for %llu bytes", (unsigned long long)req->size);
+}
+
+void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p)
+{
+	if (p->block)
+		give(p->block, p->off, p->size);
+}
+
+void xpu_vk_pool_close(struct vk_dev *vd)
+{
+	while (vd->blocks) {
+		struct vk_block *b = vd->blocks;
+		vd->blocks = b->next;
+		drop_block(vd, b);
+	}
+}
