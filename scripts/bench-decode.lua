@@ -38,6 +38,12 @@ local shapes = (opts.rows and opts.cols) and { { opts.rows, opts.cols } } or { {
 local ceiling = autotune.recall(d, "bandwidth.read_gbs")
 if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
 local commit = report.commit()
+if d.backend == "vulkan" and #formats > 1 then
+  -- measured on NVIDIA's driver: a kernel timed after others in one process, on weights
+  -- allocated after earlier ones were freed, can run up to 4x slower (docs/PERF.md)
+  report.log("bench-decode: on Vulkan, formats timed after others in one process may read slow; " ..
+    "for stable figures time one --format per process (bench-matvec-kernel does so itself)")
+end
 
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
 for _, fmt in ipairs(formats) do

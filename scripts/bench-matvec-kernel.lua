@@ -5,7 +5,7 @@
 -- caches, as xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
---          [--n N] [--distinct R] [--tsv]
+--          [--n N] [--distinct R] [--tsv] [--one-process]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --tsv prints one line per kernel and shape instead of
@@ -29,6 +29,7 @@ while i <= #arg do
   elseif a == "--n" then opts.n = tonumber(v)
   elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
+  elseif a == "--one-process" then opts.one_process = true; i = i - 1
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end
@@ -101,6 +102,29 @@ local function emit(cols)
     print(table.concat(out, "\t"))
     io.stdout:flush()
   end
+end
+
+-- On Vulkan each kernel is timed in a process of its own (this script again, one --kernel):
+-- on NVIDIA's driver (H200, 580) a kernel timed after others in the same process, on weights
+-- allocated after earlier ones were freed, ran up to 4x slower than alone, and stayed so; the
+-- same kernel alone in a process is stable to 1 % run after run (docs/PERF.md; the cause is
+-- not found: scripts/vk-alloc-history.lua shows it). --one-process times them all here.
+if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
+  local exe, script = arg[-1] or "xpulua", arg[0]
+  for _, name in ipairs(opts.kernels) do
+    local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
+                  "--kernel", name }
+    for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
+    local p = assert(io.popen(table.concat(cmd, " ")))
+    for line in p:lines() do
+      local cols = {}
+      for f in (line .. "\t"):gmatch("([^\t]*)\t") do cols[#cols + 1] = tonumber(f) or f end
+      failed = failed or cols[3] == "GATE FAILED"
+      emit(cols)
+    end
+    if not p:close() then failed = true end
+  end
+  opts.kernels = {}
 end
 
 for _, name in ipairs(opts.kernels) do

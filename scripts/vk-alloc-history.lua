@@ -1,0 +1,59 @@
+-- vk-alloc-history.lua — the same mat-vec timed on fresh weight allocations, trial after trial
+-- in one process: each trial allocates ~1 GiB of rotated weights (4096x14336), times them twice
+-- (deferred batches, so the host's time is not counted), times one eager launch per buffer
+-- ("cold single"), frees them, and keeps a spacer of trial * 37 MiB (VKVAR_SPACER=0: none). On
+-- NVIDIA's Vulkan driver the per-launch time of a trial is stable to 1 % but grew from trial
+-- to trial (docs/PERF.md); in a fresh process the same kernel alone is fast again.
+--   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
+local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
+local d = assert(xpu.device(arg[1] or "vulkan:0"))
+local rows, cols = 4096, 14336
+local spacers = {}
+local function weights(fmt)
+  local fx = decode.fixture(fmt, 64, cols, 5)
+  local resident = fx.resident:rep(rows // 64)
+  local copies = math.max(2, math.ceil((1 << 30) / #resident))
+  local ws = {}
+  for c = 1, copies do ws[c] = d:buffer(resident) end
+  return ws, d:buffer(fx.x), #resident
+end
+local function time_ws(k, ws, x, n)
+  local y, s = d:buffer(rows * 4), d:stream()
+  s:set_deferred(true)
+  local t = {}
+  for r = 1, n + 3 do
+    local m = s:timer_begin()
+    for b = 1, #ws do k:launch(s, (rows + 7) // 8, 256, y, ws[b], x, rows, cols, 0) end
+    local sec = s:timer_end(m) / #ws
+    if r > 3 then t[#t + 1] = sec end
+  end
+  s:release(); y:release()
+  local st = report.stats(t)
+  return st.median * 1e6, st.min * 1e6, st.max * 1e6
+end
+-- each buffer alone: 8 launches on it (first is cold), median of the last 7 -> per-buffer us
+local function per_buffer(k, ws, x)
+  local y, s = d:buffer(rows * 4), d:default_stream()
+  local out = {}
+  for b = 1, #ws do
+    local m = s:timer_begin()
+    k:launch(s, (rows + 7) // 8, 256, y, ws[b], x, rows, cols, 0)
+    out[#out + 1] = ("%.0f"):format(s:timer_end(m) * 1e6)
+  end
+  y:release()
+  return table.concat(out, " ")
+end
+for _, name in ipairs { arg[2] or "iq4_nl_q8k_wave_dot4", arg[3] or "q8_0_q8k_wave" } do
+  local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
+  for trial = 1, 4 do
+    local ws, x, bytes = weights(fmt)
+    local a = { time_ws(k, ws, x, 10) }
+    local b = { time_ws(k, ws, x, 10) }
+    print(("%s trial %d (%d copies of %d MB): %.1f [%.1f-%.1f] then %.1f [%.1f-%.1f] us; cold single: %s"):format(
+      name, trial, #ws, bytes >> 20, a[1], a[2], a[3], b[1], b[2], b[3], per_buffer(k, ws, x)))
+    io.stdout:flush()
+    for _, w in ipairs(ws) do w:release() end
+    x:release()
+    if os.getenv("VKVAR_SPACER") ~= "0" then spacers[#spacers + 1] = d:buffer((trial * 37) << 20) end
+  end
+end
