@@ -328,47 +328,11 @@ end)
 
 describe("timer marks on cuda:0", function()
   cuda_it("a deferred stream records its marks with its launches: the host's time between them is not counted", function()
-    local n = 1 << 16
-    local src, dst = cuda:buffer(fx.pattern(n, 3)), cuda:buffer(n)
-    local k = cuda:kernel("stream_copy")
-    local s = cuda:stream()
-    s:set_deferred(true)
-    local function pass(stream, host_gap)
-      local m = stream:timer_begin()
-      local t0 = xpu.now()
-      while xpu.now() - t0 < host_gap do end -- the host busy before the launch is recorded
-      k:launch(stream, 4, 256, dst, src, n)
-      return stream:timer_end(m)
-    end
-    local quick, idle = pass(s, 0), pass(s, 0.25)
-    assert.is_true(idle < 0.125, ("a 0.25 s host gap counted: %.4f s (no gap: %.4f s)"):format(idle, quick))
-    assert.equal(src:download(), dst:download())
-    local e = cuda:stream() -- eager: the mark goes to the stream when asked, so the gap counts
-    assert.is_true(pass(e, 0.05) >= 0.04, "an eager stream's mark is written when the host asks")
-    e:release()
-    s:release()
+    fx.deferred_marks_skip_host_time(cuda)
   end)
 
   cuda_it("keeps 64 marks open on a stream and refuses the 65th, and a mark ended twice or on another stream, by name", function()
-    local s = cuda:stream()
-    local marks = {}
-    for i = 1, 64 do marks[i] = s:timer_begin() end
-    local ok, err = pcall(s.timer_begin, s)
-    assert.is_false(ok)
-    assert.matches("more than 64 timer marks open on one stream", err, 1, true)
-    for i = 64, 1, -1 do assert.is_true(s:timer_end(marks[i]) >= 0) end
-    assert.is_number(s:timer_end(s:timer_begin()))
-    local m = s:timer_begin()
-    s:timer_end(m)
-    ok, err = pcall(s.timer_end, s, m)
-    assert.is_false(ok)
-    assert.matches("not an open timer mark of this stream", err, 1, true)
-    local other = cuda:stream()
-    ok, err = pcall(other.timer_end, other, s:timer_begin())
-    assert.is_false(ok)
-    assert.matches("not an open timer mark of this stream", err, 1, true)
-    other:release()
-    s:release()
+    fx.mark_limits(cuda)
   end)
 end)
 

@@ -642,51 +642,11 @@ describe("vulkan streams", function()
   end)
 
   vk_it("records a deferred stream's marks with its launches: the host's time between them is not counted", function()
-    local s = vk:stream()
-    s:set_deferred(true)
-    local src, dst = vk:buffer(pattern(1 << 16, 3)), vk:buffer(1 << 16)
-    local k = vk:kernel("stream_copy")
-    local function pass(host_gap)
-      local m = s:timer_begin()
-      local t0 = xpu.now()
-      while xpu.now() - t0 < host_gap do end -- the host busy before the launch is recorded
-      k:launch(s, 4, 256, dst, src, 1 << 16)
-      return s:timer_end(m)
-    end
-    local quick, idle = pass(0), pass(0.25)
-    assert.is_true(idle < 0.125, ("a 0.25 s host gap counted: %.4f s (no gap: %.4f s)"):format(idle, quick))
-    same_bytes(src:download(), dst:download(), "timed deferred copy")
-    -- eager marks go to the queue at once: the gap counts there
-    local e = vk:stream()
-    local m = e:timer_begin()
-    local t0 = xpu.now()
-    while xpu.now() - t0 < 0.05 do end
-    k:launch(e, 4, 256, dst, src, 1 << 16)
-    assert.is_true(e:timer_end(m) >= 0.04, "an eager stream's mark is written when the host asks")
-    e:release()
-    s:release()
+    fx.deferred_marks_skip_host_time(vk)
   end)
 
   vk_it("keeps 64 timer marks open on a stream and refuses the 65th, and a mark ended twice or on another stream, by name", function()
-    local s = vk:stream()
-    local marks = {}
-    for i = 1, 64 do marks[i] = s:timer_begin() end
-    local ok, err = pcall(s.timer_begin, s)
-    assert.is_false(ok)
-    assert.matches("more than 64 timer marks open on one stream", err, 1, true)
-    for i = 64, 1, -1 do assert.is_true(s:timer_end(marks[i]) >= 0) end
-    assert.is_number(s:timer_end(s:timer_begin()))
-    local m = s:timer_begin()
-    s:timer_end(m)
-    ok, err = pcall(s.timer_end, s, m)
-    assert.is_false(ok)
-    assert.matches("not an open timer mark of this stream", err, 1, true)
-    local other = vk:stream()
-    ok, err = pcall(other.timer_end, other, s:timer_begin())
-    assert.is_false(ok)
-    assert.matches("not an open timer mark of this stream", err, 1, true)
-    other:release()
-    s:release()
+    fx.mark_limits(vk)
   end)
 
   vk_it("refuses misaligned views, short buffers and bad blocks before anything is launched", function()

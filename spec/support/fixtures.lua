@@ -99,4 +99,49 @@ function M.on_both(dev, kernel, grid, block, bufs, args, outs)
   return got[1], got[2]
 end
 
+-- Timer marks on a device with deferral: a deferred stream's marks are recorded with its
+-- launches, so a 0.25 s host gap between begin and the launch is not counted; an eager
+-- stream's mark is written when the host asks, so a 0.05 s gap is.
+function M.deferred_marks_skip_host_time(dev)
+  local n = 1 << 16
+  local src, dst = dev:buffer(M.pattern(n, 3)), dev:buffer(n)
+  local k = dev:kernel("stream_copy")
+  local function pass(stream, host_gap)
+    local m = stream:timer_begin()
+    local t0 = xpu.now()
+    while xpu.now() - t0 < host_gap do end -- the host busy before the launch is recorded
+    k:launch(stream, 4, 256, dst, src, n)
+    return stream:timer_end(m)
+  end
+  local s, e = dev:stream(), dev:stream()
+  s:set_deferred(true)
+  local quick, idle = pass(s, 0), pass(s, 0.25)
+  assert.is_true(idle < 0.125, ("%s: a 0.25 s host gap counted: %.4f s (no gap: %.4f s)"):format(dev.id, idle, quick))
+  assert.is_true(src:download() == dst:download(), dev.id .. ": the timed deferred copy")
+  assert.is_true(pass(e, 0.05) >= 0.04, dev.id .. ": an eager stream's mark is written when the host asks")
+  e:release()
+  s:release()
+end
+
+-- 64 marks open on a stream, the 65th refused; a mark ended twice, or on another stream, refused.
+function M.mark_limits(dev)
+  local s, other = dev:stream(), dev:stream()
+  local marks = {}
+  for i = 1, 64 do marks[i] = s:timer_begin() end
+  local ok, err = pcall(s.timer_begin, s)
+  assert.is_false(ok)
+  assert.matches("more than 64 timer marks open on one stream", err, 1, true)
+  for i = 64, 1, -1 do assert.is_true(s:timer_end(marks[i]) >= 0) end
+  local m = s:timer_begin()
+  assert.is_true(s:timer_end(m) >= 0)
+  ok, err = pcall(s.timer_end, s, m)
+  assert.is_false(ok)
+  assert.matches("not an open timer mark of this stream", err, 1, true)
+  ok, err = pcall(other.timer_end, other, s:timer_begin())
+  assert.is_false(ok)
+  assert.matches("not an open timer mark of this stream", err, 1, true)
+  other:release()
+  s:release()
+end
+
 return M
