@@ -43,8 +43,9 @@
 #include "xpu_vk.glsl"
 
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
- * U_FMT steps in flight by default (the fastest of U = 1..8 on an H200's NVIDIA driver, dot4
- * kernels, docs/PERF.md: q4_0 2, q8_0 1, q4_K 1, q6_K 2, iq4_nl 4), VEC_FMT
+ * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
+ * kernels each timed in a process of its own, docs/PERF.md: q4_0 2, q8_0 1, q4_K 3, q6_K 2;
+ * iq4_nl is level from 1 to 4 and keeps 4), VEC_FMT
  * whether it loads 16 bytes at a time where the layout allows (the K formats' 140- and
  * 208-byte payloads never start on 16 bytes from block to block). G (lanes per block) is
  * fixed by the layout except for q8_0's, a tuning constant below. */
@@ -70,7 +71,7 @@
 #define SCALE 4u
 #define PAYW 35u
 #define G_FMT 8u
-#define U_FMT 1u
+#define U_FMT 3u
 #define VEC_FMT false
 #elif defined(FMT_Q6_K)
 #define ELEMS 256u
