@@ -179,7 +179,8 @@ static int vk_open(struct xpu_device *d, int index)
 }
 
 /* Free bytes of the device-local heap: the driver's budget less its usage where
- * VK_EXT_memory_budget says, else the heap's size (the most the heap could give). */
+ * VK_EXT_memory_budget says, plus what is free inside the memory blocks buffers are placed
+ * in (the driver counts those as used); else the heap's size (the most it could give). */
 static int vk_free_memory(struct xpu_device *d, uint64_t *bytes)
 {
 	struct vk_dev *vd = vk_dev_of(d);
@@ -193,7 +194,9 @@ static int vk_free_memory(struct xpu_device *d, uint64_t *bytes)
 		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &budget };
 	xpu_vki.vkGetPhysicalDeviceMemoryProperties2(vd->pd, &mp);
 	uint64_t b = budget.heapBudget[vd->heap], u = budget.heapUsage[vd->heap];
-	*bytes = b > u ? b - u : 0;
+	pthread_mutex_lock(&vd->lock);
+	*bytes = (b > u ? b - u : 0) + xpu_vk_pool_free_bytes(vd, vd->heap);
+	pthread_mutex_unlock(&vd->lock);
 	return 0;
 }
 

@@ -242,6 +242,7 @@ void xpu_vk_mem_close(struct vk_dev *vd);
 int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32_t type, bool host,
 		      struct vk_place *out);
 void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p);
+uint64_t xpu_vk_pool_free_bytes(struct vk_dev *vd, uint32_t heap);
 void xpu_vk_pool_close(struct vk_dev *vd);
 
 /* vulkan_cmd.c: streams, launches, deferral, submit points, timing. */

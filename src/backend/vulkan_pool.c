@@ -178,6 +178,18 @@ int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32
 	return xpu_fail("a new Vulkan memory block had no room for %llu bytes", (unsigned long long)req->size);
 }
 
+/* Bytes free inside the kept blocks of heap `heap`: the driver counts them as used, but the
+ * next buffers take them first. */
+uint64_t xpu_vk_pool_free_bytes(struct vk_dev *vd, uint32_t heap)
+{
+	uint64_t n = 0;
+	for (struct vk_block *b = vd->blocks; b; b = b->next)
+		if (vd->mem.memoryTypes[b->type].heapIndex == heap)
+			for (struct vk_range *r = b->free; r; r = r->next)
+				n += r->size;
+	return n;
+}
+
 void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p)
 {
 	if (p->block)
