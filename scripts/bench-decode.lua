@@ -3,7 +3,9 @@
 -- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
---                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--jsonl]
+--                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [--jsonl]
+-- --dot4: time each format's packed-dot twin (<fmt>_q8k_wave_dot4, what the routes pick on a
+-- device with dot4_i8, e.g. Vulkan) instead of the plain integer kernel.
 -- --deferred: each batch is recorded once and replayed as one submission (a CUDA graph, a
 -- re-submitted command buffer): the GPU's time per launch without the host's submit cost.
 -- --grid: workgroups per launch (decode.groups): the launcher's choice (default), a wave per
@@ -27,6 +29,7 @@ while i <= #arg do
   elseif a == "--grid" then opts.grid = v
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
+  elseif a == "--dot4" then opts.variant = "dot4"; i = i - 1
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end
@@ -38,6 +41,12 @@ local shapes = (opts.rows and opts.cols) and { { opts.rows, opts.cols } } or { {
 local ceiling = autotune.recall(d, "bandwidth.read_gbs")
 if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
 local commit = report.commit()
+local function kname(fmt) return decode.kernel_name(fmt, opts.variant) end
+for _, fmt in ipairs(formats) do
+  if not d:kernel_available(kname(fmt)) then
+    io.stderr:write("bench-decode: ", d.id, " has no kernel ", kname(fmt), "\n"); os.exit(1)
+  end
+end
 if d.backend == "vulkan" and #formats > 1 then
   -- measured on NVIDIA's driver: a kernel timed after others in one process, on weights
   -- allocated after earlier ones were freed, can run up to 4x slower (docs/PERF.md)
@@ -49,7 +58,7 @@ end
 for _, fmt in ipairs(formats) do
   -- the grid under test, and a grid of 2 groups so that each wave streams several rows
   for _, grid in ipairs { opts.grid or "launcher", 2 } do
-    local ok, msg = decode.gate(d, fmt, 96, 4096, nil, grid)
+    local ok, msg = decode.gate(d, fmt, 96, 4096, nil, grid, kname(fmt))
     report.log("gate: %s", msg)
     if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
   end
@@ -58,8 +67,8 @@ end
 -- 2. the manifest before timing: spill is invisible to the clock
 local mrows = {}
 for _, fmt in ipairs(formats) do
-  local m = d:kernel(fmt .. "_q8k_wave").manifest
-  mrows[#mrows + 1] = { fmt .. "_q8k_wave", m.registers, m.spill_bytes, m.lds_static_bytes, m.resident_groups_per_cu, m.note }
+  local m = d:kernel(kname(fmt)).manifest
+  mrows[#mrows + 1] = { kname(fmt), m.registers, m.spill_bytes, m.lds_static_bytes, m.resident_groups_per_cu, m.note }
 end
 print(report.table { title = "manifest on " .. d.id, header = { "kernel", "regs", "spill", "lds", "groups/cu", "note" }, rows = mrows })
 print()
@@ -73,7 +82,7 @@ for _, shape in ipairs(shapes) do
       local target = d.integrated and 256 << 20 or 1 << 30
       local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
       local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid,
-                                                                         deferred = opts.deferred })
+                                                                         deferred = opts.deferred, kernel = kname(fmt) })
       local gbs = bytes / st.median / 1e9
       local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n, deferred = opts.deferred }) or nil
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
@@ -81,12 +90,13 @@ for _, shape in ipairs(shapes) do
                           read and read.median * 1e6 or "-", read and 100 * read.median / st.median or "-" }
       if mode == "rotated" then
         points[#points + 1] = { bytes, st.median }
-        autotune.remember_for(d, ("decode.%s_q8k_wave.gbs"):format(fmt), shape, ("%.1f"):format(gbs))
-        if ceiling then autotune.report_underperforming(d, fmt .. "_q8k_wave", gbs, 0.9 * ceiling) end
+        autotune.remember_for(d, ("decode.%s.gbs"):format(kname(fmt)), shape, ("%.1f"):format(gbs))
+        if ceiling then autotune.report_underperforming(d, kname(fmt), gbs, 0.9 * ceiling) end
       end
       if opts.jsonl then
         report.jsonl { bench = "decode", device = d:fingerprint(), commit = commit, format = fmt,
-                       row = fmt .. "-int-wave", kernel = fmt .. "_q8k_wave", rows = shape[1], cols = shape[2],
+                       row = fmt .. (opts.variant == "dot4" and "-dot4-wave" or "-int-wave"), kernel = kname(fmt),
+                       rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
                        min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher", deferred = opts.deferred or false,
                        read_same_bytes_s = read and read.median or nil }
@@ -97,7 +107,7 @@ for _, shape in ipairs(shapes) do
   end
 end
 print(report.table {
-  title = ("decode mat-vec on %s (%s), %s, grid %s%s; read ceiling %s GB/s"):format(d.id, d.name, os.date("!%Y-%m-%d"),
+  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s; read ceiling %s GB/s"):format(kname("<fmt>"), d.id, d.name, os.date("!%Y-%m-%d"),
     opts.grid or "launcher's", opts.deferred and ", deferred" or "", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
   header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
              "read us", "% of read" },

@@ -66,19 +66,25 @@ function M.groups(dev, k, rows, grid)
   return math.max(1, math.tointeger(grid) or error("decode: grid must be rows, resident or a count, not " .. tostring(grid)))
 end
 
--- Launches <fmt>_q8k_wave on dev over the fixture; returns the f32 output string.
-function M.run(dev, fx, w_buf, x_buf, y_buf, stream, grid)
-  local k = dev:kernel(fx.fmt .. "_q8k_wave")
+-- The dense decode kernel of a format: the plain integer form every backend builds, or with
+-- variant "dot4" the packed-dot twin that the routes pick where the device has one.
+function M.kernel_name(fmt, variant)
+  return fmt .. "_q8k_wave" .. (variant == "dot4" and "_dot4" or "")
+end
+
+-- Launches the format's kernel (kname, default the plain one) on dev over the fixture.
+function M.run(dev, fx, w_buf, x_buf, y_buf, stream, grid, kname)
+  local k = dev:kernel(kname or M.kernel_name(fx.fmt))
   k:launch(stream, M.groups(dev, k, fx.rows, grid), 256, y_buf, w_buf, x_buf, fx.rows, fx.cols, 0)
 end
 
 -- The bit gate: dev's kernel == the CPU portable body, element by element; NaN counted;
 -- something non-zero. Returns ok, message.
-function M.gate(dev, fmt, rows, cols, seed, grid)
+function M.gate(dev, fmt, rows, cols, seed, grid, kname)
   local fx = M.fixture(fmt, rows, cols, seed or 3)
   local w, x = dev:buffer(fx.resident), dev:buffer(fx.x)
   local y = dev:buffer(M.NAN:rep(rows))
-  M.run(dev, fx, w, x, y, nil, grid)
+  M.run(dev, fx, w, x, y, nil, grid, kname)
   dev:default_stream():sync()
   local got = M.unpack_f32(y:download())
   local want = M.unpack_f32(xpu.quant.matvec_host(fmt, fx.resident, fx.x, rows, cols, "portable"))
@@ -92,12 +98,13 @@ function M.gate(dev, fmt, rows, cols, seed, grid)
     if got[i] == got[i] and got[i] ~= 0 then nonzero = true end
   end
   local ok = diff == 0 and nan == 0 and nonzero
-  return ok, ("%s %s %dx%d%s: %d differ, %d NaN%s%s"):format(dev.id, fmt, rows, cols,
+  return ok, ("%s %s %dx%d%s: %d differ, %d NaN%s%s"):format(dev.id, kname or fmt, rows, cols,
     grid and grid ~= "launcher" and (" (grid " .. tostring(grid) .. ")") or "", diff, nan,
     nonzero and "" or ", all zero", first and "; first " .. first or "")
 end
 
--- Times <fmt>_q8k_wave at rows x cols with `copies` weight buffers rotated so the working set
+-- Times <fmt>_q8k_wave (opts.kernel: another kernel of its signature, e.g. the dot4 twin) at
+-- rows x cols with `copies` weight buffers rotated so the working set
 -- exceeds the caches. Each timed pass is a batch of back-to-back launches between two device
 -- timer marks, so the host's submit latency overlaps the previous kernel instead of being
 -- counted; a launch's time is the pass over the batch. Returns stats (seconds per launch)
@@ -117,7 +124,7 @@ function M.time(dev, fmt, rows, cols, opts)
   -- deferred: each batch recorded once, then replayed as one submission (same sequence)
   local s = opts.deferred and dev:stream() or dev:default_stream()
   if opts.deferred then s:set_deferred(true) end
-  local k = dev:kernel(fmt .. "_q8k_wave")
+  local k = dev:kernel(opts.kernel or M.kernel_name(fmt))
   local groups = M.groups(dev, k, rows, opts.grid)
   local times = {}
   -- each batch walks the whole rotation, so every batch is the same sequence of launches
