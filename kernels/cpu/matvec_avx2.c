@@ -338,58 +338,50 @@ AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t 
 	return wave_reduce8(acc[0], acc[1], acc[2], acc[3]);
 }
 
-AVX2 static void rows_q4_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
-	uint32_t bpr, uint64_t n)
+/* A call's rows of a 32-element format (pay payload bytes a block). */
+AVX2 INLINE void small_rows(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr,
+			    uint64_t n, uint32_t pay, dots8_fn dots8)
 {
 	struct xcompact c;
 	const struct xview X = xview_for(x, bpr / 8, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_q4_0_avx2);
+		y[r] = small_row(w + r * rb, &X, bpr, pay, dots8);
+}
+
+AVX2 static void rows_q4_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	small_rows(y, w, rb, x, bpr, n, 16, dots8_q4_0_avx2);
 }
 
 VNNI static void rows_q4_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr / 8, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_q4_0_vnni);
+	small_rows(y, w, rb, x, bpr, n, 16, dots8_q4_0_vnni);
 }
 
 AVX2 static void rows_q8_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr / 8, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 32, dots8_q8_0_avx2);
+	small_rows(y, w, rb, x, bpr, n, 32, dots8_q8_0_avx2);
 }
 
 VNNI static void rows_q8_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr / 8, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 32, dots8_q8_0_vnni);
+	small_rows(y, w, rb, x, bpr, n, 32, dots8_q8_0_vnni);
 }
 
 AVX2 static void rows_iq4_nl_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr / 8, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_iq4_nl_avx2);
+	small_rows(y, w, rb, x, bpr, n, 16, dots8_iq4_nl_avx2);
 }
 
 VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr / 8, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = small_row(w + r * rb, &X, bpr, 16, dots8_iq4_nl_vnni);
+	small_rows(y, w, rb, x, bpr, n, 16, dots8_iq4_nl_vnni);
 }
 
 /* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
@@ -618,22 +610,25 @@ AVX2 INLINE void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_
 		y[r] = row_q6_K(w + r * rb, &X, bpr, tabled ? table : NULL, wdot);
 }
 
-AVX2 static void rows_q4_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
-	uint32_t bpr, uint64_t n)
+AVX2 INLINE void rows_q4_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr,
+			   uint64_t n, dot_fn wdot)
 {
 	struct xcompact c;
 	const struct xview X = xview_for(x, bpr, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, &X, bpr, dot_s16_avx2);
+		y[r] = row_q4_K(w + r * rb, &X, bpr, wdot);
+}
+
+AVX2 static void rows_q4_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_avx2);
 }
 
 VNNI static void rows_q4_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	struct xcompact c;
-	const struct xview X = xview_for(x, bpr, n, &c);
-	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, &X, bpr, dot_s16_vnni);
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_vnni);
 }
 
 AVX2 static void rows_q6_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
