@@ -115,7 +115,6 @@ struct vk_kern {
 struct vk_block;
 struct vk_place {
 	struct vk_block *block;
-	VkDeviceMemory block_mem;
 	VkDeviceSize off, size;
 	void *map; /* host-visible blocks: the range's first byte */
 };
@@ -239,8 +238,8 @@ int xpu_vk_upload(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, cons
 int xpu_vk_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
 void xpu_vk_mem_close(struct vk_dev *vd);
 /* The block pool (vulkan_pool.c), under the device's lock. */
-int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32_t type, bool host,
-		      struct vk_place *out);
+int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirements *req, uint32_t type,
+		      bool host, struct vk_place *out);
 void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p);
 uint64_t xpu_vk_pool_free_bytes(struct vk_dev *vd, uint32_t heap);
 void xpu_vk_pool_close(struct vk_dev *vd);

@@ -55,8 +55,7 @@ static int make_buffer(struct vk_dev *vd, VkDeviceSize size, VkMemoryPropertyFla
 		return xpu_fail("no Vulkan memory type with flags %#x for a storage buffer", (unsigned)need);
 	}
 	if (pooled) {
-		if (xpu_vk_pool_place(vd, &req, (uint32_t)type, host, &m->place) ||
-		    VK(&vd->fn, vkBindBufferMemory, vd->device, m->buf, m->place.block_mem, m->place.off)) {
+		if (xpu_vk_pool_place(vd, m->buf, &req, (uint32_t)type, host, &m->place)) {
 			drop_buffer(vd, m);
 			return -1;
 		}

@@ -37,7 +37,8 @@ static VkDeviceSize round_up(VkDeviceSize x, VkDeviceSize a)
 	return (x + a - 1) / a * a;
 }
 
-/* First fit: the offset of `size` bytes aligned to `align` in b, or -1. */
+/* First fit: the offset of `size` bytes aligned to `align` in b; -1: no room; -2: no host
+ * memory for the range list. */
 static int64_t take(struct vk_block *b, VkDeviceSize size, VkDeviceSize align)
 {
 	for (struct vk_range **p = &b->free; *p; p = &(*p)->next) {
@@ -48,7 +49,7 @@ static int64_t take(struct vk_block *b, VkDeviceSize size, VkDeviceSize align)
 		if (at > r->off) { /* the gap before the buffer stays free, as its own range */
 			struct vk_range *gap = xpu_malloc(sizeof *gap);
 			if (!gap)
-				return -1;
+				return -2;
 			*gap = (struct vk_range){ r->off, at - r->off, r };
 			*p = gap;
 			p = &gap->next;
@@ -152,10 +153,10 @@ static struct vk_block *new_block(struct vk_dev *vd, uint32_t type, VkDeviceSize
 	return b;
 }
 
-/* Places a buffer's memory (its requirements `req`, of memory type `type`) in a block: a
- * kept one with room, else a new one. Called with the device's lock held. */
-int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32_t type, bool host,
-		      struct vk_place *out)
+/* Places buffer `buf` (its requirements `req`, of memory type `type`) in a block, a kept one
+ * with room, else a new one, and binds it there. Called with the device's lock held. */
+int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirements *req, uint32_t type,
+		      bool host, struct vk_place *out)
 {
 	VkDeviceSize align = req->alignment ? req->alignment : 1;
 	if (req->size >= BIG)
@@ -164,12 +165,18 @@ int xpu_vk_pool_place(struct vk_dev *vd, const VkMemoryRequirements *req, uint32
 		for (struct vk_block *b = vd->blocks; b; b = b->next) {
 			if (b->type != type)
 				continue;
-			int64_t at = take(b, req->size, align);
-			if (at >= 0) {
-				*out = (struct vk_place){ b, b->mem, (VkDeviceSize)at, req->size,
-							  b->map ? (char *)b->map + at : NULL };
-				return 0;
+			const int64_t at = take(b, req->size, align);
+			if (at == -2)
+				return xpu_fail("out of host memory placing a Vulkan buffer");
+			if (at < 0)
+				continue;
+			*out = (struct vk_place){ b, (VkDeviceSize)at, req->size, b->map ? (char *)b->map + at : NULL };
+			if (VK(&vd->fn, vkBindBufferMemory, vd->device, buf, b->mem, out->off)) {
+				give(b, out->off, out->size);
+				memset(out, 0, sizeof *out);
+				return -1;
 			}
+			return 0;
 		}
 		const VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
 		if (pass == 0 && !new_block(vd, type, round_up(req->size > least ? req->size : least, BIG), host))
