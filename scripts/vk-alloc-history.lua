@@ -1,7 +1,7 @@
 -- vk-alloc-history.lua — the same mat-vec timed on fresh weight allocations, trial after trial
 -- in one process: each trial allocates ~1 GiB of rotated weights (4096x14336), times them twice
 -- (deferred batches, so the host's time is not counted), times one eager launch per buffer
--- ("cold single"), frees them, and keeps a spacer of trial * 37 MiB (VKVAR_SPACER=0: none). On
+-- ("cold single"), frees them, and keeps a spacer of trial * 37 MiB (SPACER=0: none). On
 -- NVIDIA's Vulkan driver the per-launch time of a trial is stable to 1 % but grew from trial
 -- to trial (docs/PERF.md); in a fresh process the same kernel alone is fast again.
 --   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
@@ -54,6 +54,6 @@ for _, name in ipairs { arg[2] or "iq4_nl_q8k_wave_dot4", arg[3] or "q8_0_q8k_wa
     io.stdout:flush()
     for _, w in ipairs(ws) do w:release() end
     x:release()
-    if os.getenv("VKVAR_SPACER") ~= "0" then spacers[#spacers + 1] = d:buffer((trial * 37) << 20) end
+    if os.getenv("SPACER") ~= "0" then spacers[#spacers + 1] = d:buffer((trial * 37) << 20) end
   end
 end
