@@ -236,7 +236,7 @@ describe("vulkan mat-vec modules", function()
   -- (plain and packed-dot) at two widths (a partial last step, and several whole U plus a
   -- tail), a wave per row and 2 groups (waves walking several rows), and in one case the
   -- grouped kernel with one expert; together the settings reach every U register set, both
-  -- load widths, both q8_0 lane maps, both iq4_nl codebooks and both reload forms. Here the
+  -- load widths, both q8_0 lane maps, the four iq4_nl codebook lookups and both reload forms. Here the
   -- shared-memory module runs them (lavapipe's subgroups are 8 wide); bench-matvec-kernel
   -- gates the subgroup module the same way before it times a setting on the GPU.
   local tuning_gate = [[
@@ -275,6 +275,8 @@ describe("vulkan mat-vec modules", function()
     { "U=3 q8_0:G=1 iq4_nl:KV=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
     { "U=5, q8_0:G=1, VEC=0", "q8_0 q6_K", false },
     { "U=8 GUARD=1 VEC=0 iq4_nl:KV=0", "q4_0 iq4_nl", false },
+    { "U=2 iq4_nl:KV=2", "iq4_nl", true },
+    { "U=4 VEC=0 iq4_nl:KV=3", "iq4_nl", false },
   } do
     local env, fmts, id = case[1], case[2], case[3]
     vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()

@@ -91,8 +91,9 @@
  *   U     (3) 1..8: steps of weight loads in flight per lane (MV_UMAX register sets exist)
  *   VEC   (4) 0: no 16-byte loads (every load a 32-bit word)
  *   G     (5) q8_0 only, 1 or 2: lanes per block (1: each lane reads its block's 32 bytes)
- *   KV    (6) iq4_nl only, 0: codebook in shared memory; 1 (default, 2x faster on NVIDIA):
- *         in registers, by selects
+ *   KV    (6) iq4_nl only, the codebook lookup: 0, a nibble a shared-memory word; 1 (default)
+ *         in registers, by selects; 2, a payload byte (two nibbles) a shared-memory word;
+ *         3, as 2 with eight copies of the table, so fewer lanes meet in a bank
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above) */
 #define MV_UMAX 8u
@@ -313,14 +314,18 @@ struct Wt {
 #define KV_W2 0x26190D01u
 #define KV_W3 0x71594535u
 
-/* KV 0: the codebook in shared memory. A table of 16 words sits in 16 banks, so any 32
+/* The codebook in shared memory. KV 0: a word per nibble; 16 words sit in 16 banks, so any 32
  * lookups are conflict-free. The packed-dot form keeps four tables, codebook bytes already
- * shifted to byte k of a word; the plain form one table of signed values. */
+ * shifted to byte k of a word; the plain form one table of signed values. KV 2: a word per
+ * payload byte p, the codebook bytes of its low nibble at byte 0 and of its high nibble at
+ * byte 2 (kv_pair), so one lookup serves two elements; 256 words, lanes may meet in a bank.
+ * KV 3: eight copies interleaved, word 8 p + c read by the lanes with lane % 8 == c. */
 #ifdef DOT4
-#define KV_WORDS 64u
+#define KV_WORDS0 64u
 #else
-#define KV_WORDS 16u
+#define KV_WORDS0 16u
 #endif
+const uint KV_WORDS = KV == 3u ? 2048u : (KV == 2u ? 256u : KV_WORDS0);
 shared uint kvt[KV_WORDS];
 
 /* Codebook byte j (j < 16), unsigned: a word picked by j's top two bits (selects, no
@@ -331,13 +336,23 @@ uint kv_byte(uint j)
 	return bitfieldExtract(mix(lo, hi, (j & 8u) != 0u), int(8u * (j & 3u)), 8);
 }
 
+uint kv_pair(uint p)
+{
+	return kv_byte(p & 15u) | (kv_byte(p >> 4) << 16);
+}
+
 void kv_init()
 {
 	for (uint i = gl_LocalInvocationIndex; i < KV_WORDS; i += gl_WorkGroupSize.x)
+		if (KV == 3u)
+			kvt[i] = kv_pair(i >> 3);
+		else if (KV == 2u)
+			kvt[i] = kv_pair(i);
+		else
 #ifdef DOT4
-		kvt[i] = kv_byte(i % 16u) << (8u * (i / 16u));
+			kvt[i] = kv_byte(i % 16u) << (8u * (i / 16u));
 #else
-		kvt[i] = uint(bitfieldExtract(int(kv_byte(i)), 0, 8));
+			kvt[i] = uint(bitfieldExtract(int(kv_byte(i)), 0, 8));
 #endif
 	barrier();
 }
@@ -349,7 +364,7 @@ uint kv_pack(uint n)
 	       (kv_byte(n >> 24) << 24);
 }
 
-/* The dot of a's four bytes with the codebook values of n's four bytes (each below 16). */
+/* KV 0, 1: the dot of a's four bytes with the codebook values of n's four bytes (each below 16). */
 int kv_dot(uint n, uint a)
 {
 	if (KV != 0u)
@@ -363,6 +378,21 @@ int kv_dot(uint n, uint a)
 		s += int(kvt[(n >> (8u * k)) & 255u]) * bitfieldExtract(int(a), int(8u * k), 8);
 	return s;
 #endif
+}
+
+uint kv_word(uint p)
+{
+	return KV == 3u ? kvt[8u * p + (gl_LocalInvocationID.x & 7u)] : kvt[p];
+}
+
+/* KV 2, 3: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles,
+ * e+16..e+19 in the high) with the activation words a0 (e..e+3) and a1 (e+16..e+19). Two
+ * lookups make (e, e+1, e+16, e+17), so the activation bytes are paired the same way. */
+int kv_dot_pairs(uint q, uint a0, uint a1)
+{
+	uint w01 = kv_word(q & 255u) | (kv_word((q >> 8) & 255u) << 8);
+	uint w23 = kv_word((q >> 16) & 255u) | (kv_word(q >> 24) << 8);
+	return dot4(w01, (a0 & 0xffffu) | (a1 << 16)) + dot4(w23, (a0 >> 16) | (a1 & 0xffff0000u));
 }
 #endif
 
@@ -386,7 +416,10 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #ifdef FMT_Q4_0
 		s += dot4(t.q[k] & LO4, a0[k]) + dot4((t.q[k] >> 4) & LO4, a1[k]);
 #else
-		s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);
+		if (KV >= 2u)
+			s += kv_dot_pairs(t.q[k], a0[k], a1[k]);
+		else
+			s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);
 #endif
 	}
 #ifdef FMT_Q4_0
@@ -669,7 +702,7 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 void main()
 {
 #ifdef FMT_IQ4_NL
-	if (KV == 0u)
+	if (KV != 1u)
 		kv_init();
 #endif
 	uint per = gl_WorkGroupSize.x / 32u, stride = xpu_groups() * per;
