@@ -277,6 +277,8 @@ describe("vulkan mat-vec modules", function()
     { "U=8 GUARD=1 VEC=0 iq4_nl:KV=0", "q4_0 iq4_nl", false },
     { "U=2 iq4_nl:KV=2", "iq4_nl", true },
     { "U=4 VEC=0 iq4_nl:KV=3", "iq4_nl", false },
+    { "U=1 iq4_nl:KV=4", "iq4_nl", false },
+    { "U=3 iq4_nl:KV=5", "iq4_nl", true },
   } do
     local env, fmts, id = case[1], case[2], case[3]
     vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()

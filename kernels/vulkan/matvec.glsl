@@ -92,8 +92,8 @@
  *   VEC   (4) 0: no 16-byte loads (every load a 32-bit word)
  *   G     (5) q8_0 only, 1 or 2: lanes per block (1: each lane reads its block's 32 bytes)
  *   KV    (6) iq4_nl only, the codebook lookup: 0, a nibble a shared-memory word; 1 (default)
- *         in registers, by selects; 2, a payload byte (two nibbles) a shared-memory word;
- *         3, as 2 with eight copies of the table, so fewer lanes meet in a bank
+ *         in registers, by selects; 2..5, a payload byte (two nibbles) a shared-memory word,
+ *         in 1, 8, 16 or 32 copies so fewer lanes meet in a bank
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above) */
 #define MV_UMAX 8u
@@ -316,16 +316,18 @@ struct Wt {
 
 /* The codebook in shared memory. KV 0: a word per nibble; 16 words sit in 16 banks, so any 32
  * lookups are conflict-free. The packed-dot form keeps four tables, codebook bytes already
- * shifted to byte k of a word; the plain form one table of signed values. KV 2: a word per
+ * shifted to byte k of a word; the plain form one table of signed values. KV 2..5: a word per
  * payload byte p, the codebook bytes of its low nibble at byte 0 and of its high nibble at
- * byte 2 (kv_pair), so one lookup serves two elements; 256 words, lanes may meet in a bank.
- * KV 3: eight copies interleaved, word 8 p + c read by the lanes with lane % 8 == c. */
+ * byte 2 (kv_pair), so one lookup serves two elements, at the cost of lanes meeting in a bank
+ * (a warp's shared-memory reads take as many passes as the most lanes on one bank): KV_COPIES
+ * interleaved copies, word KV_COPIES p + c read by the lanes with lane % KV_COPIES == c. */
 #ifdef DOT4
 #define KV_WORDS0 64u
 #else
 #define KV_WORDS0 16u
 #endif
-const uint KV_WORDS = KV == 3u ? 2048u : (KV == 2u ? 256u : KV_WORDS0);
+const uint KV_COPIES = KV == 5u ? 32u : KV == 4u ? 16u : KV == 3u ? 8u : 1u;
+const uint KV_WORDS = KV >= 2u ? 256u * KV_COPIES : KV_WORDS0;
 shared uint kvt[KV_WORDS];
 
 /* Codebook byte j (j < 16), unsigned: a word picked by j's top two bits (selects, no
@@ -341,19 +343,24 @@ uint kv_pair(uint p)
 	return kv_byte(p & 15u) | (kv_byte(p >> 4) << 16);
 }
 
+/* Each pair entry is made once and stored KV_COPIES times, copy (k + p) % KV_COPIES in step k,
+ * so the lanes of a store hit different banks. */
 void kv_init()
 {
-	for (uint i = gl_LocalInvocationIndex; i < KV_WORDS; i += gl_WorkGroupSize.x)
-		if (KV == 3u)
-			kvt[i] = kv_pair(i >> 3);
-		else if (KV == 2u)
-			kvt[i] = kv_pair(i);
-		else
+	if (KV >= 2u) {
+		for (uint p = gl_LocalInvocationIndex; p < 256u; p += gl_WorkGroupSize.x) {
+			uint e = kv_pair(p);
+			for (uint k = 0u; k < KV_COPIES; k++)
+				kvt[KV_COPIES * p + ((k + p) & (KV_COPIES - 1u))] = e;
+		}
+	} else {
+		for (uint i = gl_LocalInvocationIndex; i < KV_WORDS; i += gl_WorkGroupSize.x)
 #ifdef DOT4
 			kvt[i] = kv_byte(i % 16u) << (8u * (i / 16u));
 #else
 			kvt[i] = uint(bitfieldExtract(int(kv_byte(i)), 0, 8));
 #endif
+	}
 	barrier();
 }
 
@@ -382,10 +389,10 @@ int kv_dot(uint n, uint a)
 
 uint kv_word(uint p)
 {
-	return KV == 3u ? kvt[8u * p + (gl_LocalInvocationID.x & 7u)] : kvt[p];
+	return kvt[KV_COPIES * p + (gl_LocalInvocationID.x & (KV_COPIES - 1u))];
 }
 
-/* KV 2, 3: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles,
+/* KV 2..5: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles,
  * e+16..e+19 in the high) with the activation words a0 (e..e+3) and a1 (e+16..e+19). Two
  * lookups make (e, e+1, e+16, e+17), so the activation bytes are paired the same way. */
 int kv_dot_pairs(uint q, uint a0, uint a1)
