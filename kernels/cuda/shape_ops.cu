@@ -29,12 +29,18 @@
 #ifndef SHAPE_BATCH
 #define SHAPE_BATCH 4 /* chunks whose loads a thread issues before their stores */
 #endif
-/* Blocks an SM must hold (the register cap: 3 -> 80, 4 -> 64). A thread moves 64 bytes and is
- * done, so what is in flight on an SM is its resident blocks times 16 KiB. */
-#ifndef SHAPE_MIN_BLOCKS
-#define SHAPE_MIN_BLOCKS 3
+/* Blocks an SM must hold, per kernel: the register cap (3 -> 80, 4 -> 64, 5 -> 48 a thread).
+ * A thread moves 64 bytes and is done, so what is in flight on an SM is its resident blocks
+ * times 16 KiB, against the registers the index work wants. Measured on the H200 at 1 GiB f32
+ * (GB/s at 3 / 4 / 5): pad 2760 / 3152 / 2992, pad_backward 1342 / 1586 / 1687, flip 3683 /
+ * 3548 / 2963, roll 2789 / 3016 / 1729, cumsum 3773 / 3772 / 3454, triu 3565 / 3778 / 3788,
+ * tril 3609 / 3837 / 3820, write_slice 3273 / 3430 / 3390, write_slice_rotating 3132 / 3206 /
+ * 3253, contiguize 2905 / 2406 / 2084. SHAPE_MIN_BLOCKS=N sets every kernel's. */
+#ifdef SHAPE_MIN_BLOCKS
+#define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
+#else
+#define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, blocks)
 #endif
-#define SHAPE_BOUNDS __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
@@ -515,7 +521,7 @@ struct shape_pad_op : shape_pad_geo, shape_plain {
 	}
 };
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, unsigned long long d01,
     unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
     unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
@@ -851,7 +857,7 @@ static __device__ __noinline__ void shape_pad_bwd_other(uint8_t *grad, const uin
 	shape_chunks(op);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(5)
 pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned long long d01,
 	     unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
 	     unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
@@ -935,7 +941,7 @@ struct shape_reorder_op : shape_plain {
 	}
 };
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(3)
 flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long elem)
 {
@@ -944,7 +950,7 @@ flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 	shape_chunks(op);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long shift, unsigned long long elem)
 {
@@ -998,7 +1004,7 @@ static __device__ void shape_scan_f32(uint8_t *out, const uint8_t *in, uint64_t 
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(3)
 cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
        unsigned int dt)
 {
@@ -1086,7 +1092,7 @@ struct shape_tri_op : shape_plain {
 	}
 };
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 triu(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long long rows, unsigned long long cols,
      long long diagonal, unsigned long long elem)
 {
@@ -1095,7 +1101,7 @@ triu(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 	shape_chunks(op);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long long rows, unsigned long long cols,
      long long diagonal, unsigned long long elem)
 {
@@ -1256,7 +1262,7 @@ static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int 
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned long long d01,
 	    unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long s01,
 	    unsigned long long s23, unsigned long long s45, unsigned long long s67, unsigned long long e01,
@@ -1268,7 +1274,7 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned
 	shape_slab_chunks(op, -1, nullptr, 1);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(4)
 write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 		     unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
 		     unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
@@ -1522,7 +1528,7 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS
+extern "C" __global__ void SHAPE_BOUNDS(3)
 contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long offset, unsigned long long d01,
 	   unsigned long long d23, unsigned long long d45, unsigned long long d67, long long st0, long long st1,
 	   long long st2, long long st3, long long st4, long long st5, long long st6, long long st7)

@@ -350,7 +350,7 @@ void kv_init()
 	if (KV >= 2u) {
 		for (uint p = gl_LocalInvocationIndex; p < 256u; p += gl_WorkGroupSize.x) {
 			uint e = kv_pair(p);
-			for (uint k = 0u; k < KV_COPIES; k++)
+			[[dont_unroll]] for (uint k = 0u; k < KV_COPIES; k++)
 				kvt[KV_COPIES * p + ((k + p) & (KV_COPIES - 1u))] = e;
 		}
 	} else {
