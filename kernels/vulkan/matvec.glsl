@@ -45,7 +45,7 @@
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
  * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
  * kernels each timed in a process of its own, docs/PERF.md: q4_0 2, q8_0 1, q4_K 3, q6_K 2;
- * iq4_nl is level from 1 to 4 and keeps 4), VEC_FMT
+ * iq4_nl 1 with its codebook in shared memory, KV below), VEC_FMT
  * whether it loads 16 bytes at a time where the layout allows (the K formats' 140- and
  * 208-byte payloads never start on 16 bytes from block to block). G (lanes per block) is
  * fixed by the layout except for q8_0's, a tuning constant below. */
@@ -57,7 +57,7 @@
 #ifdef FMT_Q4_0
 #define U_FMT 2u
 #else
-#define U_FMT 4u
+#define U_FMT 1u
 #endif
 #define VEC_FMT true
 #elif defined(FMT_Q8_0)
@@ -91,9 +91,12 @@
  *   U     (3) 1..8: steps of weight loads in flight per lane (MV_UMAX register sets exist)
  *   VEC   (4) 0: no 16-byte loads (every load a 32-bit word)
  *   G     (5) q8_0 only, 1 or 2: lanes per block (1: each lane reads its block's 32 bytes)
- *   KV    (6) iq4_nl only, the codebook lookup: 0, a nibble a shared-memory word; 1 (default)
- *         in registers, by selects; 2..5, a payload byte (two nibbles) a shared-memory word,
- *         in 1, 8, 16 or 32 copies so fewer lanes meet in a bank
+ *   KV    (6) iq4_nl only, the codebook lookup: 0 (default), a nibble a shared-memory word;
+ *         1, in registers, by selects; 2..5, a payload byte (two nibbles) a shared-memory
+ *         word, in 1, 8, 16 or 32 copies so fewer lanes meet in a bank. H200, dot4 kernel,
+ *         us for 14336x4096 / 4096x14336: KV 0 (U 1) 20.1 / 20.8; 1 50.7 / 50.5 (the selects'
+ *         instructions); 2 24.5 / 23.7; 3 22.3 / 21.4; 4 21.3 / 19.4 (the fill and its
+ *         registers); 5 37 / 24 (32 KiB a group) — each at its best U
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above) */
 #define MV_UMAX 8u
@@ -105,7 +108,7 @@ layout(constant_id = 5) const uint G = 2u;
 const uint G = G_FMT;
 #endif
 #ifdef FMT_IQ4_NL
-layout(constant_id = 6) const uint KV = 1u;
+layout(constant_id = 6) const uint KV = 0u;
 #endif
 layout(constant_id = 7) const uint GUARD = 0u;
 
