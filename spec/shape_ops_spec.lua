@@ -362,6 +362,9 @@ cases.write_slice_rotating = function(c, d, dt)
     { dest = { 3, 8 }, axis = 1, modulus = 8, ranges = { { 1, 3 }, { 0, 5 } }, pos = 6 },  -- splits on the last axis
     { dest = { 8, 32 }, axis = 0, modulus = 8, ranges = { { 0, 5 }, { 0, 32 } }, pos = 6 }, -- 16-byte rows, splits
     { dest = { 2, 8, 32 }, axis = 1, modulus = 7, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13 }, -- one token
+    -- whole rows under a one-wide outer axis: two contiguous runs (CUDA's ring2 path)
+    { dest = { 3, 8, 32 }, axis = 1, modulus = 8, ranges = { { 1, 2 }, { 0, 3 }, { 0, 32 } }, pos = 6 },
+    { dest = { 6, 3 }, axis = 0, modulus = 5, ranges = { { 0, 4 }, { 0, 3 } }, pos = 3 }, -- a chunk across the split
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end

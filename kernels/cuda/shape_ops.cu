@@ -1122,9 +1122,10 @@ struct shape_slab_op {
 	const uint8_t *src;
 	const unsigned long long *w; /* dest dims, starts, ends: read with constant indices */
 	uint64_t n, run, run0, start, modulus;
+	uint64_t head, split, base; /* ring2: see runs() */
 	uint32_t elem;
 	int r0, rank, axis, ka;
-	bool src_al;
+	bool src_al, ring2;
 
 	__device__ uint64_t D(int k) const { return k < r0 ? shape_u32(w, k) : 1; }
 	__device__ uint64_t S(int k) const { return k < r0 ? shape_u32(w + 4, k) : 0; }
@@ -1158,9 +1159,11 @@ struct shape_slab_op {
 		for (int k = 7; k >= 1; k--)
 			if (k == ka && k != axis && k - 1 != axis && W(k) == D(k))
 				ka = k - 1;
-		uint64_t stride = 1;
+		uint64_t stride = 1, inner = 1;
+		bool outer_one = true;
 		run = 1;
 		run0 = 0;
+		base = 0;
 #pragma unroll
 		for (int k = 7; k >= 0; k--) {
 			if (k >= rank)
@@ -1169,8 +1172,20 @@ struct shape_slab_op {
 				run *= W(k);
 			if (k == ka)
 				run0 = S(k) * stride; /* the run's start inside its row */
+			if (k > axis)
+				inner *= D(k);
+			if (k < axis) {
+				base += S(k) * stride;
+				outer_one = outer_one && W(k) == 1;
+			}
 			stride *= D(k);
 		}
+		/* ring2: a ring whose rows are whole dest rows (every axis after the ring whole, every
+		 * axis before it one wide), as a KV cache's: the slab is two contiguous runs, source
+		 * items [0, split) from dest element head on and the rest from base on. */
+		ring2 = axis >= 0 && ka == axis + 1 && run == inner && outer_one;
+		split = (modulus - start) * run;
+		head = base + start * run;
 	}
 
 	__device__ uint64_t wrap(uint64_t x) const
@@ -1208,6 +1223,13 @@ struct shape_slab_op {
 	__device__ void put(uint64_t i0, uint32_t per, uint4 v) const
 	{
 		uint64_t x;
+		if (ring2 && (i0 >= split || i0 + per <= split)) {
+			uint8_t *d = dest + (i0 < split ? head + i0 : base + (i0 - split)) * elem;
+			if (shape_al16(d)) {
+				shape_st16(d, v);
+				return;
+			}
+		}
 		if (ka != axis) {
 			const uint64_t r = shape_div(i0, run, &x);
 			if (x + per <= run) {
