@@ -45,10 +45,10 @@
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
  * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
  * kernels each timed in a process of its own, docs/PERF.md: q4_0 2, q8_0 1, q4_K 3, q6_K 2;
- * iq4_nl 1 with its codebook in shared memory, KV below), VEC_FMT
- * whether it loads 16 bytes at a time where the layout allows (the K formats' 140- and
- * 208-byte payloads never start on 16 bytes from block to block). G (lanes per block) is
- * fixed by the layout except for q8_0's, a tuning constant below. */
+ * iq4_nl 1 with its codebook in shared memory, KV below), VEC_FMT whether it loads 16 bytes
+ * at a time where the layout allows (q4_K's 140-byte payloads never start on 16 bytes from
+ * block to block; q6_K's 208 do, for its scales). G (lanes per block) is fixed by the layout
+ * except for q8_0's, a tuning constant below. */
 #if defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
 #define ELEMS 32u
 #define SCALE 2u
@@ -79,7 +79,7 @@
 #define PAYW 52u
 #define G_FMT 8u
 #define U_FMT 2u
-#define VEC_FMT false
+#define VEC_FMT true
 #else
 #error "matvec.glsl: define one FMT_*"
 #endif
@@ -524,7 +524,9 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #else
 /* q6_K: eight lanes per block. For half h, lane p takes l = 4p..4p+3: ql words 16h + p and
  * 16h + 8 + p, the qh word 32 + 8h + p; its group s = 0..3 is elements 128h + 32s + l, scale
- * sc[8h + p/4 + 2s]. Values are q - 32, packed as signed bytes. */
+ * sc[8h + p/4 + 2s]. Values are q - 32, packed as signed bytes. The 208-byte payload keeps a
+ * block's sixteen scales (words 48..51) on 16 bytes when the row's payloads start there: one
+ * 16-byte load where VEC allows. */
 struct Wt {
 	uvec4 ql; /* halves 0, 0, 1, 1 */
 	uvec2 qh;
@@ -541,7 +543,7 @@ Wt wt_load(Row r, uint b, uint sub, bool vec)
 {
 	uint blk = r.pay + PAYW * b, q = blk + sub;
 	return Wt(uvec4(w[q], w[q + 8u], w[q + 16u], w[q + 24u]), uvec2(w[q + 32u], w[q + 40u]),
-		  uvec4(w[blk + 48u], w[blk + 49u], w[blk + 50u], w[blk + 51u]), scale16(r, b));
+		  wload4(blk + 48u, vec), scale16(r, b));
 }
 
 float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
