@@ -1122,7 +1122,7 @@ struct shape_slab_op {
 	const uint8_t *src;
 	const unsigned long long *w; /* dest dims, starts, ends: read with constant indices */
 	uint64_t n, run, run0, start, modulus;
-	uint64_t head, split, base; /* ring2: see runs() */
+	uint64_t head, split; /* ring2: see runs() */
 	uint32_t elem;
 	int r0, rank, axis, ka;
 	bool src_al, ring2;
@@ -1159,11 +1159,10 @@ struct shape_slab_op {
 		for (int k = 7; k >= 1; k--)
 			if (k == ka && k != axis && k - 1 != axis && W(k) == D(k))
 				ka = k - 1;
-		uint64_t stride = 1, inner = 1;
+		uint64_t stride = 1, inner = 1, base = 0;
 		bool outer_one = true;
 		run = 1;
 		run0 = 0;
-		base = 0;
 #pragma unroll
 		for (int k = 7; k >= 0; k--) {
 			if (k >= rank)
@@ -1182,7 +1181,8 @@ struct shape_slab_op {
 		}
 		/* ring2: a ring whose rows are whole dest rows (every axis after the ring whole, every
 		 * axis before it one wide), as a KV cache's: the slab is two contiguous runs, source
-		 * items [0, split) from dest element head on and the rest from base on. */
+		 * items [0, split) from dest element head on, the rest a ring's length (modulus rows)
+		 * before that: from base on. */
 		ring2 = axis >= 0 && ka == axis + 1 && run == inner && outer_one;
 		split = (modulus - start) * run;
 		head = base + start * run;
@@ -1224,7 +1224,7 @@ struct shape_slab_op {
 	{
 		uint64_t x;
 		if (ring2 && (i0 >= split || i0 + per <= split)) {
-			uint8_t *d = dest + (i0 < split ? head + i0 : base + (i0 - split)) * elem;
+			uint8_t *d = dest + (head + i0 - (i0 < split ? 0 : modulus * run)) * elem;
 			if (shape_al16(d)) {
 				shape_st16(d, v);
 				return;
@@ -1296,7 +1296,7 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned
 	shape_slab_chunks(op, -1, nullptr, 1);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(4)
+extern "C" __global__ void SHAPE_BOUNDS(3)
 write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 		     unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
 		     unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
