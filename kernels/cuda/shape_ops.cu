@@ -1180,7 +1180,8 @@ struct shape_slab_op {
 			stride *= D(k);
 		}
 		/* ring2: a ring whose rows are whole dest rows (every axis after the ring whole, every
-		 * axis before it one wide), as a KV cache's: the slab is two contiguous runs, source
+		 * axis before it one wide; a one-head cache, a ring over the outermost axis): the
+		 * slab is two contiguous runs, source
 		 * items [0, split) from dest element head on, the rest a ring's length (modulus rows)
 		 * before that: from base on. */
 		ring2 = axis >= 0 && ka == axis + 1 && run == inner && outer_one;
