@@ -17,8 +17,8 @@
  * where it goes; contiguize of a transposed view goes through shared-memory tiles.
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V"): SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING,
- * SHAPE_ANY_SHFL, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described where it is
- * defined.
+ * SHAPE_ANY_SHFL, SHAPE_RING2, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described
+ * where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -51,6 +51,11 @@
  * 2790 without; pad 2638 / 2758; the other ops the same. */
 #ifndef SHAPE_ANY_SHFL
 #define SHAPE_ANY_SHFL 0
+#endif
+/* 1: write_slice_rotating stores a ring of whole dest rows as two contiguous runs (ring2 in
+ * shape_slab_op::runs); 0: as any other slab. */
+#ifndef SHAPE_RING2
+#define SHAPE_RING2 1
 #endif
 /* 1: a thread's chunks find their (row, column) from the first one's by adding the step (two
  * divisions a thread); 0: each chunk divides its own index (registers for instructions). */
@@ -1184,7 +1189,7 @@ struct shape_slab_op {
 		 * slab is two contiguous runs, source
 		 * items [0, split) from dest element head on, the rest a ring's length (modulus rows)
 		 * before that: from base on. */
-		ring2 = axis >= 0 && ka == axis + 1 && run == inner && outer_one;
+		ring2 = SHAPE_RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
 		split = (modulus - start) * run;
 		head = base + start * run;
 	}
