@@ -1164,7 +1164,7 @@ struct shape_slab_op {
 		for (int k = 7; k >= 1; k--)
 			if (k == ka && k != axis && k - 1 != axis && W(k) == D(k))
 				ka = k - 1;
-		uint64_t stride = 1, inner = 1;
+		uint64_t stride = 1, inner = 1, base = 0;
 		bool outer_one = true;
 		run = 1;
 		run0 = 0;
@@ -1178,18 +1178,21 @@ struct shape_slab_op {
 				run0 = S(k) * stride; /* the run's start inside its row */
 			if (k == axis)
 				inner = stride;
-			outer_one = outer_one && (k >= axis || W(k) == 1);
+			if (k < axis) {
+				base += S(k) * stride;
+				outer_one = outer_one && W(k) == 1;
+			}
 			stride *= D(k);
 		}
 		/* ring2: a ring whose rows are whole dest rows (every axis after the ring whole, every
 		 * axis before it one wide; a one-head cache, a ring over the outermost axis): the
-		 * slab is two contiguous runs, source items [0, split) from dest element head (run
-		 * 0's base) on, the rest a ring's length (modulus rows) before that. Worked out only
-		 * when it holds: a small write is latency, and every instruction here is on its path. */
+		 * slab is two contiguous runs, source items [0, split) from dest element head on, the
+		 * rest a ring's length (modulus rows) before that. Worked out only when it holds: a
+		 * small write is latency, and every instruction here is on its path. */
 		ring2 = SHAPE_RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
 		if (ring2) {
 			split = (modulus - start) * run;
-			head = row_base(0);
+			head = base + start * run;
 		}
 	}
 
