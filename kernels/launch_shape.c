@@ -95,6 +95,20 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 	       pack_signed(a + base + 8, g->hi, g->rank, kn, "after");
 }
 
+/* A hint in write_slice_rotating's geom (bit 24; kernels that do not use it ignore it): the ring's
+ * rows are whole dest rows and every axis before the ring is one wide, so the slab is two
+ * contiguous runs. A kernel may take a faster body for it, checking the same itself. */
+static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
+{
+	int axis = (int)g->axis;
+	if (axis >= g->rank - 1)
+		return false;
+	for (int k = 0; k < g->rank; k++)
+		if ((k < axis && w[k] != 1) || (k > axis && w[k] != g->dims[k]))
+			return false;
+	return true;
+}
+
 static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
 {
 	const char *kn = names[g->kernel];
@@ -111,7 +125,7 @@ static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *na
 		a[2] = g->aux;
 	}
 	a[base - 1] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8 |
-			      (ring ? (uint64_t)g->axis << 16 | g->modulus << 32 : 0));
+			      (ring ? (uint64_t)g->axis << 16 | (uint64_t)ring_of_rows(g, w) << 24 | g->modulus << 32 : 0));
 	*nargs = base + 12;
 	*items = prod(w, g->rank);
 	return pack_pairs(a + base, g->dims, g->rank, kn, "dest dims") || pack_signed(a + base + 4, g->lo, g->rank, kn, "start") ||

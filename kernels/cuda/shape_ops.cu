@@ -1154,6 +1154,7 @@ struct shape_slab_op {
 
 	/* What the stores need: the runs, and the ring's start (st, mod: 32-bit, the launcher's
 	 * check; axis -1: no ring). */
+	template <bool RING2>
 	__device__ void runs(int ax, uint32_t st, uint32_t mod)
 	{
 		axis = ax;
@@ -1189,7 +1190,7 @@ struct shape_slab_op {
 		 * slab is two contiguous runs, source items [0, split) from dest element head on, the
 		 * rest a ring's length (modulus rows) before that. Worked out only when it holds: a
 		 * small write is latency, and every instruction here is on its path. */
-		ring2 = SHAPE_RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
+		ring2 = RING2 && SHAPE_RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
 		if (ring2) {
 			split = (modulus - start) * run;
 			head = base + start * run;
@@ -1228,10 +1229,11 @@ struct shape_slab_op {
 
 	/* The loaded chunk of items [i0, i0 + per): one vector where it lies in one run and its
 	 * dest is aligned, else its elements one by one (the bytes are already here). */
+	template <bool RING2>
 	__device__ void put(uint64_t i0, uint32_t per, uint4 v) const
 	{
 		uint64_t x;
-		if (ring2 && (i0 >= split || i0 + per <= split)) {
+		if (RING2 && ring2 && (i0 >= split || i0 + per <= split)) {
 			uint8_t *d = dest + (head + i0 - (i0 < split ? 0 : modulus * run)) * elem;
 			if (shape_al16(d)) {
 				shape_st16(d, v);
@@ -1264,6 +1266,7 @@ struct shape_slab_op {
 /* The source is dense, so a chunk's load needs no index math: the thread's loads go out first
  * (pos, the ring's start, with them), and the dest addresses are worked out while they are in
  * flight. A chunk that is not whole (the slab's end, a misaligned source) takes the walk. */
+template <bool RING2>
 static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int axis, const uint32_t *pos, uint32_t mod)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
@@ -1280,12 +1283,12 @@ static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int 
 			}
 		}
 		if (u0 == 0)
-			op.runs(axis, pos ? *pos % mod : 0, mod);
+			op.runs<RING2>(axis, pos ? *pos % mod : 0, mod);
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
 			if (got >> b & 1)
-				op.put(i0, per, v[b]);
+				op.put<RING2>(i0, per, v[b]);
 			else if (u0 + b < elem && i0 < op.n)
 				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 		}
@@ -1301,10 +1304,10 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned
 	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
-	shape_slab_chunks(op, -1, nullptr, 1);
+	shape_slab_chunks<false>(op, -1, nullptr, 1);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
+extern "C" __global__ void SHAPE_BOUNDS(2)
 write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 		     unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
 		     unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
@@ -1313,7 +1316,13 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
-	shape_slab_chunks(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	/* The launcher's hint (geom bit 24) that ring2 may hold picks a body compiled with it;
+	 * the other is the plain slab walk, so a small write pays nothing for ring2. ring2 is
+	 * checked in the kernel all the same: a wrong hint costs time, not bytes. */
+	if ((geom >> 24) & 1)
+		shape_slab_chunks<true>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	else
+		shape_slab_chunks<false>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
