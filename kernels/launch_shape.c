@@ -95,9 +95,9 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 	       pack_signed(a + base + 8, g->hi, g->rank, kn, "after");
 }
 
-/* A hint in write_slice_rotating's geom (bit 24; kernels that do not use it ignore it): the ring's
- * rows are whole dest rows and every axis before the ring is one wide, so the slab is two
- * contiguous runs. A kernel may take a faster body for it, checking the same itself. */
+/* write_slice_rotating's ring of whole dest rows, every axis before the ring one wide: the
+ * slab is two contiguous runs, which write_slice_rotating_rows moves faster where a device
+ * has it (CUDA's; it checks the same itself). */
 static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
 {
 	int axis = (int)g->axis;
@@ -109,7 +109,7 @@ static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
 	return true;
 }
 
-static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items, bool *rows)
 {
 	const char *kn = names[g->kernel];
 	bool ring = g->kernel == XPU_SK_WRITE_SLICE_ROTATING;
@@ -125,7 +125,8 @@ static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *na
 		a[2] = g->aux;
 	}
 	a[base - 1] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8 |
-			      (ring ? (uint64_t)g->axis << 16 | (uint64_t)ring_of_rows(g, w) << 24 | g->modulus << 32 : 0));
+			      (ring ? (uint64_t)g->axis << 16 | g->modulus << 32 : 0));
+	*rows = ring && ring_of_rows(g, w);
 	*nargs = base + 12;
 	*items = prod(w, g->rank);
 	return pack_pairs(a + base, g->dims, g->rank, kn, "dest dims") || pack_signed(a + base + 4, g->lo, g->rank, kn, "start") ||
@@ -242,10 +243,11 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool
 
 int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
 {
-	static struct xpu_kernel *cache[XPU_SK_COUNT];
+	static struct xpu_kernel *cache[XPU_SK_COUNT], *ring_rows;
 	struct xpu_karg args[XPU_MAX_ARGS];
 	int nargs = 0, rc;
 	uint64_t items = 0;
+	bool rows = false;
 	*launched = false;
 	if (g->kernel < 0 || g->kernel >= XPU_SK_COUNT || g->rank < 0 || g->rank > 8)
 		return xpu_fail("shape launch: kernel %d, rank %d is no shape kernel's geometry", g->kernel, g->rank);
@@ -254,7 +256,7 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD)
 		rc = pack_pad(g, args, &nargs, &items);
 	else if (g->kernel == XPU_SK_WRITE_SLICE || g->kernel == XPU_SK_WRITE_SLICE_ROTATING)
-		rc = pack_slab(g, args, &nargs, &items);
+		rc = pack_slab(g, args, &nargs, &items, &rows);
 	else if (g->kernel == XPU_SK_CONTIGUIZE)
 		rc = pack_contiguize(g, args, &nargs, &items);
 	else
@@ -269,8 +271,12 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 				(unsigned long long)items);
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
+	struct xpu_kernel *k = cache[g->kernel];
+	if (rows && (ring_rows || (ring_rows = xpu_kernel_find("write_slice_rotating_rows"))) &&
+	    xpu_kernel_available(s->dev, ring_rows->id))
+		k = ring_rows;
 	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
-	if (xpu_launch(s, cache[g->kernel], grid, block, args, nargs))
+	if (xpu_launch(s, k, grid, block, args, nargs))
 		return -1;
 	*launched = true;
 	return 0;

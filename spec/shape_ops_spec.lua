@@ -643,6 +643,43 @@ describe("shape kernels across backends", function()
   end
 end)
 
+-- write_slice_rotating's kernel: a ring of whole rows under one-wide outer axes goes to
+-- write_slice_rotating_rows where the device has it (CUDA), and fires nowhere else; a ring
+-- under a wide outer axis (a cache of several heads) goes to the plain kernel everywhere.
+-- Both write what the CPU reference says.
+describe("write_slice_rotating_rows", function()
+  for _, backend in ipairs(BACKENDS) do
+    it(backend .. ": fires for a ring of whole rows where built, not for a ring under a wide outer axis", function()
+      local devs, why = devices_of(backend)
+      if not devs then return pending("skipped: " .. why) end
+      local d, c = devs[1], C["write_slice_rotating." .. backend]
+      local plain, rows = d:kernel "write_slice_rotating", d:kernel "write_slice_rotating_rows"
+      local built = d:kernel_available "write_slice_rotating_rows"
+      assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
+      for _, case in ipairs {
+        { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
+        { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = false },
+      } do
+        local w = {}
+        for k = 1, 3 do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+        local src, dest = random_bytes(prod(w) * 4), poison(prod(case.dest) * 4)
+        local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
+        local out = d:buffer(dest)
+        local p0, r0 = plain.launches, rows.launches
+        c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
+                              position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
+                              dest = { dtype = "f32", shape = case.dest, buffer = out } },
+                   params = { axis = 1, modulus = 8, ranges = case.ranges } }
+        d:default_stream():sync()
+        same_bytes(want, out:download(), 4, "ring pos " .. case.pos)
+        local fired = case.rows and built
+        assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
+        assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
+      end
+    end)
+  end
+end)
+
 -- A launch checked once (c:bind) and launched again: the ring write at two positions, each
 -- == c:launch of the same call; the bound launch keeps its buffers past the caller's handles
 -- and refuses once released.

@@ -17,8 +17,8 @@
  * where it goes; contiguize of a transposed view goes through shared-memory tiles.
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V"): SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING,
- * SHAPE_ANY_SHFL, SHAPE_RING2, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described
- * where it is defined.
+ * SHAPE_ANY_SHFL, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described where it is
+ * defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -51,11 +51,6 @@
  * 2790 without; pad 2638 / 2758; the other ops the same. */
 #ifndef SHAPE_ANY_SHFL
 #define SHAPE_ANY_SHFL 0
-#endif
-/* 1: write_slice_rotating stores a ring of whole dest rows as two contiguous runs (ring2 in
- * shape_slab_op::runs); 0: as any other slab. */
-#ifndef SHAPE_RING2
-#define SHAPE_RING2 1
 #endif
 /* 1: a thread's chunks find their (row, column) from the first one's by adding the step (two
  * divisions a thread); 0: each chunk divides its own index (registers for instructions). */
@@ -1190,7 +1185,7 @@ struct shape_slab_op {
 		 * slab is two contiguous runs, source items [0, split) from dest element head on, the
 		 * rest a ring's length (modulus rows) before that. Worked out only when it holds: a
 		 * small write is latency, and every instruction here is on its path. */
-		ring2 = RING2 && SHAPE_RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
+		ring2 = RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
 		if (ring2) {
 			split = (modulus - start) * run;
 			head = base + start * run;
@@ -1307,7 +1302,7 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned
 	shape_slab_chunks<false>(op, -1, nullptr, 1);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(2)
+extern "C" __global__ void SHAPE_BOUNDS(3)
 write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 		     unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
 		     unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
@@ -1316,13 +1311,24 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
-	/* The launcher's hint (geom bit 24) that ring2 may hold picks a body compiled with it;
-	 * the other is the plain slab walk, so a small write pays nothing for ring2. ring2 is
-	 * checked in the kernel all the same: a wrong hint costs time, not bytes. */
-	if ((geom >> 24) & 1)
-		shape_slab_chunks<true>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
-	else
-		shape_slab_chunks<false>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	shape_slab_chunks<false>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+}
+
+/* The same op compiled with ring2 (see shape_slab_op::runs), a kernel of its own so the plain
+ * one stays as small as it was: a one-token write is latency, and the plain kernel's larger
+ * code cost it 0.3 us on the H200 (3.13 -> 3.42 us a write in a replayed sequence) where
+ * ring2 took 1 GiB rings from 82 to 99 % of copy. kernels/launch_shape.c takes it for a ring
+ * of whole rows where the device has it; ring2 is checked here all the same. */
+extern "C" __global__ void SHAPE_BOUNDS(3)
+write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
+			  unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
+			  unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
+			  unsigned long long e01, unsigned long long e23, unsigned long long e45, unsigned long long e67)
+{
+	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
+	shape_slab_op op;
+	op.init(dest, src, geom, w);
+	shape_slab_chunks<true>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
