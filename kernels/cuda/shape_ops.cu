@@ -35,7 +35,8 @@
  * (GB/s at 3 / 4 / 5): pad 2760 / 3152 / 2992, pad_backward 1342 / 1586 / 1687, flip 3683 /
  * 3548 / 2963, roll 2789 / 3016 / 1729, cumsum 3773 / 3772 / 3454, triu 3565 / 3778 / 3788,
  * tril 3609 / 3837 / 3820, write_slice 3273 / 3430 / 3390, write_slice_rotating 3132 / 3206 /
- * 3253, contiguize 2905 / 2406 / 2084. SHAPE_MIN_BLOCKS=N sets every kernel's. */
+ * 3253, contiguize 2905 / 2406 / 2084; write_slice_rotating_rows takes 3 (at 4 it spilled).
+ * SHAPE_MIN_BLOCKS=N sets every kernel's. */
 #ifdef SHAPE_MIN_BLOCKS
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
 #else
