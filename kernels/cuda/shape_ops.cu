@@ -42,10 +42,17 @@
 #else
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, blocks)
 #endif
-/* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel. */
+/* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
+ * every kernel but roll and contiguize, which keep what they load in the caches (SHAPE_KEEP):
+ * roll's misaligned chunks read their second vector from L1, where the neighbouring lane's
+ * first put it, and contiguize's tiles gain too. H200, 1 GiB f32, streaming / cached: roll
+ * 3048 / 3132 GB/s, contiguize 2934 / 3244; triu 3785 / 3532, tril 3851 / 3546, flip 3833 /
+ * 3752, the others level. 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
 #endif
+#define SHAPE_KEEP false /* a kernel's loads and stores stay in the caches */
+
 /* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
  * per chunk); 0: every such chunk loads both of its vectors (the second is in L1 already, as
  * the neighbour's first). Measured on the H200 at 1 GiB f32: roll 1990 GB/s with the shuffle,
@@ -155,22 +162,21 @@ static __device__ __forceinline__ const uint8_t *shape_floor16(const uint8_t *p)
 	return (const uint8_t *)((uintptr_t)p & ~(uintptr_t)15);
 }
 
+template <bool STREAM = true>
 static __device__ __forceinline__ uint4 shape_ld16(const uint8_t *p)
 {
-#if SHAPE_STREAMING
-	return __ldcs((const uint4 *)p);
-#else
+	if (STREAM && SHAPE_STREAMING)
+		return __ldcs((const uint4 *)p);
 	return *(const uint4 *)p;
-#endif
 }
 
+template <bool STREAM = true>
 static __device__ __forceinline__ void shape_st16(uint8_t *p, uint4 v)
 {
-#if SHAPE_STREAMING
-	__stcs((uint4 *)p, v);
-#else
-	*(uint4 *)p = v;
-#endif
+	if (STREAM && SHAPE_STREAMING)
+		__stcs((uint4 *)p, v);
+	else
+		*(uint4 *)p = v;
 }
 
 /* The 16 bytes at offset s (0 .. 15) of the 32 bytes x:y. */
@@ -319,7 +325,7 @@ struct shape_plain {
  * slow(i0, count), the element walk. Each chunk's loads are issued as soon as it is planned,
  * the stores after the last load; slow chunks go last. Votes and shuffles are reached by
  * every lane: the loops are uniform. */
-template <class Op>
+template <bool STREAM = true, class Op>
 static __device__ __forceinline__ void shape_chunks(const Op &op)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
@@ -362,9 +368,9 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 #endif
 			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
 			own |= mine << b;
-			x[b] = a ? shape_ld16(a) : op.fill;
+			x[b] = a ? shape_ld16<STREAM>(a) : op.fill;
 			if (mine)
-				y[b] = shape_ld16(a + 16);
+				y[b] = shape_ld16<STREAM>(a + 16);
 			op.side_load(c.kind, c.aux, &y[b]);
 			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
 		}
@@ -380,7 +386,7 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 			if (k >= SC_COPY) {
 				uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
 				v = op.finish(kind[b], v, y[b]);
-				shape_st16(op.out + i0 * elem, kind[b] & SC_REV ? shape_rev16(v, elem) : v);
+				shape_st16<STREAM>(op.out + i0 * elem, kind[b] & SC_REV ? shape_rev16(v, elem) : v);
 			}
 		}
 	}
@@ -957,7 +963,7 @@ roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 {
 	shape_reorder_op op;
 	op.init(out, in, outer, dim, inner, shift, elem, false);
-	shape_chunks(op);
+	shape_chunks<SHAPE_KEEP>(op);
 }
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
@@ -1509,7 +1515,7 @@ static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *til
 #pragma unroll
 	for (uint32_t k = 0; k < NV; k++) {
 		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, a = ((lane & 7) + 8 * (w % GA)) * G::V, b = (lane >> 3) + 4 * (w / GA);
-		v[k] = shape_ld16(g.in + ((int64_t)a + (int64_t)b * g.stl) * (int64_t)sizeof(T));
+		v[k] = shape_ld16<SHAPE_KEEP>(g.in + ((int64_t)a + (int64_t)b * g.stl) * (int64_t)sizeof(T));
 	}
 #pragma unroll
 	for (uint32_t k = 0; k < NV; k++) {
@@ -1526,7 +1532,7 @@ static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *til
 #pragma unroll
 		for (uint32_t i = 0; i < G::V; i++)
 			shape_lane_set(&o, i, sizeof(T), tile[(b + i) * G::PITCH + a]);
-		shape_st16(g.out + (a * g.ostp + b) * sizeof(T), o);
+		shape_st16<SHAPE_KEEP>(g.out + (a * g.ostp + b) * sizeof(T), o);
 	}
 	__syncthreads(); /* the tile is free for the next */
 }
@@ -1587,7 +1593,7 @@ contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long o
 	op.init(out, in, geom, offset, w, st);
 	const int p = op.unit_axis();
 	if (op.stl == 1)
-		shape_chunks(op);
+		shape_chunks<SHAPE_KEEP>(op);
 	else if (p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 		switch (op.elem) {
 		case 1: shape_transpose(op, p, (uint8_t *)tile); break;
