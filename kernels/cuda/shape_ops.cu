@@ -1297,45 +1297,50 @@ static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int 
 	}
 }
 
+/* write_slice*'s geometry arguments: dest dims, starts, ends, eight u32 each in four u64. */
+#define SHAPE_SLAB_PARAMS                                                                                   \
+	unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,      \
+		unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67, \
+		unsigned long long e01, unsigned long long e23, unsigned long long e45, unsigned long long e67
+#define SHAPE_SLAB_W { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 }
+
 extern "C" __global__ void SHAPE_BOUNDS(4)
-write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, unsigned long long d01,
-	    unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long s01,
-	    unsigned long long s23, unsigned long long s45, unsigned long long s67, unsigned long long e01,
-	    unsigned long long e23, unsigned long long e45, unsigned long long e67)
+write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHAPE_SLAB_PARAMS)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
+	const unsigned long long w[12] = SHAPE_SLAB_W;
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
 	shape_slab_chunks<false>(op, -1, nullptr, 1);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
-write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
-		     unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
-		     unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
-		     unsigned long long e01, unsigned long long e23, unsigned long long e45, unsigned long long e67)
+template <bool RING2>
+static __device__ __forceinline__ void shape_ring(uint8_t *dest, const uint8_t *src, const uint32_t *pos,
+						  unsigned long long geom, const unsigned long long *w)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
-	shape_slab_chunks<false>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	shape_slab_chunks<RING2>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+}
+
+extern "C" __global__ void SHAPE_BOUNDS(3)
+write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
+		     SHAPE_SLAB_PARAMS)
+{
+	const unsigned long long w[12] = SHAPE_SLAB_W;
+	shape_ring<false>(dest, src, pos, geom, w);
 }
 
 /* The same op compiled with ring2 (see shape_slab_op::runs), a kernel of its own so the plain
  * one stays as small as it was: a one-token write is latency, and the plain kernel's larger
- * code cost it 0.3 us on the H200 (3.13 -> 3.42 us a write in a replayed sequence) where
- * ring2 took 1 GiB rings from 82 to 99 % of copy. kernels/launch_shape.c takes it for a ring
- * of whole rows where the device has it; ring2 is checked here all the same. */
+ * code cost it 0.2-0.35 us on the H200 (3.13 -> 3.35-3.48 us a write in a replayed sequence)
+ * where ring2 took 1 GiB rings from 82 to 99 % of copy. kernels/launch_shape.c takes it for a
+ * ring of whole rows where the device has it; ring2 is checked here all the same. */
 extern "C" __global__ void SHAPE_BOUNDS(3)
 write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
-			  unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,
-			  unsigned long long s01, unsigned long long s23, unsigned long long s45, unsigned long long s67,
-			  unsigned long long e01, unsigned long long e23, unsigned long long e45, unsigned long long e67)
+			  SHAPE_SLAB_PARAMS)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, s01, s23, s45, s67, e01, e23, e45, e67 };
-	shape_slab_op op;
-	op.init(dest, src, geom, w);
-	shape_slab_chunks<true>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	const unsigned long long w[12] = SHAPE_SLAB_W;
+	shape_ring<true>(dest, src, pos, geom, w);
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
