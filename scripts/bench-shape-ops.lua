@@ -5,9 +5,13 @@
 -- --launches N times N launches back to back per sample (the host's launch cost then overlaps
 -- the kernels before it) and reports one launch's share. --no-gate leaves the bit gate out
 -- (its column says "not run"): at 1 GiB it costs the CPU twin's run and two downloads per op,
--- minutes where the timing takes seconds; the specs gate the same kernels.
+-- minutes where the timing takes seconds; the specs gate the same kernels. Each op's buffers
+-- are released before the next op's are made. On Vulkan each op is timed in a process of its
+-- own (this script again, one --ops), as bench-matvec-kernel does and for the same reason (a
+-- kernel timed after others' allocations ran slower on NVIDIA's driver, docs/PERF.md);
+-- --one-process keeps them together.
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--no-gate] [--jsonl]
+--          [--no-gate] [--jsonl] [--one-process]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local autotune = require "xpu.autotune"
@@ -24,6 +28,8 @@ while i <= #arg do
   elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   elseif a == "--no-gate" then opts.no_gate = true
+  elseif a == "--one-process" then opts.one_process = true
+  elseif a == "--child" then opts.child = true -- one op for a parent process: rows as ROW lines
   else io.stderr:write("bench-shape-ops: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 1
 end
@@ -94,6 +100,11 @@ local function spec_on(dev, case, out_bytes, poison)
   return spec
 end
 
+local function release(spec)
+  for _, v in pairs(spec.inputs) do v.buffer:release() end
+  if spec.out then spec.out:release() end
+end
+
 local function output_of(c, spec)
   local r = c:call { inputs = (function()
     local t = {}
@@ -111,7 +122,10 @@ local function bit_gate(c, case)
   local a, b = spec_on(d, case, case.out, true), spec_on(cpu, case, case.out, true)
   c:launch(a)
   cpu_twin[c.kernel]:launch(b)
-  return output_of(c, a):download() == output_of(cpu_twin[c.kernel], b):download() and "ok" or "DIFFERS"
+  local same = output_of(c, a):download() == output_of(cpu_twin[c.kernel], b):download()
+  release(a)
+  release(b)
+  return same and "ok" or "DIFFERS"
 end
 
 local rows, records, failed = {}, {}, false
@@ -120,6 +134,29 @@ local list = {}
 for _, c in ipairs(mine) do
   if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
 end
+-- Vulkan: a process per op, its rows and records read back from the child's ROW and JSON lines.
+if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.child then
+  local exe, script = arg[-1] or "xpulua", arg[0]
+  for _, c in ipairs(list) do
+    local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
+                  "--contracts", opts.file, "--ops", c.kernel, "--child", opts.no_gate and "--no-gate" or "",
+                  opts.jsonl and "--jsonl" or "" }
+    local p = assert(io.popen(table.concat(cmd, " ")))
+    for line in p:lines() do
+      if line:sub(1, 4) == "ROW\t" then
+        local row = {}
+        for f in (line:sub(5) .. "\t"):gmatch("([^\t]*)\t") do row[#row + 1] = tonumber(f) or f end
+        rows[#rows + 1] = row
+        failed = failed or row[8] == "DIFFERS"
+      elseif line:sub(1, 1) == "{" then
+        records[#records + 1] = line
+      end
+    end
+    if not p:close() then failed = true end
+  end
+  list = {}
+end
+
 local s = d:default_stream()
 for k, c in ipairs(list) do
   local case = all[c.kernel]
@@ -147,6 +184,19 @@ for k, c in ipairs(list) do
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
                             gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate }
+  release(spec)
+end
+
+if opts.child then
+  for _, r in ipairs(rows) do
+    local f = {}
+    for i, v in ipairs(r) do f[i] = tostring(v) end
+    print("ROW\t" .. table.concat(f, "\t"))
+  end
+  if opts.jsonl then
+    for _, r in ipairs(records) do report.jsonl(r) end
+  end
+  os.exit(failed and 1 or 0)
 end
 
 print(report.table {
@@ -156,6 +206,8 @@ print(report.table {
   rows = rows,
 })
 if opts.jsonl then
-  for _, r in ipairs(records) do report.jsonl(r) end
+  for _, r in ipairs(records) do
+    if type(r) == "string" then print(r) else report.jsonl(r) end -- a child's line as it came
+  end
 end
 os.exit(failed and 1 or 0)
