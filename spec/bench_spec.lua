@@ -1,0 +1,40 @@
+-- bench_spec.lua — the benchmark scripts' output contract at a tiny size: the table for people
+-- on stdout, one JSONL record per row with --jsonl, exit 0. No timing is asserted. Runs the
+-- binary named by $XPULUA, else build/xpulua (specs run from the repository root).
+local xpu = require "xpu"
+
+local BIN = os.getenv("XPULUA") or "build/xpulua"
+
+local function run(args)
+  local cache = os.tmpname()
+  os.remove(cache)
+  local p = assert(io.popen(("XPULUA_CACHE=%s %s %s 2>/dev/null; echo \"exit $?\""):format(cache, BIN, args)))
+  local out = p:read("a")
+  p:close()
+  os.execute("rm -rf " .. cache)
+  return out
+end
+
+describe("bench-shape-ops", function()
+  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
+    it(dev .. ": a row and a record per op, the bit gate's column filled" .. (dev == "vulkan:0" and
+      ", each op timed in a process of its own" or ""), function()
+      local d, why = xpu.device(dev)
+      if not d then return pending("skipped: " .. tostring(why)) end
+      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --jsonl"):format(dev))
+      assert.matches("\nexit 0\n$", out)
+      for _, op in ipairs { "pad", "copy" } do
+        assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
+      end
+      local records = 0
+      for line in out:gmatch("[^\n]+") do
+        if line:sub(1, 1) == "{" then
+          records = records + 1
+          assert.matches('"bench":"shape%-ops"', line)
+          assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+        end
+      end
+      assert.equal(2, records, out)
+    end)
+  end
+end)
