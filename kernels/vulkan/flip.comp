@@ -13,18 +13,19 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-/* Item e, one of this invocation's (shape_item_at). */
-void shape_body(uint e)
-{
-	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem);
-	if (e >= u64_sat(pc.outer) * dim * inner) /* below 2^32: the buffers' bytes are */
-		return;
-	uint i = e % inner, j = (e / inner) % dim, o = e / inner / dim;
-	shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + ((o * dim + dim - 1u - j) * inner + i) * elem, elem));
-}
-
 void main()
 {
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
-		shape_body(shape_item_at(t));
+	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem);
+	uint n = u64_sat(pc.outer) * dim * inner, e = shape_item_at(0u); /* below 2^32: the buffers' bytes are */
+	if (e >= n)
+		return;
+	ShapeCursor c = shape_cursor(e, dim, inner);
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		e = shape_item_at(t);
+		if (e >= n)
+			break;
+		shape_store(pc.off_out + e * elem, elem,
+			    shape_load(pc.off_in + ((c.o * dim + dim - 1u - c.j) * inner + c.i) * elem, elem));
+		shape_cursor_step(c);
+	}
 }

@@ -60,6 +60,41 @@ uint shape_item_at(uint t)
 	return xpu_item_thread() ? g * gl_WorkGroupSize.x + gl_LocalInvocationID.x : 0xffffffffu;
 }
 
+/* An invocation's items as (o, j, i) of a [*, dim, inner] index: its first item decoded with
+ * divisions, the next ones reached by adding the step between them (shape_item_at's group
+ * width) digit by digit with carries, so an item costs adds and compares, not divisions. */
+struct ShapeCursor {
+	uint o, j, i;    /* the current item */
+	uint so, sj, si; /* the step, in the same digits */
+	uint dim, inner;
+};
+
+ShapeCursor shape_cursor(uint e, uint dim, uint inner)
+{
+	ShapeCursor c;
+	uint step = gl_WorkGroupSize.x;
+	c.dim = dim;
+	c.inner = inner;
+	c.i = e % inner;
+	c.j = (e / inner) % dim;
+	c.o = e / inner / dim;
+	c.si = step % inner;
+	c.sj = (step / inner) % dim;
+	c.so = step / inner / dim;
+	return c;
+}
+
+void shape_cursor_step(inout ShapeCursor c)
+{
+	c.i += c.si;
+	uint carry = c.i >= c.inner ? 1u : 0u;
+	c.i -= carry * c.inner;
+	c.j += c.sj + carry;
+	carry = c.j >= c.dim ? 1u : 0u;
+	c.j -= carry * c.dim;
+	c.o += c.so + carry;
+}
+
 /* Value k of eight u32 values packed two to a u64 argument (w: the four u64s as uvec2s). */
 #define SHAPE_U32(arr, base, k) ((k) % 2 == 0 ? arr[(base) + (k) / 2].x : arr[(base) + (k) / 2].y)
 

@@ -34,26 +34,26 @@ int tri_cmp(uint c, uint r, uvec2 diag)
 	return carry != 0u || s > r ? 1 : s == r ? 0 : -1;
 }
 
-/* Item e, one of this invocation's (shape_item_at). */
-void shape_body(uint e)
-{
-	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem);
-	if (e >= u64_sat(pc.batch) * rows * cols)
-		return;
-	int s = tri_cmp(e % cols, (e / cols) % rows, pc.diagonal);
-#ifdef UPPER
-	bool keep = s >= 0;
-#else
-	bool keep = s <= 0;
-#endif
-	uint p = pc.off_out + e * elem;
-	shape_store(p, elem, keep ? shape_load(pc.off_in + e * elem, elem) : uvec2(0u));
-}
-
 void main()
 {
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
-		shape_body(shape_item_at(t));
+	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem);
+	uint n = u64_sat(pc.batch) * rows * cols, e = shape_item_at(0u);
+	if (e >= n)
+		return;
+	ShapeCursor c = shape_cursor(e, rows, cols); /* (batch, row, column) */
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		e = shape_item_at(t);
+		if (e >= n)
+			break;
+		int s = tri_cmp(c.i, c.j, pc.diagonal);
+#ifdef UPPER
+		bool keep = s >= 0;
+#else
+		bool keep = s <= 0;
+#endif
+		shape_store(pc.off_out + e * elem, elem, keep ? shape_load(pc.off_in + e * elem, elem) : uvec2(0u));
+		shape_cursor_step(c);
+	}
 }
 
 #endif
