@@ -15,40 +15,68 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-/* Item e, one of this invocation's (shape_item_at). */
-void shape_body(uint e)
+/* The input coordinate that output coordinate x of an axis (d long, lo before) reads, as the
+ * CPU's pad_source; a constant border sets *border instead. */
+uint pad_from(uint x, uint d, uint lo, uint mode, inout bool border)
+{
+	if (x >= lo && x - lo < d)
+		return x - lo;
+	if (mode == 0u) {
+		border = true;
+		return 0u;
+	}
+	if (mode == 2u)
+		return x < lo ? 0u : d - 1u;
+	return x < lo ? lo - x : 2u * (d - 1u) - (x - lo);
+}
+
+uint pad_d(uint k) { return SHAPE_U32(pc.w, 0u, k); }
+uint pad_lo(uint k) { return SHAPE_U32(pc.w, 4u, k); }
+uint pad_od(uint k) { return pad_d(k) + pad_lo(k) + SHAPE_U32(pc.w, 8u, k); }
+
+/* The input row (every axis but the last) that output row `row` reads; border: a constant
+ * border row. */
+uint pad_in_row(uint row, uint rank, uint mode, inout bool border)
+{
+	uint rem = row, src = 0u, stride = 1u;
+	for (int k = int(rank) - 2; k >= 0; k--) {
+		uint od = pad_od(uint(k)), x = rem % od;
+		rem /= od;
+		src += pad_from(x, pad_d(uint(k)), pad_lo(uint(k)), mode, border) * stride;
+		stride *= pad_d(uint(k));
+	}
+	return src;
+}
+
+/* An invocation's items walk (output row, column) by a cursor; the input row is worked out
+ * again only when the row changes. A scalar (rank 0) is one axis of one element. */
+void main()
 {
 	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
 	uint n = 1u;
 	for (uint k = 0u; k < rank; k++)
-		n *= SHAPE_U32(pc.w, 0u, k) + SHAPE_U32(pc.w, 4u, k) + SHAPE_U32(pc.w, 8u, k);
+		n *= pad_od(k);
+	uint e = shape_item_at(0u);
 	if (e >= n)
 		return;
-	uint rem = e, srci = 0u, stride = 1u;
-	bool border = false;
-	for (int k = int(rank) - 1; k >= 0; k--) {
-		uint d = SHAPE_U32(pc.w, 0u, uint(k)), lo = SHAPE_U32(pc.w, 4u, uint(k));
-		uint od = d + lo + SHAPE_U32(pc.w, 8u, uint(k)), x = rem % od;
-		rem /= od;
-		uint q; /* the input coordinate, as the CPU's pad_source */
-		if (x >= lo && x - lo < d)
-			q = x - lo;
-		else if (mode == 0u) {
-			border = true;
-			q = 0u;
-		} else if (mode == 2u)
-			q = x < lo ? 0u : d - 1u;
-		else
-			q = x < lo ? lo - x : 2u * (d - 1u) - (x - lo);
-		srci += q * stride;
-		stride *= d;
+	uint last = rank > 0u ? rank - 1u : 0u;
+	uint len = rank > 0u ? pad_od(last) : 1u, dl = rank > 0u ? pad_d(last) : 1u, lol = rank > 0u ? pad_lo(last) : 0u;
+	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
+	uint row = 0xffffffffu, in_row = 0u;
+	bool row_border = false;
+	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		e = shape_item_at(t);
+		if (e >= n)
+			break;
+		if (c.j != row) {
+			row = c.j;
+			row_border = false;
+			in_row = pad_in_row(row, rank, mode, row_border);
+		}
+		bool border = row_border;
+		uint q = pad_from(c.i, dl, lol, mode, border);
+		uvec2 v = border ? pc.fill : shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
+		shape_store(pc.off_out + e * elem, elem, v);
+		shape_cursor_step(c);
 	}
-	uvec2 v = border ? pc.fill : shape_load(pc.off_in + srci * elem, elem);
-	shape_store(pc.off_out + e * elem, elem, v);
-}
-
-void main()
-{
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
-		shape_body(shape_item_at(t));
 }
