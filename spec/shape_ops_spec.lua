@@ -445,6 +445,7 @@ cases.pad_backward = function(c, d, dt)
   for _, case in ipairs {
     { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
     { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
+    { in_shape = { 4, 3 }, padding = { { 0, 2 }, { 1, 0 } } },  -- a side with no padding: its edge one term
   } do
     local in_shape, padding = case.in_shape, case.padding
     for mode = 0, 2 do

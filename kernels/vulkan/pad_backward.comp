@@ -19,18 +19,10 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-/* Item e, one of this invocation's (shape_item_at). */
-void shape_body(uint e)
+/* Gradient element e, which pad read into more than one upstream position on some axis: the
+ * sum over the product of each axis's preimage, by an odometer (local arrays: the slow path). */
+void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 {
-	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
-	uint n = 1u;
-	if (dt == 1u || dt > 3u)
-		return;
-	uint elem = dt == 0u ? 4u : 2u;
-	for (uint k = 0u; k < rank; k++)
-		n *= SHAPE_U32(pc.w, 0u, k);
-	if (e >= n)
-		return;
 	uint od[8], rlo[8][3], rhi[8][3], pos[8];
 	int nr[8], ri[8];
 	uint rem = e;
@@ -85,6 +77,41 @@ void shape_body(uint e)
 			break;
 	}
 	shape_store_f(pc.off_grad + e * elem, dt, acc);
+}
+
+/* Item e, one of this invocation's (shape_item_at). Most gradient elements were read into one
+ * upstream position only (interior on every axis): that one term is loaded straight, without
+ * the odometer's arrays, and stored as the sum of one term is (widened, narrowed back). */
+void shape_body(uint e)
+{
+	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
+	uint n = 1u;
+	if (dt == 1u || dt > 3u)
+		return;
+	uint elem = dt == 0u ? 4u : 2u;
+	for (uint k = 0u; k < rank; k++)
+		n *= SHAPE_U32(pc.w, 0u, k);
+	if (e >= n)
+		return;
+	uint rem = e, off = 0u, stride = 1u;
+	bool one = true;
+	for (int k = int(rank) - 1; k >= 0; k--) {
+		uint d = SHAPE_U32(pc.w, 0u, uint(k)), b = SHAPE_U32(pc.w, 4u, uint(k));
+		uint after = SHAPE_U32(pc.w, 8u, uint(k)), i = rem % d;
+		rem /= d;
+		if (mode == 2u)
+			one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
+		else if (mode == 1u)
+			one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
+		off += (i + b) * stride;
+		stride *= d + b + after;
+	}
+	if (!one) {
+		pad_bwd_terms(e, rank, dt, mode, elem);
+		return;
+	}
+	precise float v = shape_load_f(pc.off_up + off * elem, dt);
+	shape_store_f(pc.off_grad + e * elem, dt, v);
 }
 
 void main()
