@@ -23,9 +23,24 @@ void main()
 	if (lane >= u64_sat(pc.outer) * inner || dt == 1u || dt > 3u)
 		return;
 	uint elem = dt == 0u ? 4u : 2u, base = (lane / inner) * dim * inner + lane % inner;
+	/* Four loads ahead of their adds and stores, written out (the float adds stay out of an
+	 * [[unroll]] loop, whose copies glslc strips of `precise`), so a lane has four loads in
+	 * flight where a step at a time it would wait on each. The adds keep the CPU's order. */
+	uint step = inner * elem, t = 0u, at = base * elem;
 	precise float acc = 0.0;
-	for (uint t = 0u; t < dim; t++) {
-		uint at = (base + t * inner) * elem;
+	for (; t + 4u <= dim; t += 4u, at += 4u * step) {
+		float v0 = shape_load_f(pc.off_in + at, dt), v1 = shape_load_f(pc.off_in + at + step, dt);
+		float v2 = shape_load_f(pc.off_in + at + 2u * step, dt), v3 = shape_load_f(pc.off_in + at + 3u * step, dt);
+		acc = t != 0u ? acc + v0 : v0;
+		shape_store_f(pc.off_out + at, dt, acc);
+		acc = acc + v1;
+		shape_store_f(pc.off_out + at + step, dt, acc);
+		acc = acc + v2;
+		shape_store_f(pc.off_out + at + 2u * step, dt, acc);
+		acc = acc + v3;
+		shape_store_f(pc.off_out + at + 3u * step, dt, acc);
+	}
+	for (; t < dim; t++, at += step) {
 		float v = shape_load_f(pc.off_in + at, dt);
 		acc = t != 0u ? acc + v : v;
 		shape_store_f(pc.off_out + at, dt, acc);
