@@ -97,7 +97,7 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 
 /* write_slice_rotating's ring of whole dest rows, every axis before the ring one wide: the
  * slab is two contiguous runs, which write_slice_rotating_rows moves faster where a device
- * has it (CUDA's; it checks the same itself). */
+ * has it (the CUDA bodies, built for HIP too; it checks the same itself). */
 static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
 {
 	int axis = (int)g->axis;
