@@ -645,9 +645,9 @@ describe("shape kernels across backends", function()
 end)
 
 -- write_slice_rotating's kernel: a ring of whole rows under one-wide outer axes goes to
--- write_slice_rotating_rows where the device has it (CUDA here; HIP builds the same bodies), and fires nowhere else; a ring
--- under a wide outer axis (a cache of several heads) goes to the plain kernel everywhere.
--- Both write what the CPU reference says.
+-- write_slice_rotating_rows where the device has it (CUDA here; HIP builds the same bodies)
+-- and fires nowhere else; a ring under a wide outer axis (a cache of several heads) goes to
+-- the plain kernel everywhere. Both write what the CPU reference says.
 describe("write_slice_rotating_rows", function()
   for _, backend in ipairs(BACKENDS) do
     it(backend .. ": fires for a ring of whole rows where built, not for a ring under a wide outer axis", function()
