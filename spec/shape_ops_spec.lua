@@ -269,6 +269,7 @@ cases.pad = function(c, d, dt)
     { shape = {}, padding = {} },
     { shape = { 6, 64 }, padding = { { 1, 2 }, { 4, 8 } } }, -- whole 16-byte interiors and borders
     { shape = { 2, 3, 61 }, padding = { { 0, 1 }, { 2, 0 }, { 3, 6 } } }, -- interiors off 16-byte alignment
+    { shape = { 3, 29, 53 }, padding = { { 1, 1 }, { 2, 3 }, { 5, 4 } } }, -- several groups, rows shorter than 256
   } do
     local data = random_bytes(prod(case.shape) * e)
     for mode = 0, 2 do
@@ -287,7 +288,9 @@ end
 
 local function scan_case(c, d, dt, extra, want_of)
   local e, out = BYTES[dt], {}
-  for _, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 } } do -- the last two: whole 16-byte runs
+  -- { 3, 96 } and { 2, 5, 24 }: whole 16-byte runs; { 37, 5, 29 }: more than a group's 4096
+  -- items, so a thread's later items (256 apart) carry across every axis
+  for _, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 }, { 37, 5, 29 } } do
     local data = random_bytes(prod(shape) * e)
     for axis = 0, #shape - 1 do
       for _, p in ipairs(extra) do
@@ -319,7 +322,9 @@ end
 local function tri_case(upper)
   return function(c, d, dt)
     local e, out = BYTES[dt], {}
-    for _, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 } } do -- the second: whole 16-byte zero and kept runs
+    -- { 2, 20, 64 }: whole 16-byte zero and kept runs; { 3, 41, 53 }: several groups, rows
+    -- shorter than a group's 256-item step
+    for _, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 }, { 3, 41, 53 } } do
       local data = random_bytes(prod(shape) * e)
       for _, diag in ipairs { -2, 0, 3 } do
         local want = ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
@@ -383,7 +388,7 @@ end
 
 cases.contiguize = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  local data = random_bytes(3000 * e)
+  local data = random_bytes(6000 * e)
   for _, v in ipairs {
     { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
     { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
@@ -393,6 +398,7 @@ cases.contiguize = function(c, d, dt)
     { shape = { 2, 30, 40 }, strides = { 1200, 1, 30 }, offset = 0 }, -- a batched transpose
     { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3 },    -- rows of a wider tensor, off 16-byte alignment
     { shape = { 6, 48 }, strides = { 64, 1 }, offset = 64 },   -- the same rows, aligned
+    { shape = { 3, 50, 37 }, strides = { 1, 3, 150 }, offset = 0 },  -- several groups, short rows
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
