@@ -13,19 +13,34 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
+/* The cnt items from e, elements of elem bytes: loads, then stores (shape_ops.glsl). */
+void flip_items(uint e, uint cnt, uint dim, uint inner, uint elem)
+{
+	ShapeCursor c = shape_cursor(e, dim, inner);
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt)
+			v[t] = shape_load(pc.off_in + ((c.o * dim + dim - 1u - c.j) * inner + c.i) * elem, elem);
+		shape_cursor_step(c);
+	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
+}
+
 void main()
 {
 	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem);
-	uint n = u64_sat(pc.outer) * dim * inner, e = shape_item_at(0u); /* below 2^32: the buffers' bytes are */
-	if (e >= n)
+	uint n = u64_sat(pc.outer) * dim * inner, cnt = shape_count(n); /* n below 2^32: the buffers' bytes are */
+	if (cnt == 0u)
 		return;
-	ShapeCursor c = shape_cursor(e, dim, inner);
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		e = shape_item_at(t);
-		if (e >= n)
-			break;
-		shape_store(pc.off_out + e * elem, elem,
-			    shape_load(pc.off_in + ((c.o * dim + dim - 1u - c.j) * inner + c.i) * elem, elem));
-		shape_cursor_step(c);
-	}
+	uint e = shape_item_at(0u);
+	if (elem == 4u)
+		flip_items(e, cnt, dim, inner, 4u);
+	else if (elem == 8u)
+		flip_items(e, cnt, dim, inner, 8u);
+	else if (elem == 2u)
+		flip_items(e, cnt, dim, inner, 2u);
+	else
+		flip_items(e, cnt, dim, inner, 1u);
 }

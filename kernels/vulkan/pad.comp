@@ -48,35 +48,52 @@ uint pad_in_row(uint row, uint rank, uint mode, inout bool border)
 	return src;
 }
 
-/* An invocation's items walk (output row, column) by a cursor; the input row is worked out
- * again only when the row changes. A scalar (rank 0) is one axis of one element. */
-void main()
+/* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; the
+ * input row is worked out again only when the row changes. Loads, then stores
+ * (shape_ops.glsl). */
+void pad_items(uint e, uint cnt, uint n, uint rank, uint mode, uint elem)
 {
-	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
-	uint n = 1u;
-	for (uint k = 0u; k < rank; k++)
-		n *= pad_od(k);
-	uint e = shape_item_at(0u);
-	if (e >= n)
-		return;
 	uint last = rank > 0u ? rank - 1u : 0u;
 	uint len = rank > 0u ? pad_od(last) : 1u, dl = rank > 0u ? pad_d(last) : 1u, lol = rank > 0u ? pad_lo(last) : 0u;
 	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
 	uint row = 0xffffffffu, in_row = 0u;
 	bool row_border = false;
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		e = shape_item_at(t);
-		if (e >= n)
-			break;
-		if (c.j != row) {
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt && c.j != row) {
 			row = c.j;
 			row_border = false;
 			in_row = pad_in_row(row, rank, mode, row_border);
 		}
 		bool border = row_border;
 		uint q = pad_from(c.i, dl, lol, mode, border);
-		uvec2 v = border ? pc.fill : shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
-		shape_store(pc.off_out + e * elem, elem, v);
+		v[t] = pc.fill;
+		if (t < cnt && !border)
+			v[t] = shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
 		shape_cursor_step(c);
 	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
+}
+
+/* A scalar (rank 0) is one axis of one element. */
+void main()
+{
+	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
+	uint n = 1u;
+	for (uint k = 0u; k < rank; k++)
+		n *= pad_od(k);
+	uint cnt = shape_count(n);
+	if (cnt == 0u)
+		return;
+	uint e = shape_item_at(0u);
+	if (elem == 4u)
+		pad_items(e, cnt, n, rank, mode, 4u);
+	else if (elem == 8u)
+		pad_items(e, cnt, n, rank, mode, 8u);
+	else if (elem == 2u)
+		pad_items(e, cnt, n, rank, mode, 2u);
+	else
+		pad_items(e, cnt, n, rank, mode, 1u);
 }

@@ -79,43 +79,87 @@ void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 	shape_store_f(pc.off_grad + e * elem, dt, acc);
 }
 
-/* Item e, one of this invocation's (shape_item_at). Most gradient elements were read into one
- * upstream position only (interior on every axis): that one term is loaded straight, without
- * the odometer's arrays, and stored as the sum of one term is (widened, narrowed back). */
-void shape_body(uint e)
+/* The upstream element where gradient row `row` (every axis but the last) reads at column
+ * -b of the last axis; one: every axis before the last is interior there (reflect, replicate:
+ * the row was read into one upstream row only). */
+uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
+{
+	uint rem = row, off = 0u, stride = 1u;
+	for (int k = int(rank) - 1; k >= 0; k--) {
+		uint d = SHAPE_U32(pc.w, 0u, uint(k)), b = SHAPE_U32(pc.w, 4u, uint(k));
+		uint after = SHAPE_U32(pc.w, 8u, uint(k));
+		if (k < int(rank) - 1) {
+			uint i = rem % d;
+			rem /= d;
+			if (mode == 2u)
+				one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
+			else if (mode == 1u)
+				one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
+			off += (i + b) * stride;
+		}
+		stride *= d + b + after;
+	}
+	return off;
+}
+
+/* The cnt items from e, walking (gradient row, column) by a cursor; a row's upstream start is
+ * worked out again only when the row changes. Most gradient elements were read into one
+ * upstream position only (interior on every axis): that one term is loaded straight, every
+ * load of the invocation before any store (shape_ops.glsl), and stored as the sum of one term
+ * is (widened, narrowed back); the others go through the odometer after. */
+void pad_bwd_items(uint e, uint cnt, uint n, uint rank, uint mode, uint dt)
+{
+	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
+	uint d = SHAPE_U32(pc.w, 0u, last), b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
+	ShapeCursor c = shape_cursor(e, n / d, d); /* (0, gradient row, column) */
+	uint row = 0xffffffffu, at = 0u, multi = 0u;
+	bool row_one = true;
+	float v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt && c.j != row) {
+			row = c.j;
+			row_one = true;
+			at = pad_bwd_row(row, rank, mode, row_one);
+		}
+		uint i = c.i;
+		bool one = row_one;
+		if (mode == 2u)
+			one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
+		else if (mode == 1u)
+			one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
+		v[t] = 0.0;
+		if (t < cnt && one)
+			v[t] = shape_load_f(pc.off_up + (at + i + b) * elem, dt);
+		multi |= t < cnt && !one ? 1u << t : 0u;
+		shape_cursor_step(c);
+	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt && (multi & (1u << t)) == 0u)
+			shape_store_f(pc.off_grad + shape_item_at(t) * elem, dt, v[t]);
+	for (uint t = 0u; t < cnt; t++)
+		if ((multi & (1u << t)) != 0u)
+			pad_bwd_terms(shape_item_at(t), rank, dt, mode, elem);
+}
+
+/* A scalar (rank 0) has no border: its one element is the upstream's one. */
+void main()
 {
 	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
 	uint n = 1u;
 	if (dt == 1u || dt > 3u)
 		return;
-	uint elem = dt == 0u ? 4u : 2u;
 	for (uint k = 0u; k < rank; k++)
 		n *= SHAPE_U32(pc.w, 0u, k);
-	if (e >= n)
+	uint cnt = shape_count(n);
+	if (cnt == 0u)
 		return;
-	uint rem = e, off = 0u, stride = 1u;
-	bool one = true;
-	for (int k = int(rank) - 1; k >= 0; k--) {
-		uint d = SHAPE_U32(pc.w, 0u, uint(k)), b = SHAPE_U32(pc.w, 4u, uint(k));
-		uint after = SHAPE_U32(pc.w, 8u, uint(k)), i = rem % d;
-		rem /= d;
-		if (mode == 2u)
-			one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
-		else if (mode == 1u)
-			one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
-		off += (i + b) * stride;
-		stride *= d + b + after;
-	}
-	if (!one) {
-		pad_bwd_terms(e, rank, dt, mode, elem);
-		return;
-	}
-	precise float v = shape_load_f(pc.off_up + off * elem, dt);
-	shape_store_f(pc.off_grad + e * elem, dt, v);
-}
-
-void main()
-{
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
-		shape_body(shape_item_at(t));
+	uint e = shape_item_at(0u);
+	if (rank == 0u)
+		shape_store_f(pc.off_grad, dt, shape_load_f(pc.off_up, dt));
+	else if (dt == 0u)
+		pad_bwd_items(e, cnt, n, rank, mode, 0u);
+	else if (dt == 2u)
+		pad_bwd_items(e, cnt, n, rank, mode, 2u);
+	else
+		pad_bwd_items(e, cnt, n, rank, mode, 3u);
 }

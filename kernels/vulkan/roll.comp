@@ -14,19 +14,35 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
+/* The cnt items from e, elements of elem bytes: loads, then stores (shape_ops.glsl). */
+void roll_items(uint e, uint cnt, uint dim, uint inner, uint shift, uint elem)
+{
+	ShapeCursor c = shape_cursor(e, dim, inner);
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		uint j = c.j >= shift ? c.j - shift : c.j + (dim - shift);
+		if (t < cnt)
+			v[t] = shape_load(pc.off_in + ((c.o * dim + j) * inner + c.i) * elem, elem);
+		shape_cursor_step(c);
+	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
+}
+
 void main()
 {
 	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), elem = u64_sat(pc.elem), shift = u64_sat(pc.shift);
-	uint n = u64_sat(pc.outer) * dim * inner, e = shape_item_at(0u);
-	if (e >= n)
+	uint n = u64_sat(pc.outer) * dim * inner, cnt = shape_count(n);
+	if (cnt == 0u)
 		return;
-	ShapeCursor c = shape_cursor(e, dim, inner);
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		e = shape_item_at(t);
-		if (e >= n)
-			break;
-		uint j = c.j >= shift ? c.j - shift : c.j + (dim - shift);
-		shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + ((c.o * dim + j) * inner + c.i) * elem, elem));
-		shape_cursor_step(c);
-	}
+	uint e = shape_item_at(0u);
+	if (elem == 4u)
+		roll_items(e, cnt, dim, inner, shift, 4u);
+	else if (elem == 8u)
+		roll_items(e, cnt, dim, inner, shift, 8u);
+	else if (elem == 2u)
+		roll_items(e, cnt, dim, inner, shift, 2u);
+	else
+		roll_items(e, cnt, dim, inner, shift, 1u);
 }

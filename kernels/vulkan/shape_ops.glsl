@@ -12,6 +12,8 @@
 #ifndef XPU_SHAPE_OPS_GLSL
 #define XPU_SHAPE_OPS_GLSL
 
+#extension GL_EXT_control_flow_attributes : require
+
 #include "xpu_vk.glsl"
 #include "../shape_grain.h"
 
@@ -59,6 +61,21 @@ uint shape_item_at(uint t)
 	uint g = xpu_group() * uint(XPU_SHAPE_GRAIN) + t;
 	return xpu_item_thread() ? g * gl_WorkGroupSize.x + gl_LocalInvocationID.x : 0xffffffffu;
 }
+
+/* How many of this invocation's items are below n: item t is for t < shape_count(n), as items
+ * rise by the group width with t. */
+uint shape_count(uint n)
+{
+	uint e = shape_item_at(0u);
+	return e >= n ? 0u : min(uint(XPU_SHAPE_GRAIN), (n - 1u - e) / gl_WorkGroupSize.x + 1u);
+}
+
+/* The bodies move an invocation's items in two passes, every load before any store, in loops
+ * unrolled so the values stay in registers: the destination is another binding that may alias
+ * the source as far as the compiler knows, so a store between two loads keeps the second
+ * waiting for it, and an invocation that loads, stores, loads, ... has one load in flight (on
+ * the H200: write_slice at 47 % of copy). The element size is a constant in each pass (the
+ * bodies call them once per size), so no branch on it sits between the loads. */
 
 /* An invocation's items as (o, j, i) of a [*, dim, inner] index: its first item decoded with
  * divisions, the next ones reached by adding the step between them (shape_item_at's group

@@ -1,8 +1,8 @@
 /* shape_slab.glsl — the body of write_slice.comp and write_slice_rotating.comp (RING): item
  * e, a source element of the slab, goes to its dest element; on the ring axis the slab starts
  * at pos % modulus and wraps modulo modulus. Nothing outside the slab is written. The slab's
- * runs are found once per invocation, so an item costs one division by the run length (and
- * one per axis before the run). */
+ * runs are found once per invocation and walked by a cursor, so an item costs adds and
+ * compares (divisions only where its run changes). */
 #ifndef XPU_SHAPE_SLAB_GLSL
 #define XPU_SHAPE_SLAB_GLSL
 
@@ -82,11 +82,11 @@ uint slab_wrap(Slab sl, uint x)
 	return p >= sl.modulus ? p - sl.modulus : p;
 }
 
-/* Dest element of source element e: one division by the run, then run r's base from its
- * digits over the axes before the run (none when the slab is one run). */
-uint slab_dest(Slab sl, uint e)
+/* Dest element where run r starts (before the ring's wrap on the last axis): r's digits over
+ * the axes before the run. */
+uint slab_run_base(Slab sl, uint r)
 {
-	uint r = e / sl.run, x = e - r * sl.run, off = 0u, stride = 1u;
+	uint off = 0u, stride = 1u;
 	for (int k = int(sl.rank) - 1; k >= 0; k--) {
 		if (k < sl.ka) {
 			uint wk = slab_w(uint(k)), d = r % wk;
@@ -95,18 +95,47 @@ uint slab_dest(Slab sl, uint e)
 		}
 		stride *= slab_d(uint(k));
 	}
-	return off + (sl.ka == sl.axis ? slab_wrap(sl, x) : sl.run0 + x);
+	return off;
+}
+
+/* The cnt items from e, elements of elem bytes, walking (run, offset in the run) by a cursor;
+ * a run's dest base is worked out again only when the run changes. Loads, then stores
+ * (shape_ops.glsl). */
+void slab_items(Slab sl, uint e, uint cnt, uint elem)
+{
+	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
+	uint r = 0xffffffffu, base = 0u, at[XPU_SHAPE_GRAIN];
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt && c.j != r) {
+			r = c.j;
+			base = slab_run_base(sl, r);
+		}
+		at[t] = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
+		if (t < cnt)
+			v[t] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
+		shape_cursor_step(c);
+	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_dest + at[t] * elem, elem, v[t]);
 }
 
 void main()
 {
 	Slab sl = slab_of();
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		uint e = shape_item_at(t);
-		if (e >= sl.n) /* past the slab, or a row of a 2-D block past the first */
-			break;
-		shape_store(pc.off_dest + slab_dest(sl, e) * sl.elem, sl.elem, shape_load(pc.off_src + e * sl.elem, sl.elem));
-	}
+	uint cnt = shape_count(sl.n); /* none past the slab, nor in a row of a 2-D block past the first */
+	if (cnt == 0u)
+		return;
+	uint e = shape_item_at(0u);
+	if (sl.elem == 4u)
+		slab_items(sl, e, cnt, 4u);
+	else if (sl.elem == 8u)
+		slab_items(sl, e, cnt, 8u);
+	else if (sl.elem == 2u)
+		slab_items(sl, e, cnt, 2u);
+	else
+		slab_items(sl, e, cnt, 1u);
 }
 
 #endif

@@ -34,26 +34,44 @@ int tri_cmp(uint c, uint r, uvec2 diag)
 	return carry != 0u || s > r ? 1 : s == r ? 0 : -1;
 }
 
-void main()
+/* The cnt items from e, elements of elem bytes: loads, then stores (shape_ops.glsl). An item
+ * off its triangle loads nothing. */
+void tri_items(uint e, uint cnt, uint rows, uint cols, uint elem)
 {
-	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem);
-	uint n = u64_sat(pc.batch) * rows * cols, e = shape_item_at(0u);
-	if (e >= n)
-		return;
 	ShapeCursor c = shape_cursor(e, rows, cols); /* (batch, row, column) */
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		e = shape_item_at(t);
-		if (e >= n)
-			break;
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
 		int s = tri_cmp(c.i, c.j, pc.diagonal);
 #ifdef UPPER
 		bool keep = s >= 0;
 #else
 		bool keep = s <= 0;
 #endif
-		shape_store(pc.off_out + e * elem, elem, keep ? shape_load(pc.off_in + e * elem, elem) : uvec2(0u));
+		v[t] = uvec2(0u);
+		if (t < cnt && keep)
+			v[t] = shape_load(pc.off_in + shape_item_at(t) * elem, elem);
 		shape_cursor_step(c);
 	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
+}
+
+void main()
+{
+	uint rows = u64_sat(pc.rows), cols = u64_sat(pc.cols), elem = u64_sat(pc.elem);
+	uint n = u64_sat(pc.batch) * rows * cols, cnt = shape_count(n);
+	if (cnt == 0u)
+		return;
+	uint e = shape_item_at(0u);
+	if (elem == 4u)
+		tri_items(e, cnt, rows, cols, 4u);
+	else if (elem == 8u)
+		tri_items(e, cnt, rows, cols, 8u);
+	else if (elem == 2u)
+		tri_items(e, cnt, rows, cols, 2u);
+	else
+		tri_items(e, cnt, rows, cols, 1u);
 }
 
 #endif
