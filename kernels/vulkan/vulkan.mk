@@ -13,11 +13,13 @@ VK_GLSL := $(wildcard kernels/vulkan/*.glsl) kernels/shape_grain.h
 GLSLC_FLAGS ?= -O
 VK_FLAGS := --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan $(GLSLC_FLAGS)
 
-# The mat-vecs (*_q8k_*) are checked where spirv-dis is found (package spirv-tools): every
+# The mat-vecs (*_q8k_*) and the float shape ops (VK_NC_SHAPE) are checked where spirv-dis is
+# found (package spirv-tools): every
 # OpFMul / OpFAdd / OpFSub / OpFNegate decorated NoContraction, and no GLSL.std.450 Fma.
 # glslc -O's loop unroller drops the decoration from the copies of an [[unroll]] body and
 # then folds the bare multiply-add into an Fma, which the source never shows: keep float
 # arithmetic out of [[unroll]] loops.
+VK_NC_SHAPE := cumsum pad_backward
 SPIRV_DIS ?= $(shell command -v spirv-dis 2>/dev/null)
 VK_NC_CHECK = $(SPIRV_DIS) --raw-id $@ | awk '/OpDecorate .* NoContraction/ { nc[$$2] = 1 } \
 	/ = Op(FMul|FAdd|FSub|FNegate) / { op[$$1] = 1 } / = OpExtInst .* Fma / { fma++ } \
@@ -40,7 +42,7 @@ EMBED_CODE += $(VK_SPV)
 $(B)/vulkan/vk_%.spv: kernels/vulkan/%.comp $(VK_GLSL) kernels/vulkan/vulkan.mk
 	@mkdir -p $(dir $@)
 	$(GLSLC) $(VK_FLAGS) $< -o $@
-	$(if $(and $(strip $(SPIRV_DIS)),$(findstring _q8k_,$*)),@$(VK_NC_CHECK))
+	$(if $(and $(strip $(SPIRV_DIS)),$(or $(findstring _q8k_,$*),$(filter $(VK_NC_SHAPE),$*))),@$(VK_NC_CHECK))
 
 $(B)/vulkan/vk_%.subgroup.spv: kernels/vulkan/%.comp $(VK_GLSL) kernels/vulkan/vulkan.mk
 	@mkdir -p $(dir $@)
