@@ -48,27 +48,21 @@ uint pad_in_row(uint row, uint rank, uint mode, inout bool border)
 	return src;
 }
 
-/* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; the
- * input row is worked out again only when the row changes. Loads, then stores
- * (shape_ops.glsl). */
-void pad_items(uint e, uint cnt, uint n, uint rank, uint mode, uint elem)
+/* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; a
+ * row's input row (or a constant border: ~0) comes from the group's row table, whose first
+ * row is `first`. Loads, then stores (shape_ops.glsl). */
+void pad_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint elem)
 {
 	uint last = rank > 0u ? rank - 1u : 0u;
 	uint len = rank > 0u ? pad_od(last) : 1u, dl = rank > 0u ? pad_d(last) : 1u, lol = rank > 0u ? pad_lo(last) : 0u;
 	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
-	uint row = 0xffffffffu, in_row = 0u;
-	bool row_border = false;
 	uvec2 v[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		if (t < cnt && c.j != row) {
-			row = c.j;
-			row_border = false;
-			in_row = pad_in_row(row, rank, mode, row_border);
-		}
-		bool border = row_border;
+		uint in_row = t < cnt ? shape_rows[c.j - first] : 0xffffffffu;
+		bool border = in_row == 0xffffffffu;
 		uint q = pad_from(c.i, dl, lol, mode, border);
 		v[t] = pc.fill;
-		if (t < cnt && !border)
+		if (!border)
 			v[t] = shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
 		shape_cursor_step(c);
 	}
@@ -84,16 +78,23 @@ void main()
 	uint n = 1u;
 	for (uint k = 0u; k < rank; k++)
 		n *= pad_od(k);
+	uvec2 span = shape_row_span(n, rank > 0u ? pad_od(rank - 1u) : 1u);
+	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
+		bool border = false;
+		uint in_row = pad_in_row(span.x + r, rank, mode, border);
+		shape_rows[r] = border ? 0xffffffffu : in_row;
+	}
+	barrier();
 	uint cnt = shape_count(n);
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
 	if (elem == 4u)
-		pad_items(e, cnt, n, rank, mode, 4u);
+		pad_items(e, cnt, n, span.x, rank, mode, 4u);
 	else if (elem == 8u)
-		pad_items(e, cnt, n, rank, mode, 8u);
+		pad_items(e, cnt, n, span.x, rank, mode, 8u);
 	else if (elem == 2u)
-		pad_items(e, cnt, n, rank, mode, 2u);
+		pad_items(e, cnt, n, span.x, rank, mode, 2u);
 	else
-		pad_items(e, cnt, n, rank, mode, 1u);
+		pad_items(e, cnt, n, span.x, rank, mode, 1u);
 }

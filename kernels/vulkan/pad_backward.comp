@@ -102,33 +102,28 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 	return off;
 }
 
-/* The cnt items from e, walking (gradient row, column) by a cursor; a row's upstream start is
- * worked out again only when the row changes. Most gradient elements were read into one
- * upstream position only (interior on every axis): that one term is loaded straight, every
- * load of the invocation before any store (shape_ops.glsl), and stored as the sum of one term
- * is (widened, narrowed back); the others go through the odometer after. */
-void pad_bwd_items(uint e, uint cnt, uint n, uint rank, uint mode, uint dt)
+/* The cnt items from e, walking (gradient row, column) by a cursor; a row's upstream start
+ * (or ~0 where the row has more than one term) comes from the group's row table, whose first
+ * row is `first`. Most gradient elements were read into one upstream position only (interior
+ * on every axis): that one term is loaded straight, every load of the invocation before any
+ * store (shape_ops.glsl), and stored as the sum of one term is (widened, narrowed back); the
+ * others go through the odometer after. */
+void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
 	uint d = SHAPE_U32(pc.w, 0u, last), b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
 	ShapeCursor c = shape_cursor(e, n / d, d); /* (0, gradient row, column) */
-	uint row = 0xffffffffu, at = 0u, multi = 0u;
-	bool row_one = true;
+	uint multi = 0u;
 	float v[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		if (t < cnt && c.j != row) {
-			row = c.j;
-			row_one = true;
-			at = pad_bwd_row(row, rank, mode, row_one);
-		}
-		uint i = c.i;
-		bool one = row_one;
+		uint at = t < cnt ? shape_rows[c.j - first] : 0xffffffffu, i = c.i;
+		bool one = at != 0xffffffffu;
 		if (mode == 2u)
 			one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
 		else if (mode == 1u)
 			one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
 		v[t] = 0.0;
-		if (t < cnt && one)
+		if (one)
 			v[t] = shape_load_f(pc.off_up + (at + i + b) * elem, dt);
 		multi |= t < cnt && !one ? 1u << t : 0u;
 		shape_cursor_step(c);
@@ -150,6 +145,13 @@ void main()
 		return;
 	for (uint k = 0u; k < rank; k++)
 		n *= SHAPE_U32(pc.w, 0u, k);
+	uvec2 span = shape_row_span(n, rank > 0u ? SHAPE_U32(pc.w, 0u, rank - 1u) : 1u);
+	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
+		bool one = true;
+		uint at = pad_bwd_row(span.x + r, rank, mode, one);
+		shape_rows[r] = one ? at : 0xffffffffu;
+	}
+	barrier();
 	uint cnt = shape_count(n);
 	if (cnt == 0u)
 		return;
@@ -157,9 +159,9 @@ void main()
 	if (rank == 0u)
 		shape_store_f(pc.off_grad, dt, shape_load_f(pc.off_up, dt));
 	else if (dt == 0u)
-		pad_bwd_items(e, cnt, n, rank, mode, 0u);
+		pad_bwd_items(e, cnt, n, span.x, rank, mode, 0u);
 	else if (dt == 2u)
-		pad_bwd_items(e, cnt, n, rank, mode, 2u);
+		pad_bwd_items(e, cnt, n, span.x, rank, mode, 2u);
 	else
-		pad_bwd_items(e, cnt, n, rank, mode, 3u);
+		pad_bwd_items(e, cnt, n, span.x, rank, mode, 3u);
 }

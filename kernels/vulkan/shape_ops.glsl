@@ -75,7 +75,27 @@ uint shape_count(uint n)
  * the source as far as the compiler knows, so a store between two loads keeps the second
  * waiting for it, and an invocation that loads, stores, loads, ... has one load in flight (on
  * the H200: write_slice at 47 % of copy). The element size is a constant in each pass (the
- * bodies call them once per size), so no branch on it sits between the loads. */
+ * bodies call them once per size), so no branch on it sits between the loads. Nothing in an
+ * unrolled pass may hold a loop: glslc leaves such a pass rolled, and its arrays in memory
+ * (local memory on NVIDIA); what a row of items needs (pad's input row, write_slice's run
+ * base) comes from the group's row table instead. */
+
+/* A group's row table: entry r for the r-th of the rows (of `len` items) that the group's
+ * items touch, at most one an item (shape_row_span); the body fills it, every invocation a
+ * share, and meets a barrier before its passes read it. */
+shared uint shape_rows[256 * XPU_SHAPE_GRAIN];
+
+/* The first row the group's items touch, and how many rows from it (0: the group is past n).
+ * Blocks are 256 invocations (kernels/table_shape.c; launch refuses another count), so the
+ * table holds every row. */
+uvec2 shape_row_span(uint n, uint len)
+{
+	uint per = gl_WorkGroupSize.x * uint(XPU_SHAPE_GRAIN), g0 = xpu_group() * per;
+	if (g0 >= n)
+		return uvec2(0u);
+	uint last = n - g0 > per ? g0 + per - 1u : n - 1u, first = g0 / len;
+	return uvec2(first, last / len - first + 1u);
+}
 
 /* An invocation's items as (o, j, i) of a [*, dim, inner] index: its first item decoded with
  * divisions, the next ones reached by adding the step between them (shape_item_at's group

@@ -99,18 +99,15 @@ uint slab_run_base(Slab sl, uint r)
 }
 
 /* The cnt items from e, elements of elem bytes, walking (run, offset in the run) by a cursor;
- * a run's dest base is worked out again only when the run changes. Loads, then stores
- * (shape_ops.glsl). */
-void slab_items(Slab sl, uint e, uint cnt, uint elem)
+ * a run's dest base comes from the group's row table, whose first run is `first`. Loads, then
+ * stores (shape_ops.glsl). */
+void slab_items(Slab sl, uint e, uint cnt, uint first, uint elem)
 {
 	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
-	uint r = 0xffffffffu, base = 0u, at[XPU_SHAPE_GRAIN];
+	uint at[XPU_SHAPE_GRAIN];
 	uvec2 v[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		if (t < cnt && c.j != r) {
-			r = c.j;
-			base = slab_run_base(sl, r);
-		}
+		uint base = t < cnt ? shape_rows[c.j - first] : 0u;
 		at[t] = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
 		if (t < cnt)
 			v[t] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
@@ -124,18 +121,22 @@ void slab_items(Slab sl, uint e, uint cnt, uint elem)
 void main()
 {
 	Slab sl = slab_of();
+	uvec2 span = shape_row_span(sl.n, sl.run);
+	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
+		shape_rows[r] = slab_run_base(sl, span.x + r);
+	barrier();
 	uint cnt = shape_count(sl.n); /* none past the slab, nor in a row of a 2-D block past the first */
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
 	if (sl.elem == 4u)
-		slab_items(sl, e, cnt, 4u);
+		slab_items(sl, e, cnt, span.x, 4u);
 	else if (sl.elem == 8u)
-		slab_items(sl, e, cnt, 8u);
+		slab_items(sl, e, cnt, span.x, 8u);
 	else if (sl.elem == 2u)
-		slab_items(sl, e, cnt, 2u);
+		slab_items(sl, e, cnt, span.x, 2u);
 	else
-		slab_items(sl, e, cnt, 1u);
+		slab_items(sl, e, cnt, span.x, 1u);
 }
 
 #endif

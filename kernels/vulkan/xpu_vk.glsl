@@ -59,10 +59,12 @@ float xpu_f16(uint h)
 	uint s = (h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
 	/* normal, infinity, NaN: the exponent rebiased, 31 to 255 */
 	float wide = uintBitsToFloat(s | (mix(e + 112u, 255u, e == 31u) << 23) | (m << 13));
-	/* zero, subnormal: m * 2^-24, the product of two exact floats, exact and a normal f32 (or
-	 * zero); the sign set by its bit */
-	precise float v = float(m) * 5.9604644775390625e-08;
-	return mix(wide, uintBitsToFloat(floatBitsToUint(v) | s), e == 0u);
+	/* zero, subnormal: m * 2^-24, a normal f32 (or zero) built from its bits: m's top bit p
+	 * sets the exponent, the bits below it the mantissa. Integer work only, so no float
+	 * operation is left for an unroller to strip of `precise` (vulkan.mk checks). */
+	uint p = uint(findMSB(m | 1u));
+	uint sub = m == 0u ? 0u : ((p + 103u) << 23) | ((m << (23u - p)) & 0x7fffffu);
+	return mix(wide, uintBitsToFloat(sub | s), e == 0u);
 }
 
 #endif
