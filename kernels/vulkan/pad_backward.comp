@@ -79,6 +79,28 @@ void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 	shape_store_f(pc.off_grad + e * elem, dt, acc);
 }
 
+/* Gradient element (row, i) of a row read into one upstream row (`at`: its element at column
+ * -b) whose column i pad read into more than one position: the sum along the last axis, in
+ * ascending upstream index from the first term, as the CPU body (and the odometer) adds. */
+float pad_bwd_last(uint at, uint i, uint d, uint b, uint after, uint mode, uint dt, uint elem)
+{
+	uint lo = i + b, hi = i + b + 1u;
+	if (mode == 2u) {
+		lo = i == 0u ? 0u : lo;
+		hi = i == d - 1u ? d + b + after : hi;
+	}
+	precise float acc = shape_load_f(pc.off_up + (at + lo) * elem, dt);
+	if (mode == 1u) {
+		if (i >= 1u && i <= b) /* the left mirror, below the interior term */
+			acc = shape_load_f(pc.off_up + (at + b - i) * elem, dt) + acc;
+		if (i + 2u <= d && d - 1u - i <= after)
+			acc = acc + shape_load_f(pc.off_up + (at + b + 2u * (d - 1u) - i) * elem, dt);
+	}
+	for (uint p = lo + 1u; p < hi; p++)
+		acc = acc + shape_load_f(pc.off_up + (at + p) * elem, dt);
+	return acc;
+}
+
 /* The upstream element where gradient row `row` (every axis but the last) reads at column
  * -b of the last axis; one: every axis before the last is interior there (reflect, replicate:
  * the row was read into one upstream row only). */
@@ -107,7 +129,7 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
  * row is `first`. Most gradient elements were read into one upstream position only (interior
  * on every axis): that one term is loaded straight, every load of the invocation before any
  * store (shape_ops.glsl), and stored as the sum of one term is (widened, narrowed back); the
- * others go through the odometer after. */
+ * others after: along the last axis where their row has one term, else by the odometer. */
 void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
@@ -131,9 +153,15 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
 		if (t < cnt && (multi & (1u << t)) == 0u)
 			shape_store_f(pc.off_grad + shape_item_at(t) * elem, dt, v[t]);
-	for (uint t = 0u; t < cnt; t++)
-		if ((multi & (1u << t)) != 0u)
-			pad_bwd_terms(shape_item_at(t), rank, dt, mode, elem);
+	for (uint t = 0u; t < cnt; t++) {
+		if ((multi & (1u << t)) == 0u)
+			continue;
+		uint g = shape_item_at(t), at = shape_rows[g / d - first];
+		if (at == 0xffffffffu)
+			pad_bwd_terms(g, rank, dt, mode, elem);
+		else
+			shape_store_f(pc.off_grad + g * elem, dt, pad_bwd_last(at, g % d, d, b, after, mode, dt, elem));
+	}
 }
 
 /* A scalar (rank 0) has no border: its one element is the upstream's one. */

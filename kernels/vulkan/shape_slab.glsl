@@ -104,18 +104,19 @@ uint slab_run_base(Slab sl, uint r)
 void slab_items(Slab sl, uint e, uint cnt, uint first, uint elem)
 {
 	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
-	uint at[XPU_SHAPE_GRAIN];
+	ShapeCursor c0 = c;
 	uvec2 v[XPU_SHAPE_GRAIN];
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		uint base = t < cnt ? shape_rows[c.j - first] : 0u;
-		at[t] = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
-		if (t < cnt)
-			v[t] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
-		shape_cursor_step(c);
-	}
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
 		if (t < cnt)
-			shape_store(pc.off_dest + at[t] * elem, elem, v[t]);
+			v[t] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
+	c = c0;
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt) {
+			uint at = shape_rows[c.j - first] + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
+			shape_store(pc.off_dest + at * elem, elem, v[t]);
+		}
+		shape_cursor_step(c);
+	}
 }
 
 void main()
