@@ -399,6 +399,8 @@ cases.contiguize = function(c, d, dt)
     { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3 },    -- rows of a wider tensor, off 16-byte alignment
     { shape = { 6, 48 }, strides = { 64, 1 }, offset = 64 },   -- the same rows, aligned
     { shape = { 3, 50, 37 }, strides = { 1, 3, 150 }, offset = 0 },  -- several groups, short rows
+    { shape = { 70, 80 }, strides = { 1, 70 }, offset = 3 },   -- whole 64 x 64 tiles beside partial ones, more tiles than groups
+    { shape = { 20, 3, 90 }, strides = { 1, 1800, 20 }, offset = 0 }, -- a transpose with an axis between p and the last
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)

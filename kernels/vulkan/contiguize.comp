@@ -1,11 +1,27 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 /* contiguize — out:buf! in:buf geom:u64 offset:i64 d01..d67 st0..st7:i64 (kernels/table_shape.c).
  * Item e, an output element, reads the view's element offset + sum(idx[k] * st[k]). The sum
  * is taken modulo 2^32 on the i64s' low words: its true value is an element inside the input
- * binding (the extent checked that), below 2^32 bytes, so the wrapped sum is that value. */
+ * binding (the extent checked that), below 2^32 bytes, so the wrapped sum is that value.
+ * Two paths, chosen from the arguments alone, so the same for the whole group:
+ * - a transpose (the last axis's stride is not 1, an axis p before it has stride 1 and more
+ *   than one element, the last dim is more than 1): walking the output order there reads
+ *   elements a stride apart, so the view goes through shared-memory tiles as in
+ *   kernels/cuda/shape_ops.cu, TA elements along p (64; 32 of 8 bytes) by 64 along the last
+ *   axis, read along p and written along the last axis: neighbouring invocations touch
+ *   neighbouring elements on both sides. Group g takes tiles g, g + groups, ... (the grid is
+ *   sized by elements, and partial tiles at the edges can outnumber the groups).
+ * - anything else: an invocation walks its 16 items, reading each where the view puts it. */
 layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
+/* The same bindings in 8-byte words, for tiles of 8-byte elements: the view is on a multiple
+ * of 8 bytes, and so is its offset from the binding's start (pc.off_in, off_out: below the
+ * storage alignment, keeping the view's own; src/backend/vulkan_pipe.c), so such an element
+ * is one of these words. */
+layout(std430, set = 0, binding = 0) buffer Out2 { uvec2 dst2[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In2 { uvec2 src2[]; };
 layout(push_constant) uniform Args {
 	uvec2 geom, offset;
 	uvec2 d[4];
@@ -16,6 +32,15 @@ layout(push_constant) uniform Args {
 #define SHAPE_DST dst
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
+
+/* A tile's rows, one per step along the last axis, pitched one word past their elements so
+ * that both the row walk (loads) and the column walk (stores) fall in distinct banks: 64 rows
+ * of 65 words (elements of 1, 2 or 4 bytes, one a word), or of 33 words twice (8-byte
+ * elements: low words, then high words). */
+#define TILE_PITCH 65u
+#define TILE_PITCH8 33u
+#define TILE_HI (64u * TILE_PITCH8)
+shared uint tile[64u * TILE_PITCH8 * 2u];
 
 uint contig_d(uint k) { return SHAPE_U32(pc.d, 0u, k); }
 
@@ -33,11 +58,8 @@ uint contig_row(uint row, uint rank)
 
 /* An invocation's items walk (output row, column) by a cursor; a row's start is worked out
  * again only when the row changes. A scalar (rank 0) is one element at the offset. */
-void main()
+void contig_walk(uint rank, uint elem, uint n)
 {
-	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u;
-	for (uint k = 0u; k < rank; k++)
-		n *= contig_d(k);
 	uint e = shape_item_at(0u);
 	if (e >= n)
 		return;
@@ -55,4 +77,162 @@ void main()
 		shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + (at + c.i * stl) * elem, elem));
 		shape_cursor_step(c);
 	}
+}
+
+/* ---- transpose tiles ------------------------------------------------------------------ */
+
+/* Element (a, b) of a tile, a along p and b along the last axis, is input element
+ * in0 + a + b * stl and output element out0 + a * ostp + b; na x nb of it lie in the view
+ * (fewer than the tile's at the edges). */
+struct ContigTile {
+	uint in0, out0, stl, ostp, na, nb;
+};
+
+/* How many of an invocation's stores land inside the tile: column b (of nb), elements a,
+ * a + 4, ... (of na); the 256 invocations cover 4 elements of each column at a time. */
+uint tile_count(uint b, uint nb, uint a, uint na)
+{
+	return b < nb && a < na ? (na - a + 3u) / 4u : 0u;
+}
+
+/* 4-byte elements as words. Each invocation has all 16 of its loads in flight before it
+ * writes any to the tile, and reads all 16 from the tile before it stores any: a load
+ * followed at once by its store (to a binding that may alias it) would wait on each. On the
+ * input side invocation t takes a = t % 64 and rows t / 64 + 4k; on the output side column
+ * b = t % 64 of elements t / 64 + 4k. Past a partial tile's edge the loads take its last
+ * element instead (the cells they fill are never stored), so only the stores branch. `again`:
+ * the group's previous tile may still be read out of shared memory, so the writes wait on a
+ * barrier, after this tile's loads are issued (those overlap the wait). */
+void tile_words(ContigTile g, bool again)
+{
+	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, v[16];
+	uint in0 = (pc.off_in >> 2) + g.in0 + min(lo, g.na - 1u), out0 = (pc.off_out >> 2) + g.out0 + lo;
+	uint nk = tile_count(lo, g.nb, hi, g.na);
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		v[k] = src[in0 + min(hi + 4u * k, g.nb - 1u) * g.stl];
+	if (again)
+		barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
+	barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		if (k < nk)
+			dst[out0 + (hi + 4u * k) * g.ostp] = v[k];
+}
+
+/* 8-byte elements as 8-byte words, in tiles of 32 along p: 8 an invocation, a = t % 32 and
+ * rows t / 32 + 8k on the input side, column t % 64 of elements t / 64 + 4k on the output. */
+void tile_pairs(ContigTile g, bool again)
+{
+	uint t = xpu_thread(), a = t % 32u, b = t / 32u, c = t % 64u, r = t / 64u;
+	uint in0 = (pc.off_in >> 3) + g.in0 + min(a, g.na - 1u), out0 = (pc.off_out >> 3) + g.out0 + c;
+	uint nk = tile_count(c, g.nb, r, g.na);
+	uvec2 v[8];
+	[[unroll]] for (uint k = 0u; k < 8u; k++)
+		v[k] = src2[in0 + min(b + 8u * k, g.nb - 1u) * g.stl];
+	if (again)
+		barrier();
+	[[unroll]] for (uint k = 0u; k < 8u; k++) {
+		tile[(b + 8u * k) * TILE_PITCH8 + a] = v[k].x;
+		tile[TILE_HI + (b + 8u * k) * TILE_PITCH8 + a] = v[k].y;
+	}
+	barrier();
+	[[unroll]] for (uint k = 0u; k < 8u; k++)
+		v[k] = uvec2(tile[c * TILE_PITCH8 + r + 4u * k], tile[TILE_HI + c * TILE_PITCH8 + r + 4u * k]);
+	[[unroll]] for (uint k = 0u; k < 8u; k++)
+		if (k < nk)
+			dst2[out0 + (r + 4u * k) * g.ostp] = v[k];
+}
+
+/* 1- and 2-byte elements, one a tile word, in tile_words' order; the stores merge into the
+ * words they share (shape_store). */
+void tile_narrow(ContigTile g, uint elem, bool again)
+{
+	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, v[16];
+	uint in0 = g.in0 + min(lo, g.na - 1u), out0 = g.out0 + lo;
+	uint nk = tile_count(lo, g.nb, hi, g.na);
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		v[k] = shape_load(pc.off_in + (in0 + min(hi + 4u * k, g.nb - 1u) * g.stl) * elem, elem).x;
+	if (again)
+		barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
+	barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		if (k < nk)
+			shape_store(pc.off_out + (out0 + (hi + 4u * k) * g.ostp) * elem, elem, uvec2(v[k], 0u));
+}
+
+/* The axis before the last with stride 1 and more than one element (the last such), or -1. */
+int contig_unit_axis(uint rank)
+{
+	int p = -1;
+	for (uint k = 0u; k + 1u < rank; k++)
+		if (pc.st[k] == uvec2(1u, 0u) && contig_d(k) > 1u)
+			p = int(k);
+	return p;
+}
+
+/* Input and output element of plane m, the index over every axis but p and the last (those
+ * at 0). */
+void contig_plane(uint m, uint p, uint rank, out uint in0, out uint out0)
+{
+	uint rem = m, ostride = 1u;
+	in0 = pc.offset.x;
+	out0 = 0u;
+	for (int k = int(rank) - 1; k >= 0; k--) {
+		uint dk = contig_d(uint(k));
+		if (uint(k) != p && uint(k) != rank - 1u) {
+			uint x = rem % dk;
+			rem /= dk;
+			in0 += x * pc.st[k].x;
+			out0 += x * ostride;
+		}
+		ostride *= dk;
+	}
+}
+
+/* Tiles numbered along the last axis fastest, then p, then the planes. The step to a group's
+ * next tile is taken only while it stays below the count, which can then not wrap. */
+void contig_transpose(uint p, uint rank, uint n, uint elem)
+{
+	uint P = contig_d(p), Q = contig_d(rank - 1u), ostp = 1u, ta = elem == 8u ? 32u : 64u;
+	for (uint k = p + 1u; k < rank; k++)
+		ostp *= contig_d(k);
+	uint tp = (P + ta - 1u) / ta, tq = (Q + 63u) / 64u, tiles = n / (P * Q) * tp * tq, groups = xpu_groups();
+	for (uint ti = xpu_group(); ti < tiles; ti = tiles - ti > groups ? ti + groups : tiles) {
+		uint bq = ti % tq, ap = (ti / tq) % tp, a0 = ap * ta, b0 = bq * 64u;
+		ContigTile g;
+		contig_plane(ti / tq / tp, p, rank, g.in0, g.out0);
+		g.stl = pc.st[rank - 1u].x;
+		g.in0 += a0 + b0 * g.stl;
+		g.out0 += a0 * ostp + b0;
+		g.ostp = ostp;
+		g.na = min(P - a0, ta);
+		g.nb = min(Q - b0, 64u);
+		if (elem == 8u)
+			tile_pairs(g, ti != xpu_group());
+		else if (elem == 4u)
+			tile_words(g, ti != xpu_group());
+		else
+			tile_narrow(g, elem, ti != xpu_group());
+	}
+}
+
+/* The tiles split their 4096 elements over a group of 256 (the launcher's); another size
+ * walks. */
+void main()
+{
+	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u;
+	for (uint k = 0u; k < rank; k++)
+		n *= contig_d(k);
+	int p = contig_unit_axis(rank);
+	if (p >= 0 && pc.st[rank - 1u].x != 1u && contig_d(rank - 1u) > 1u && WG_SIZE == 256u)
+		contig_transpose(uint(p), rank, n, elem);
+	else
+		contig_walk(rank, elem, n);
 }
