@@ -345,6 +345,11 @@ cases.write_slice = function(c, d, dt)
     { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 5, 6 }, { 0, 32 } } }, -- one token into a cache: 16-byte runs
     { dest = { 2, 8, 32 }, ranges = { { 1, 2 }, { 2, 7 }, { 0, 32 } } }, -- one contiguous span
     { dest = { 3, 40 }, ranges = { { 0, 3 }, { 3, 37 } } },                -- runs off 16-byte alignment
+    -- past a group's 4096 items: runs shorter than a group (a group over several), and one run
+    -- over several groups
+    { dest = { 6, 50, 40 }, ranges = { { 1, 5 }, { 3, 47 }, { 0, 40 } } },
+    { dest = { 12, 1000 }, ranges = { { 2, 11 }, { 0, 1000 } } },
+    { dest = { 3, 5, 3000 }, ranges = { { 0, 3 }, { 1, 4 }, { 0, 3000 } } }, -- runs of 9000: groups inside a later one
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
@@ -370,6 +375,7 @@ cases.write_slice_rotating = function(c, d, dt)
     -- whole rows under a one-wide outer axis: two contiguous runs (CUDA's ring2 path)
     { dest = { 3, 8, 32 }, axis = 1, modulus = 8, ranges = { { 1, 2 }, { 0, 3 }, { 0, 32 } }, pos = 6 },
     { dest = { 6, 3 }, axis = 0, modulus = 5, ranges = { { 0, 4 }, { 0, 3 } }, pos = 3 }, -- a chunk across the split
+    { dest = { 40, 300 }, axis = 0, modulus = 37, ranges = { { 0, 30 }, { 0, 300 } }, pos = 20 }, -- past a group's items
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end

@@ -99,9 +99,9 @@ uint slab_run_base(Slab sl, uint r)
 }
 
 /* The cnt items from e, elements of elem bytes, walking (run, offset in the run) by a cursor;
- * a run's dest base comes from the group's row table, whose first run is `first`. Loads, then
- * stores (shape_ops.glsl). */
-void slab_items(Slab sl, uint e, uint cnt, uint first, uint elem)
+ * a run's dest base is `one` where the whole group lies in one run, else it comes from the
+ * group's row table, whose first run is `first`. Loads, then stores (shape_ops.glsl). */
+void slab_items(Slab sl, uint e, uint cnt, uint first, uint one, uint elem)
 {
 	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
 	ShapeCursor c0 = c;
@@ -112,7 +112,8 @@ void slab_items(Slab sl, uint e, uint cnt, uint first, uint elem)
 	c = c0;
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
 		if (t < cnt) {
-			uint at = shape_rows[c.j - first] + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
+			uint base = one != 0xffffffffu ? one : shape_rows[c.j - first];
+			uint at = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
 			shape_store(pc.off_dest + at * elem, elem, v[t]);
 		}
 		shape_cursor_step(c);
@@ -123,21 +124,26 @@ void main()
 {
 	Slab sl = slab_of();
 	uvec2 span = shape_row_span(sl.n, sl.run);
-	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
-		shape_rows[r] = slab_run_base(sl, span.x + r);
-	barrier();
+	uint one = 0xffffffffu; /* a dest base is below 2^32 elements, less one */
+	if (span.y == 1u) { /* the same for the whole group: no table, no barrier */
+		one = slab_run_base(sl, span.x);
+	} else {
+		for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
+			shape_rows[r] = slab_run_base(sl, span.x + r);
+		barrier();
+	}
 	uint cnt = shape_count(sl.n); /* none past the slab, nor in a row of a 2-D block past the first */
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
 	if (sl.elem == 4u)
-		slab_items(sl, e, cnt, span.x, 4u);
+		slab_items(sl, e, cnt, span.x, one, 4u);
 	else if (sl.elem == 8u)
-		slab_items(sl, e, cnt, span.x, 8u);
+		slab_items(sl, e, cnt, span.x, one, 8u);
 	else if (sl.elem == 2u)
-		slab_items(sl, e, cnt, span.x, 2u);
+		slab_items(sl, e, cnt, span.x, one, 2u);
 	else
-		slab_items(sl, e, cnt, span.x, 1u);
+		slab_items(sl, e, cnt, span.x, one, 1u);
 }
 
 #endif
