@@ -17,33 +17,34 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
-/* A scan step's load into v[k], and its add and store: macros, so each copy is written out
- * (glslc's unroller strips `precise` from the copies of an [[unroll]] body, f16's widening
- * multiply among them; vulkan.mk checks). */
-#define CUMSUM_LOAD(k) v[k] = shape_load_f(pc.off_in + at + (k) * step, dt)
-
+/* A scan step's load into v[k] (or w[k], the batch after), and its add and store: macros, so
+ * each copy is written out (glslc's unroller strips `precise` from the copies of an [[unroll]]
+ * body, f16's widening among them once; vulkan.mk checks). */
+#define CUMSUM_LOAD(a, k, at) a[k] = shape_load_f(pc.off_in + (at) + (k) * step, dt)
+#define CUMSUM_LOAD8(a, at)                                                             \
+	CUMSUM_LOAD(a, 0u, at); CUMSUM_LOAD(a, 1u, at); CUMSUM_LOAD(a, 2u, at); CUMSUM_LOAD(a, 3u, at); \
+	CUMSUM_LOAD(a, 4u, at); CUMSUM_LOAD(a, 5u, at); CUMSUM_LOAD(a, 6u, at); CUMSUM_LOAD(a, 7u, at)
 #define CUMSUM_STEP(k)                                                  \
 	acc = t + (k) != 0u ? acc + v[k] : v[k];                        \
 	shape_store_f(pc.off_out + at + (k) * step, dt, acc)
 
-/* Lane `lane`'s scan, dtype dt a constant in each call: eight loads ahead of their adds and
- * stores, so a lane has eight loads in flight where a step at a time it would wait on each.
- * The adds keep the CPU's order. */
+/* Lane `lane`'s scan, dtype dt a constant in each call, in batches of eight steps: a batch's
+ * eight loads are issued before the adds and stores of the batch before it, so a lane has up
+ * to sixteen loads in flight and never waits on a batch with none. The adds keep the CPU's
+ * order. */
 void cumsum_lane(uint lane, uint dim, uint inner, uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u, base = (lane / inner) * dim * inner + lane % inner;
 	uint step = inner * elem, t = 0u, at = base * elem;
 	precise float acc = 0.0;
-	float v[8];
+	float v[8], w[8];
+	if (dim >= 8u) {
+		CUMSUM_LOAD8(v, at);
+	}
 	for (; t + 8u <= dim; t += 8u, at += 8u * step) {
-		CUMSUM_LOAD(0u);
-		CUMSUM_LOAD(1u);
-		CUMSUM_LOAD(2u);
-		CUMSUM_LOAD(3u);
-		CUMSUM_LOAD(4u);
-		CUMSUM_LOAD(5u);
-		CUMSUM_LOAD(6u);
-		CUMSUM_LOAD(7u);
+		if (t + 16u <= dim) {
+			CUMSUM_LOAD8(w, at + 8u * step);
+		}
 		CUMSUM_STEP(0u);
 		CUMSUM_STEP(1u);
 		CUMSUM_STEP(2u);
@@ -52,6 +53,7 @@ void cumsum_lane(uint lane, uint dim, uint inner, uint dt)
 		CUMSUM_STEP(5u);
 		CUMSUM_STEP(6u);
 		CUMSUM_STEP(7u);
+		v = w;
 	}
 	for (; t < dim; t++, at += step) {
 		float x = shape_load_f(pc.off_in + at, dt);

@@ -124,35 +124,69 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 	return off;
 }
 
+/* Item t's value where it has one or two terms, which the load pass put in v[t] (the
+ * interior) and m[t] (the mirror, where bit t of `two` is set; bit t of `left`: the left one,
+ * whose upstream index comes first), added in the CPU's order and stored. A macro written out
+ * once per item: glslc's unroller strips `precise` from the adds of an [[unroll]] body. */
+#define PAD_BWD_PUT(t)                                                                          \
+	if ((t) < cnt && (multi & (1u << (t))) == 0u) {                                         \
+		precise float s = (two & (1u << (t))) == 0u ? v[t]                              \
+				  : (left & (1u << (t))) != 0u ? m[t] + v[t] : v[t] + m[t];     \
+		shape_store_f(pc.off_grad + shape_item_at(t) * elem, dt, s);                    \
+	}
+
+#if XPU_SHAPE_GRAIN != 16
+#error "pad_bwd_items writes out one PAD_BWD_PUT per item of the grain"
+#endif
+
 /* The cnt items from e, walking (gradient row, column) by a cursor; a row's upstream start
  * (or ~0 where the row has more than one term) comes from the group's row table, whose first
- * row is `first`. Most gradient elements were read into one upstream position only (interior
- * on every axis): that one term is loaded straight, every load of the invocation before any
- * store (shape_ops.glsl), and stored as the sum of one term is (widened, narrowed back); the
- * others after: along the last axis where their row has one term, else by the odometer. */
+ * row is `first`. Most gradient elements were read into one upstream position (interior on
+ * every axis), and reflect's border columns of such a row into two (the interior and one
+ * mirror): their terms are loaded in one pass, every load of the invocation before any store
+ * (shape_ops.glsl), then added and stored (a lone term is stored as the sum of one term is:
+ * widened, narrowed back). The rest after, a rolled loop: replicate's edges and columns with
+ * both mirrors along the last axis, rows with several terms by the odometer. */
 void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
 	uint d = SHAPE_U32(pc.w, 0u, last), b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
 	ShapeCursor c = shape_cursor(e, n / d, d); /* (0, gradient row, column) */
-	uint multi = 0u;
-	float v[XPU_SHAPE_GRAIN];
+	uint multi = 0u, two = 0u, left = 0u;
+	float v[XPU_SHAPE_GRAIN], m[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
 		uint at = t < cnt ? shape_rows[c.j - first] : 0xffffffffu, i = c.i;
-		bool one = at != 0xffffffffu;
-		if (mode == 2u)
-			one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
-		else if (mode == 1u)
-			one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
+		bool row = at != 0xffffffffu;
+		bool lm = mode == 1u && i >= 1u && i <= b, rm = mode == 1u && i + 2u <= d && d - 1u - i <= after;
+		bool one = row && (mode == 2u ? (i != 0u || b == 0u) && (i != d - 1u || after == 0u) : !lm && !rm);
+		bool pair = row && lm != rm;
 		v[t] = 0.0;
-		if (one)
+		m[t] = 0.0;
+		if (one || pair)
 			v[t] = shape_load_f(pc.off_up + (at + i + b) * elem, dt);
-		multi |= t < cnt && !one ? 1u << t : 0u;
+		if (pair)
+			m[t] = shape_load_f(pc.off_up + (at + (lm ? b - i : b + 2u * (d - 1u) - i)) * elem, dt);
+		two |= pair ? 1u << t : 0u;
+		left |= lm ? 1u << t : 0u;
+		multi |= t < cnt && !one && !pair ? 1u << t : 0u;
 		shape_cursor_step(c);
 	}
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
-		if (t < cnt && (multi & (1u << t)) == 0u)
-			shape_store_f(pc.off_grad + shape_item_at(t) * elem, dt, v[t]);
+	PAD_BWD_PUT(0u);
+	PAD_BWD_PUT(1u);
+	PAD_BWD_PUT(2u);
+	PAD_BWD_PUT(3u);
+	PAD_BWD_PUT(4u);
+	PAD_BWD_PUT(5u);
+	PAD_BWD_PUT(6u);
+	PAD_BWD_PUT(7u);
+	PAD_BWD_PUT(8u);
+	PAD_BWD_PUT(9u);
+	PAD_BWD_PUT(10u);
+	PAD_BWD_PUT(11u);
+	PAD_BWD_PUT(12u);
+	PAD_BWD_PUT(13u);
+	PAD_BWD_PUT(14u);
+	PAD_BWD_PUT(15u);
 	for (uint t = 0u; t < cnt; t++) {
 		if ((multi & (1u << t)) == 0u)
 			continue;
