@@ -288,7 +288,7 @@ static __device__ __forceinline__ uint4 shape_shfl16(uint4 v, int from)
  * puts pad_backward's mirror terms first in their sums; bits 8-11 hold where an SC_ANY source
  * starts in its aligned vector, bits 16-23 pad_backward's two-term elements. One word a chunk
  * is all that stays live from its plan to its store besides the data. */
-enum { SC_NONE, SC_SLOW, SC_COPY, SC_ANY, SC_FILL, SC_KIND = 7, SC_REV = 8, SC_LEFT = 16, SC_WRAP = 32 };
+enum { SC_NONE, SC_SLOW, SC_COPY, SC_ANY, SC_FILL, SC_KIND = 7, SC_REV = 8, SC_LEFT = 16 };
 #define SC_OFFSET(kind) (((kind) >> 8) & 15)
 #define SC_MASK(kind) ((uint32_t)(kind) >> 16)
 
@@ -930,10 +930,8 @@ struct shape_reorder_op : shape_plain {
 			return;
 		if (inner == 1) { /* row: o */
 			s = flip ? dim - j - per : j >= shift ? j - shift : j + dim - shift;
-			if (s + per > dim) { /* a roll's chunk that wraps in its source row */
-				wrap(row, s, c);
+			if (s + per > dim) /* a roll's chunk that wraps in its source row */
 				return;
-			}
 			s += row * dim;
 		} else { /* row: o * dim + j', j: i */
 			uint64_t jj;
@@ -942,33 +940,6 @@ struct shape_reorder_op : shape_plain {
 		}
 		c->src = in + s * elem;
 		c->kind = shape_src_kind(c->src, in, in_end) | (flip && inner == 1 ? SC_REV : 0);
-	}
-
-	/* A roll's chunk whose source runs off its row's end into the row's start: where the row
-	 * starts and ends on 16 bytes, its tail is in the row's last vector (loaded as a copy
-	 * would) and its head is the row's first (loaded by side_load), and finish joins them as
-	 * SC_ANY joins two neighbours. Else the element walk. Without this, the lane that owns
-	 * a row's wrapping chunk owned it in each of its rows (a row of 1024 f32 is one step of
-	 * the block's chunks) and walked all 16 after its warp had finished. */
-	__device__ void wrap(uint64_t row, uint64_t s, shape_chunk *c) const
-	{
-		const uint8_t *head = in + row * dim * elem, *tail = head + s * elem;
-		if (shape_al16(head) && shape_al16(head + dim * elem)) {
-			c->src = shape_floor16(tail);
-			c->aux = head;
-			c->kind = SC_COPY | SC_WRAP | (int)(((uintptr_t)tail & 15) << 8);
-		}
-	}
-
-	__device__ void side_load(int kind, const uint8_t *aux, uint4 *s) const
-	{
-		if (kind & SC_WRAP)
-			*s = shape_ld16<SHAPE_KEEP>(aux);
-	}
-
-	__device__ uint4 finish(int kind, uint4 v, const uint4 &s) const
-	{
-		return kind & SC_WRAP ? shape_shift16(v, s, SC_OFFSET(kind)) : v;
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const
