@@ -98,25 +98,37 @@ uint slab_run_base(Slab sl, uint r)
 	return off;
 }
 
-/* The cnt items from e, elements of elem bytes, walking (run, offset in the run) by a cursor;
- * a run's dest base is `one` where the whole group lies in one run, else it comes from the
- * group's row table, whose first run is `first`. Loads, then stores (shape_ops.glsl). */
-void slab_items(Slab sl, uint e, uint cnt, uint first, uint one, uint elem)
+/* Items t0 .. t0 + tn - 1 of the invocation's (those below cnt), elements of elem bytes, c at
+ * item t0 and left at item t0 + tn: loads, then stores (shape_ops.glsl). A run's dest base is
+ * `one` where the whole group lies in one run, else it comes from the group's row table,
+ * whose first run is `first`. */
+void slab_part(Slab sl, inout ShapeCursor c, uint cnt, uint first, uint one, uint elem, uint t0, uint tn)
 {
-	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
-	ShapeCursor c0 = c;
 	uvec2 v[XPU_SHAPE_GRAIN];
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+	[[unroll]] for (uint t = t0; t < t0 + tn; t++)
 		if (t < cnt)
-			v[t] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
-	c = c0;
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+			v[t - t0] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
+	[[unroll]] for (uint t = t0; t < t0 + tn; t++) {
 		if (t < cnt) {
 			uint base = one != 0xffffffffu ? one : shape_rows[c.j - first];
 			uint at = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
-			shape_store(pc.off_dest + at * elem, elem, v[t]);
+			shape_store(pc.off_dest + at * elem, elem, v[t - t0]);
 		}
 		shape_cursor_step(c);
+	}
+}
+
+/* The cnt items from e, walking (run, offset in the run) by a cursor. Elements of 8 bytes go
+ * in two halves, so the pipeline's registers (its largest path's) stay those of 16 words in
+ * flight: at 16 two-word values it held 72 on the H200, three groups an SM. */
+void slab_items(Slab sl, uint e, uint cnt, uint first, uint one, uint elem)
+{
+	ShapeCursor c = shape_cursor(e, sl.n / sl.run, sl.run); /* (0, run, offset) */
+	if (elem == 8u) {
+		slab_part(sl, c, cnt, first, one, elem, 0u, uint(XPU_SHAPE_GRAIN) / 2u);
+		slab_part(sl, c, cnt, first, one, elem, uint(XPU_SHAPE_GRAIN) / 2u, uint(XPU_SHAPE_GRAIN) / 2u);
+	} else {
+		slab_part(sl, c, cnt, first, one, elem, 0u, uint(XPU_SHAPE_GRAIN));
 	}
 }
 
