@@ -407,6 +407,10 @@ cases.contiguize = function(c, d, dt)
     { shape = { 3, 50, 37 }, strides = { 1, 3, 150 }, offset = 0 },  -- several groups, short rows
     { shape = { 70, 80 }, strides = { 1, 70 }, offset = 3 },   -- whole 64 x 64 tiles beside partial ones, more tiles than groups
     { shape = { 20, 3, 90 }, strides = { 1, 1800, 20 }, offset = 0 }, -- a transpose with an axis between p and the last
+    -- walks past a group's 4096 items with rows shorter than its 256-item step: rows reversed,
+    -- and rows repeated (stride 0)
+    { shape = { 3, 50, 37 }, strides = { 1850, -37, 1 }, offset = 1813 },
+    { shape = { 70, 3, 29 }, strides = { 29, 0, 1 }, offset = 0 },
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)

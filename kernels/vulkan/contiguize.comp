@@ -13,7 +13,8 @@
  *   axis, read along p and written along the last axis: neighbouring invocations touch
  *   neighbouring elements on both sides. Group g takes tiles g, g + groups, ... (the grid is
  *   sized by elements, and partial tiles at the edges can outnumber the groups).
- * - anything else: an invocation walks its 16 items, reading each where the view puts it. */
+ * - anything else: an invocation loads its 16 items where the view puts them, then stores
+ *   them (a row's start from the group's row table, shape_ops.glsl). */
 layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
 /* The same bindings in 8-byte words, for tiles of 8-byte elements: the view is on a multiple
@@ -56,27 +57,44 @@ uint contig_row(uint row, uint rank)
 	return off;
 }
 
-/* An invocation's items walk (output row, column) by a cursor; a row's start is worked out
- * again only when the row changes. A scalar (rank 0) is one element at the offset. */
-void contig_walk(uint rank, uint elem, uint n)
+/* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; a
+ * row's start in the input comes from the group's row table, whose first row is `first`.
+ * Loads, then stores (shape_ops.glsl). */
+void contig_items(uint e, uint cnt, uint n, uint first, uint len, uint stl, uint elem)
 {
-	uint e = shape_item_at(0u);
-	if (e >= n)
-		return;
-	uint len = rank > 0u ? contig_d(rank - 1u) : 1u, stl = rank > 0u ? pc.st[rank - 1u].x : 0u;
 	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
-	uint row = 0xffffffffu, at = 0u;
-	for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		e = shape_item_at(t);
-		if (e >= n)
-			break;
-		if (c.j != row) {
-			row = c.j;
-			at = contig_row(row, rank);
-		}
-		shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + (at + c.i * stl) * elem, elem));
+	uvec2 v[XPU_SHAPE_GRAIN];
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+		if (t < cnt)
+			v[t] = shape_load(pc.off_in + (shape_rows[c.j - first] + c.i * stl) * elem, elem);
 		shape_cursor_step(c);
 	}
+	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
+		if (t < cnt)
+			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
+}
+
+/* Any other view: an invocation's items read where the view puts them. A scalar (rank 0) is
+ * one element at the offset. */
+void contig_walk(uint rank, uint elem, uint n)
+{
+	uint len = rank > 0u ? contig_d(rank - 1u) : 1u, stl = rank > 0u ? pc.st[rank - 1u].x : 0u;
+	uvec2 span = shape_row_span(n, len);
+	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
+		shape_rows[r] = contig_row(span.x + r, rank);
+	barrier();
+	uint cnt = shape_count(n);
+	if (cnt == 0u)
+		return;
+	uint e = shape_item_at(0u);
+	if (elem == 4u)
+		contig_items(e, cnt, n, span.x, len, stl, 4u);
+	else if (elem == 8u)
+		contig_items(e, cnt, n, span.x, len, stl, 8u);
+	else if (elem == 2u)
+		contig_items(e, cnt, n, span.x, len, stl, 2u);
+	else
+		contig_items(e, cnt, n, span.x, len, stl, 1u);
 }
 
 /* ---- transpose tiles ------------------------------------------------------------------ */
