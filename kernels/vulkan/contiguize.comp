@@ -30,18 +30,19 @@ layout(push_constant) uniform Args {
 	uint off_out, off_in;
 } pc;
 
-#define SHAPE_DST dst
-#define SHAPE_SRC src
-#include "shape_ops.glsl"
-
 /* A tile's rows, one per step along the last axis, pitched one word past their elements so
  * that both the row walk (loads) and the column walk (stores) fall in distinct banks: 64 rows
  * of 65 words (elements of 1, 2 or 4 bytes, one a word), or of 33 words twice (8-byte
- * elements: low words, then high words). */
+ * elements: low words, then high words). The walk's row table when no tile is in use. */
 #define TILE_PITCH 65u
 #define TILE_PITCH8 33u
 #define TILE_HI (64u * TILE_PITCH8)
 shared uint tile[64u * TILE_PITCH8 * 2u];
+
+#define SHAPE_DST dst
+#define SHAPE_SRC src
+#define SHAPE_ROWS tile
+#include "shape_ops.glsl"
 
 uint contig_d(uint k) { return SHAPE_U32(pc.d, 0u, k); }
 
@@ -66,7 +67,7 @@ void contig_items(uint e, uint cnt, uint n, uint first, uint len, uint stl, uint
 	uvec2 v[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
 		if (t < cnt)
-			v[t] = shape_load(pc.off_in + (shape_rows[c.j - first] + c.i * stl) * elem, elem);
+			v[t] = shape_load(pc.off_in + (SHAPE_ROWS[c.j - first] + c.i * stl) * elem, elem);
 		shape_cursor_step(c);
 	}
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
@@ -81,7 +82,7 @@ void contig_walk(uint rank, uint elem, uint n)
 	uint len = rank > 0u ? contig_d(rank - 1u) : 1u, stl = rank > 0u ? pc.st[rank - 1u].x : 0u;
 	uvec2 span = shape_row_span(n, len);
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
-		shape_rows[r] = contig_row(span.x + r, rank);
+		SHAPE_ROWS[r] = contig_row(span.x + r, rank);
 	barrier();
 	uint cnt = shape_count(n);
 	if (cnt == 0u)

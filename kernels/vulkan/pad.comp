@@ -58,7 +58,7 @@ void pad_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint 
 	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
 	uvec2 v[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		uint in_row = t < cnt ? shape_rows[c.j - first] : 0xffffffffu;
+		uint in_row = t < cnt ? SHAPE_ROWS[c.j - first] : 0xffffffffu;
 		bool border = in_row == 0xffffffffu;
 		uint q = pad_from(c.i, dl, lol, mode, border);
 		v[t] = pc.fill;
@@ -82,7 +82,7 @@ void main()
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
 		bool border = false;
 		uint in_row = pad_in_row(span.x + r, rank, mode, border);
-		shape_rows[r] = border ? 0xffffffffu : in_row;
+		SHAPE_ROWS[r] = border ? 0xffffffffu : in_row;
 	}
 	barrier();
 	uint cnt = shape_count(n);

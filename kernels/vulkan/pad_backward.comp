@@ -155,7 +155,7 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	uint multi = 0u, two = 0u, left = 0u;
 	float v[XPU_SHAPE_GRAIN], m[XPU_SHAPE_GRAIN];
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		uint at = t < cnt ? shape_rows[c.j - first] : 0xffffffffu, i = c.i;
+		uint at = t < cnt ? SHAPE_ROWS[c.j - first] : 0xffffffffu, i = c.i;
 		bool row = at != 0xffffffffu;
 		bool lm = mode == 1u && i >= 1u && i <= b, rm = mode == 1u && i + 2u <= d && d - 1u - i <= after;
 		bool one = row && (mode == 2u ? (i != 0u || b == 0u) && (i != d - 1u || after == 0u) : !lm && !rm);
@@ -190,7 +190,7 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	for (uint t = 0u; t < cnt; t++) {
 		if ((multi & (1u << t)) == 0u)
 			continue;
-		uint g = shape_item_at(t), at = shape_rows[g / d - first];
+		uint g = shape_item_at(t), at = SHAPE_ROWS[g / d - first];
 		if (at == 0xffffffffu)
 			pad_bwd_terms(g, rank, dt, mode, elem);
 		else
@@ -211,7 +211,7 @@ void main()
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
 		bool one = true;
 		uint at = pad_bwd_row(span.x + r, rank, mode, one);
-		shape_rows[r] = one ? at : 0xffffffffu;
+		SHAPE_ROWS[r] = one ? at : 0xffffffffu;
 	}
 	barrier();
 	uint cnt = shape_count(n);

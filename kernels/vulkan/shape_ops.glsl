@@ -82,8 +82,13 @@ uint shape_count(uint n)
 
 /* A group's row table: entry r for the r-th of the rows (of `len` items) that the group's
  * items touch, at most one an item (shape_row_span); the body fills it, every invocation a
- * share, and meets a barrier before its passes read it. */
+ * share, and meets a barrier before its passes read it. A body with shared memory of its own
+ * (contiguize's tiles) names that instead (SHAPE_ROWS, 256 * XPU_SHAPE_GRAIN words or more),
+ * so the pipeline does not hold both. */
+#ifndef SHAPE_ROWS
+#define SHAPE_ROWS shape_rows
 shared uint shape_rows[256 * XPU_SHAPE_GRAIN];
+#endif
 
 /* The first row the group's items touch, and how many rows from it (0: the group is past n).
  * Blocks are 256 invocations (kernels/table_shape.c; launch refuses another count), so the

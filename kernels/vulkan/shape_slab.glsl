@@ -110,7 +110,7 @@ void slab_part(Slab sl, inout ShapeCursor c, uint cnt, uint first, uint one, uin
 			v[t - t0] = shape_load(pc.off_src + shape_item_at(t) * elem, elem);
 	[[unroll]] for (uint t = t0; t < t0 + tn; t++) {
 		if (t < cnt) {
-			uint base = one != 0xffffffffu ? one : shape_rows[c.j - first];
+			uint base = one != 0xffffffffu ? one : SHAPE_ROWS[c.j - first];
 			uint at = base + (sl.ka == sl.axis ? slab_wrap(sl, c.i) : sl.run0 + c.i);
 			shape_store(pc.off_dest + at * elem, elem, v[t - t0]);
 		}
@@ -141,7 +141,7 @@ void main()
 		one = slab_run_base(sl, span.x);
 	} else {
 		for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
-			shape_rows[r] = slab_run_base(sl, span.x + r);
+			SHAPE_ROWS[r] = slab_run_base(sl, span.x + r);
 		barrier();
 	}
 	uint cnt = shape_count(sl.n); /* none past the slab, nor in a row of a 2-D block past the first */
