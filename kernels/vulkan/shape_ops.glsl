@@ -1,8 +1,8 @@
 /* shape_ops.glsl — what the shape kernels (pad.comp ... contiguize.comp; kernels/table_shape.c)
  * share: one item per output element (cumsum: lane; write_slice*: source element), 256 *
  * XPU_SHAPE_GRAIN per group (kernels/shape_grain.h; cumsum: 256), as kernels/cpu/shape_ops.c and
- * kernels/cuda/shape_ops.cu number them; an invocation runs its kernel's shape_body once for each
- * of its items (shape_item_at). Elements of 1, 2, 4 or 8 bytes live in the includer's uint arrays
+ * kernels/cuda/shape_ops.cu number them; an invocation moves its items (shape_item_at) in the
+ * passes described below. Elements of 1, 2, 4 or 8 bytes live in the includer's uint arrays
  * SHAPE_DST and SHAPE_SRC; the signature makes every base a multiple of the element, so an
  * element never straddles a word but where it is 8 bytes (two whole words). Elements narrower
  * than a word share it with neighbours that other items write, so they are merged into it with
