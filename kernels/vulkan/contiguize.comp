@@ -88,14 +88,9 @@ void contig_walk(uint rank, uint elem, uint n)
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (elem == 4u)
-		contig_items(e, cnt, n, span.x, len, stl, 4u);
-	else if (elem == 8u)
-		contig_items(e, cnt, n, span.x, len, stl, 8u);
-	else if (elem == 2u)
-		contig_items(e, cnt, n, span.x, len, stl, 2u);
-	else
-		contig_items(e, cnt, n, span.x, len, stl, 1u);
+#define CONTIG(E) contig_items(e, cnt, n, span.x, len, stl, E)
+	SHAPE_PER_ELEM(elem, CONTIG);
+#undef CONTIG
 }
 
 /* ---- transpose tiles ------------------------------------------------------------------ */

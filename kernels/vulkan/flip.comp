@@ -35,12 +35,7 @@ void main()
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (elem == 4u)
-		flip_items(e, cnt, dim, inner, 4u);
-	else if (elem == 8u)
-		flip_items(e, cnt, dim, inner, 8u);
-	else if (elem == 2u)
-		flip_items(e, cnt, dim, inner, 2u);
-	else
-		flip_items(e, cnt, dim, inner, 1u);
+#define FLIP(E) flip_items(e, cnt, dim, inner, E)
+	SHAPE_PER_ELEM(elem, FLIP);
+#undef FLIP
 }

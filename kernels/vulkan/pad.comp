@@ -89,12 +89,7 @@ void main()
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (elem == 4u)
-		pad_items(e, cnt, n, span.x, rank, mode, 4u);
-	else if (elem == 8u)
-		pad_items(e, cnt, n, span.x, rank, mode, 8u);
-	else if (elem == 2u)
-		pad_items(e, cnt, n, span.x, rank, mode, 2u);
-	else
-		pad_items(e, cnt, n, span.x, rank, mode, 1u);
+#define PAD(E) pad_items(e, cnt, n, span.x, rank, mode, E)
+	SHAPE_PER_ELEM(elem, PAD);
+#undef PAD
 }

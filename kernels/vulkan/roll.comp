@@ -37,12 +37,7 @@ void main()
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (elem == 4u)
-		roll_items(e, cnt, dim, inner, shift, 4u);
-	else if (elem == 8u)
-		roll_items(e, cnt, dim, inner, shift, 8u);
-	else if (elem == 2u)
-		roll_items(e, cnt, dim, inner, shift, 2u);
-	else
-		roll_items(e, cnt, dim, inner, shift, 1u);
+#define ROLL(E) roll_items(e, cnt, dim, inner, shift, E)
+	SHAPE_PER_ELEM(elem, ROLL);
+#undef ROLL
 }

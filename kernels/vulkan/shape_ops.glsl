@@ -102,6 +102,18 @@ uvec2 shape_row_span(uint n, uint len)
 	return uvec2(first, last / len - first + 1u);
 }
 
+/* CALL(E) once, with E the element size as a constant (4, 8, 2, else 1), so that each pass is
+ * compiled for one size (see above). */
+#define SHAPE_PER_ELEM(elem, CALL)       \
+	if ((elem) == 4u)                \
+		CALL(4u);                \
+	else if ((elem) == 8u)           \
+		CALL(8u);                \
+	else if ((elem) == 2u)           \
+		CALL(2u);                \
+	else                             \
+		CALL(1u)
+
 /* An invocation's items as (o, j, i) of a [*, dim, inner] index: its first item decoded with
  * divisions, the next ones reached by adding the step between them (shape_item_at's group
  * width) digit by digit with carries, so an item costs adds and compares, not divisions. */

@@ -148,14 +148,9 @@ void main()
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (sl.elem == 4u)
-		slab_items(sl, e, cnt, span.x, one, 4u);
-	else if (sl.elem == 8u)
-		slab_items(sl, e, cnt, span.x, one, 8u);
-	else if (sl.elem == 2u)
-		slab_items(sl, e, cnt, span.x, one, 2u);
-	else
-		slab_items(sl, e, cnt, span.x, one, 1u);
+#define SLAB(E) slab_items(sl, e, cnt, span.x, one, E)
+	SHAPE_PER_ELEM(sl.elem, SLAB);
+#undef SLAB
 }
 
 #endif

@@ -64,14 +64,9 @@ void main()
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (elem == 4u)
-		tri_items(e, cnt, rows, cols, 4u);
-	else if (elem == 8u)
-		tri_items(e, cnt, rows, cols, 8u);
-	else if (elem == 2u)
-		tri_items(e, cnt, rows, cols, 2u);
-	else
-		tri_items(e, cnt, rows, cols, 1u);
+#define TRI(E) tri_items(e, cnt, rows, cols, E)
+	SHAPE_PER_ELEM(elem, TRI);
+#undef TRI
 }
 
 #endif
