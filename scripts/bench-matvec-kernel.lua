@@ -115,7 +115,7 @@ if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
                   "--kernel", name }
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
-    local p = assert(io.popen(table.concat(cmd, " ")))
+    local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
       local cols = {}
       for f in (line .. "\t"):gmatch("([^\t]*)\t") do cols[#cols + 1] = tonumber(f) or f end

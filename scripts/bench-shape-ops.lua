@@ -141,7 +141,7 @@ if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.chi
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
                   "--contracts", opts.file, "--ops", c.kernel, "--child", opts.no_gate and "--no-gate" or "",
                   opts.jsonl and "--jsonl" or "" }
-    local p = assert(io.popen(table.concat(cmd, " ")))
+    local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
       if line:sub(1, 4) == "ROW\t" then
         local row = {}

@@ -38,3 +38,14 @@ describe("bench-shape-ops", function()
     end)
   end
 end)
+
+describe("report.command", function()
+  it("quotes each word for the shell and leaves empty words out", function()
+    local report = require "xpu.report"
+    local cmd = report.command { "printf", "%s|", "a b", "", "it's", 3 }
+    assert.equal("'printf' '%s|' 'a b' 'it'\\''s' '3'", cmd)
+    local p = assert(io.popen(cmd))
+    assert.equal("a b|it's|3|", p:read("a"))
+    p:close()
+  end)
+end)

@@ -93,6 +93,17 @@ function M.stats(xs)
   return { median = med, min = xs[1], max = xs[n], n = n }
 end
 
+-- A shell command line from its words, each single-quoted (so a path with spaces or quotes
+-- stays one word); empty words are left out. For a script that runs itself again per case.
+function M.command(words)
+  local out = {}
+  for _, w in ipairs(words) do
+    w = tostring(w)
+    if w ~= "" then out[#out + 1] = "'" .. w:gsub("'", "'\\''") .. "'" end
+  end
+  return table.concat(out, " ")
+end
+
 -- The git commit of the source tree, or "unknown".
 function M.commit()
   local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
