@@ -47,8 +47,9 @@
  * roll's misaligned chunks read their second vector from L1, where the neighbouring lane's
  * first put it, and contiguize's tiles gain too. H200, 1 GiB f32, this build against one with
  * SHAPE_STREAMING=0 (every kernel cached) in the same run: roll 3048 / 3132 GB/s, contiguize
- * 2934 / 3244; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level. 0: no
- * kernel streams. */
+ * 2934 / 3244; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level. As
+ * committed (roll and contiguize cached, the rest streaming; docs/PERF.md, fourth pass): roll
+ * 3029, contiguize 3220 against a copy of 3875. 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
 #endif
