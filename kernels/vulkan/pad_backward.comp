@@ -19,6 +19,19 @@ layout(push_constant) uniform Args {
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
 
+/* Coordinate i of an axis (d long, b before, a after) as pad read it: reflect's left and right
+ * mirrors (whether pad also read it into that border), and whether it was read into one
+ * position only (replicate's edges feed their whole border). */
+bool pad_bwd_left(uint i, uint b, uint mode) { return mode == 1u && i >= 1u && i <= b; }
+bool pad_bwd_right(uint i, uint d, uint a, uint mode) { return mode == 1u && i + 2u <= d && d - 1u - i <= a; }
+
+bool pad_bwd_single(uint i, uint d, uint b, uint a, uint mode)
+{
+	if (mode == 2u)
+		return (i != 0u || b == 0u) && (i != d - 1u || a == 0u);
+	return !pad_bwd_left(i, b, mode) && !pad_bwd_right(i, d, a, mode);
+}
+
 /* Gradient element e, which pad read into more than one upstream position on some axis: the
  * sum over the product of each axis's preimage, by an odometer (local arrays: the slow path). */
 void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
@@ -37,7 +50,7 @@ void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 			rhi[k][0] = i == d - 1u ? od[k] : i + b + 1u;
 			m = 1;
 		} else {
-			if (mode == 1u && i >= 1u && i <= b) {
+			if (pad_bwd_left(i, b, mode)) {
 				rlo[k][m] = b - i;
 				rhi[k][m] = b - i + 1u;
 				m++;
@@ -45,7 +58,7 @@ void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 			rlo[k][m] = i + b;
 			rhi[k][m] = i + b + 1u;
 			m++;
-			if (mode == 1u && i + 2u <= d && d - 1u - i <= after) {
+			if (pad_bwd_right(i, d, after, mode)) {
 				rlo[k][m] = b + 2u * (d - 1u) - i;
 				rhi[k][m] = rlo[k][m] + 1u;
 				m++;
@@ -90,12 +103,10 @@ float pad_bwd_last(uint at, uint i, uint d, uint b, uint after, uint mode, uint 
 		hi = i == d - 1u ? d + b + after : hi;
 	}
 	precise float acc = shape_load_f(pc.off_up + (at + lo) * elem, dt);
-	if (mode == 1u) {
-		if (i >= 1u && i <= b) /* the left mirror, below the interior term */
-			acc = shape_load_f(pc.off_up + (at + b - i) * elem, dt) + acc;
-		if (i + 2u <= d && d - 1u - i <= after)
-			acc = acc + shape_load_f(pc.off_up + (at + b + 2u * (d - 1u) - i) * elem, dt);
-	}
+	if (pad_bwd_left(i, b, mode)) /* below the interior term */
+		acc = shape_load_f(pc.off_up + (at + b - i) * elem, dt) + acc;
+	if (pad_bwd_right(i, d, after, mode))
+		acc = acc + shape_load_f(pc.off_up + (at + b + 2u * (d - 1u) - i) * elem, dt);
 	for (uint p = lo + 1u; p < hi; p++)
 		acc = acc + shape_load_f(pc.off_up + (at + p) * elem, dt);
 	return acc;
@@ -113,10 +124,7 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 		if (k < int(rank) - 1) {
 			uint i = rem % d;
 			rem /= d;
-			if (mode == 2u)
-				one = one && (i != 0u || b == 0u) && (i != d - 1u || after == 0u);
-			else if (mode == 1u)
-				one = one && !(i >= 1u && i <= b) && !(i + 2u <= d && d - 1u - i <= after);
+			one = one && pad_bwd_single(i, d, b, after, mode);
 			off += (i + b) * stride;
 		}
 		stride *= d + b + after;
@@ -157,8 +165,8 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
 		uint at = t < cnt ? SHAPE_ROWS[c.j - first] : 0xffffffffu, i = c.i;
 		bool row = at != 0xffffffffu;
-		bool lm = mode == 1u && i >= 1u && i <= b, rm = mode == 1u && i + 2u <= d && d - 1u - i <= after;
-		bool one = row && (mode == 2u ? (i != 0u || b == 0u) && (i != d - 1u || after == 0u) : !lm && !rm);
+		bool lm = pad_bwd_left(i, b, mode), rm = pad_bwd_right(i, d, after, mode);
+		bool one = row && pad_bwd_single(i, d, b, after, mode);
 		bool pair = row && lm != rm;
 		v[t] = 0.0;
 		m[t] = 0.0;
