@@ -241,9 +241,35 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool
 	return 0;
 }
 
+/* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items:
+ * pad_rows and pad_backward_rows, which find each row's source once a group, move them with
+ * fewer instructions where a device has them (the CUDA bodies). */
+static bool pad_of_rows(const struct xpu_shape_geom *g)
+{
+	if (g->rank < 1)
+		return false;
+	int k = g->rank - 1;
+	uint64_t len = g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
+	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31); /* the walk steps a row's place in 32 bits */
+}
+
+/* The rows variant of kernel (its name with "_rows") where the device has it, else NULL. */
+static struct xpu_kernel *rows_variant(struct xpu_stream *s, int kernel)
+{
+	static struct xpu_kernel *cache[XPU_SK_COUNT];
+	static bool looked[XPU_SK_COUNT];
+	if (!looked[kernel]) {
+		char name[64];
+		snprintf(name, sizeof name, "%s_rows", names[kernel]);
+		cache[kernel] = xpu_kernel_find(name);
+		looked[kernel] = true;
+	}
+	return cache[kernel] && xpu_kernel_available(s->dev, cache[kernel]->id) ? cache[kernel] : NULL;
+}
+
 int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
 {
-	static struct xpu_kernel *cache[XPU_SK_COUNT], *ring_rows;
+	static struct xpu_kernel *cache[XPU_SK_COUNT];
 	struct xpu_karg args[XPU_MAX_ARGS];
 	int nargs = 0, rc;
 	uint64_t items = 0;
@@ -253,8 +279,10 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 		return xpu_fail("shape launch: kernel %d, rank %d is no shape kernel's geometry", g->kernel, g->rank);
 	if (g->kernel == XPU_SK_COPY)
 		return shape_copy(s, g, launched);
-	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD)
+	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD) {
 		rc = pack_pad(g, args, &nargs, &items);
+		rows = pad_of_rows(g);
+	}
 	else if (g->kernel == XPU_SK_WRITE_SLICE || g->kernel == XPU_SK_WRITE_SLICE_ROTATING)
 		rc = pack_slab(g, args, &nargs, &items, &rows);
 	else if (g->kernel == XPU_SK_CONTIGUIZE)
@@ -265,16 +293,19 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
 		return 0;
-	uint64_t per = group_items(g->kernel), groups = (items + per - 1) / per;
+	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
+		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
+	struct xpu_kernel *k = cache[g->kernel], *rk = rows ? rows_variant(s, g->kernel) : NULL;
+	uint64_t per = group_items(g->kernel);
+	if (rk) {
+		k = rk;
+		if (g->kernel != XPU_SK_WRITE_SLICE_ROTATING) /* the pad rows kernels' groups are larger */
+			per *= XPU_SHAPE_ROW_GROUPS;
+	}
+	uint64_t groups = (items + per - 1) / per;
 	if (groups > MAX_GROUPS)
 		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],
 				(unsigned long long)items);
-	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
-		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
-	struct xpu_kernel *k = cache[g->kernel];
-	if (rows && (ring_rows || (ring_rows = xpu_kernel_find("write_slice_rotating_rows"))) &&
-	    xpu_kernel_available(s->dev, ring_rows->id))
-		k = ring_rows;
 	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
 	if (xpu_launch(s, k, grid, block, args, nargs))
 		return -1;

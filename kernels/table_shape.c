@@ -217,6 +217,12 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .launch = xpu_launch_pad, .block = 256 },
 	{ .name = "pad_backward", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM, .extent = pad_backward_extent,
 	  .launch = xpu_launch_pad_backward, .block = 256 },
+	/* pad and pad_backward for rows of at least XPU_SHAPE_ROW_MIN items (kernels/launch_shape.c
+	 * picks them where the device has them: the CUDA bodies); no route row names them */
+	{ .name = "pad_rows", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
+	  .launch = NULL, .block = 256 },
+	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
+	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
 	{ .name = "flip", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64", .extent = flip_extent,
 	  .launch = xpu_launch_flip, .block = 256 },
 	{ .name = "roll", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64",

@@ -270,7 +270,13 @@ cases.pad = function(c, d, dt)
     { shape = { 6, 64 }, padding = { { 1, 2 }, { 4, 8 } } }, -- whole 16-byte interiors and borders
     { shape = { 2, 3, 61 }, padding = { { 0, 1 }, { 2, 0 }, { 3, 6 } } }, -- interiors off 16-byte alignment
     { shape = { 3, 29, 53 }, padding = { { 1, 1 }, { 2, 3 }, { 5, 4 } } }, -- several groups, rows shorter than 256
+    -- rows of XPU_SHAPE_ROW_MIN (128) items and more: pad_rows where built. Input runs off 16-byte
+    -- alignment; then two groups whose input rows alternate alignment, a constant row at each end
+    { shape = { 5, 200 }, padding = { { 1, 2 }, { 3, 5 } } },
+    { shape = { 3, 5, 150 }, padding = { { 0, 1 }, { 2, 1 }, { 16, 8 } } },
+    { shape = { 40, 500 }, padding = { { 2, 3 }, { 7, 9 } }, big = true }, -- past a rows group's 16384 items
   } do
+    if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local data = random_bytes(prod(case.shape) * e)
     for mode = 0, 2 do
       local fill_bits = 0x1122334455667788 & ((1 << (8 * e)) - 1)
@@ -282,6 +288,7 @@ cases.pad = function(c, d, dt)
       same_bytes(want, got, e, ("pad %s %s mode %d"):format(dt, table.concat(case.shape, "x"), mode))
       out[#out + 1] = got
     end
+    ::next::
   end
   return table.concat(out)
 end
@@ -464,7 +471,14 @@ cases.pad_backward = function(c, d, dt)
     { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
     { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
     { in_shape = { 4, 3 }, padding = { { 0, 2 }, { 1, 0 } } },  -- a side with no padding: its edge one term
+    -- rows of 128 items and more: pad_backward_rows where built. Mirrors off 16-byte alignment;
+    -- aligned interiors and border chunks with outer rows of several terms; two plain groups
+    { in_shape = { 6, 150 }, padding = { { 2, 1 }, { 5, 7 } } },
+    { in_shape = { 3, 4, 160 }, padding = { { 1, 1 }, { 1, 2 }, { 16, 16 } } },
+    { in_shape = { 2, 19, 130 }, padding = { { 1, 0 }, { 3, 3 }, { 4, 4 } } },
+    { in_shape = { 4, 30, 140 }, padding = { { 1, 1 }, { 2, 2 }, { 4, 3 } }, big = true }, -- past a rows group's 16384 items
   } do
+    if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local in_shape, padding = case.in_shape, case.padding
     for mode = 0, 2 do
       local terms, out_shape = ref.pad_terms(in_shape, padding, mode)
@@ -486,6 +500,7 @@ cases.pad_backward = function(c, d, dt)
       end
       out[#out + 1] = got
     end
+    ::next::
   end
   return table.concat(out)
 end
@@ -694,6 +709,51 @@ describe("write_slice_rotating_rows", function()
         local fired = case.rows and built
         assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
         assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
+      end
+    end)
+  end
+end)
+
+-- pad's and pad_backward's kernels: output rows of XPU_SHAPE_ROW_MIN (128) items or more go to
+-- pad_rows / pad_backward_rows where the device has them (CUDA here; HIP builds the same
+-- bodies) and nowhere else; shorter rows go to the plain kernels everywhere. Both write what
+-- the CPU reference says.
+describe("pad_rows and pad_backward_rows", function()
+  for _, backend in ipairs(BACKENDS) do
+    it(backend .. ": fire for rows of 128 items or more where built, not for rows of 127", function()
+      local devs, why = devices_of(backend)
+      if not devs then return pending("skipped: " .. why) end
+      local d = devs[1]
+      for _, kn in ipairs { "pad", "pad_backward" } do
+        local c, plain, rows = C[kn .. "." .. backend], d:kernel(kn), d:kernel(kn .. "_rows")
+        local built = d:kernel_available(kn .. "_rows")
+        assert.equal(backend == "cuda", built, kn .. "_rows built on " .. backend)
+        for _, len in ipairs { 128, 127 } do
+          -- pad: 3 x (len - 3) padded to rows of len; pad_backward: gradient rows of len
+          local padding = { { 1, 1 }, { 1, 2 } }
+          local shape = kn == "pad" and { 3, len - 3 } or { 3, len }
+          local out_shape = { 5, shape[2] + 3 }
+          local input, want
+          if kn == "pad" then
+            input = random_bytes(prod(shape) * 4)
+            want = ref.pad(elements(input, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
+          else
+            -- constant mode: each gradient element is its one upstream term, bit for bit
+            input = encode("f32", random_values(prod(out_shape), "f32"))
+            local ups = elements(input, 4)
+            local terms = ref.pad_terms(shape, padding, 0)
+            want = {}
+            for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
+            want = table.concat(want)
+          end
+          local p0, r0 = plain.launches, rows.launches
+          local got = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
+            data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
+          same_bytes(want, got, 4, ("%s rows of %d"):format(kn, len))
+          local fired = built and len >= 128
+          assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
+          assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
+        end
       end
     end)
   end

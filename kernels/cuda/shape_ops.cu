@@ -69,6 +69,7 @@
 #endif
 
 static_assert(XPU_SHAPE_GRAIN == 16, "a thread's 16 items are elem chunks of 16 bytes each");
+static_assert(XPU_SHAPE_ROW_GROUPS * 8 <= 32, "a rows walk's thread marks its slow chunks in 32 bits");
 
 /* ---- indices ------------------------------------------------------------------------------- */
 
@@ -322,13 +323,13 @@ struct shape_plain {
 };
 
 /* Runs an op over the thread's chunks. The op gives n (items), elem, len (its row length),
- * out (the dense output: item i at out + i * elem), fill (16 bytes), plan(i0, row, j, per,
- * &chunk) for the chunk of items [i0, i0 + per) at (row, j) = (i0 / len, i0 % len), and
- * slow(i0, count), the element walk. Each chunk's loads are issued as soon as it is planned,
+ * out (the dense output: item i at out + i * elem), fill (16 bytes) and slow(i0, count), the
+ * element walk; plan(i0, row, j, per, &chunk) plans the chunk of items [i0, i0 + per) at
+ * (row, j) = (i0 / len, i0 % len). Each chunk's loads are issued as soon as it is planned,
  * the stores after the last load; slow chunks go last. Votes and shuffles are reached by
  * every lane: the loops are uniform. */
-template <bool STREAM = true, class Op>
-static __device__ __forceinline__ void shape_chunks(const Op &op)
+template <bool STREAM = true, class Op, class Plan>
+static __device__ __forceinline__ void shape_walk(const Op &op, const Plan &plan)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
 	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
@@ -349,13 +350,13 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 			c.kind = SC_NONE;
 #if SHAPE_CURSOR
 			if (u0 + b < elem && i0 < op.n)
-				op.plan(i0, row, j, per, &c);
+				plan(i0, row, j, per, &c);
 			shape_step(&row, &j, q_step, r_step, op.len);
 #else
 			if (u0 + b < elem && i0 < op.n) {
 				uint64_t jj;
 				const uint64_t rr = shape_div(i0, op.len, &jj);
-				op.plan(i0, rr, jj, per, &c);
+				plan(i0, rr, jj, per, &c);
 			}
 #endif
 			const int k = c.kind & SC_KIND;
@@ -394,6 +395,86 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 	}
 	for (; slow; slow &= slow - 1) { /* no batch state is live here: the walk has the registers */
 		const uint64_t i0 = (first + (uint64_t)(__ffs(slow) - 1) * SHAPE_BLOCK) * per;
+		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+	}
+}
+
+/* The walk with the op's own plan. */
+template <bool STREAM = true, class Op>
+static __device__ __forceinline__ void shape_chunks(const Op &op)
+{
+	shape_walk<STREAM>(op, [&](uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) {
+		op.plan(i0, row, j, per, c);
+	});
+}
+
+/* The walk of the rows kernels (pad_rows, pad_backward_rows): an op whose chunk plan needs one
+ * value per output row (where the row's source starts). A group covers XPU_SHAPE_ROW_GROUPS
+ * times the usual 4096 items, so a thread's setup serves that many times more chunks; the
+ * group works each row's value out once, one row a thread, into a table that each chunk
+ * reads; a chunk's place is a row of the table and a column, stepped in 32 bits. Per chunk
+ * this leaves a table read, the op's plan_row(entry, j, per, &chunk) and the moves (pad: 140
+ * instructions a chunk and 250 of setup a thread were the generic walk's; docs/PERF.md).
+ * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
+ * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
+ * or one across two rows, takes the element walk, so any geometry is still right. */
+template <class Op>
+static __device__ __forceinline__ void shape_rows_walk(const Op &op)
+{
+	__shared__ int64_t entry[XPU_SHAPE_ROWS];
+	const uint32_t elem = op.elem, per = 16 / elem, len = (uint32_t)op.len, t = xpu_thread();
+	const uint32_t chunks = XPU_SHAPE_ROW_GROUPS * elem; /* a thread's */
+	const uint64_t g0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
+	const uint64_t row0 = g0 / len;
+	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
+		entry[r] = op.row_entry(row0 + r);
+	__syncthreads();
+	const uint32_t step = SHAPE_BLOCK * per, q_step = step / len, r_step = step - q_step * len;
+	uint32_t j = (uint32_t)(g0 - row0 * len) + t * per, rel = j / len;
+	j -= rel * len;
+	const bool whole = op.out_al && len % per == 0; /* no chunk lies across two rows */
+	const uint4 fill = op.fill;
+	uint32_t slow = 0; /* bit u: the thread's chunk u takes the element walk, after the rest */
+#pragma unroll 1
+	for (uint32_t u0 = 0; u0 < chunks; u0 += SHAPE_BATCH) {
+		int kind[SHAPE_BATCH];
+		uint4 x[SHAPE_BATCH], y[SHAPE_BATCH];
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
+			shape_chunk c;
+			c.kind = SC_NONE;
+			if (u0 + b < chunks && i0 < op.n) {
+				c.kind = SC_SLOW;
+				if (whole && rel < XPU_SHAPE_ROWS)
+					op.plan_row(entry[rel], j, per, &c);
+			}
+			j += r_step;
+			rel += q_step;
+			if (j >= len) {
+				j -= len;
+				rel++;
+			}
+			const int k = c.kind & SC_KIND;
+			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
+			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
+			x[b] = a ? shape_ld16(a) : fill;
+			y[b] = k == SC_ANY ? shape_ld16(a + 16) : make_uint4(0, 0, 0, 0);
+			op.side_load(c.kind, c.aux, &y[b]);
+			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
+		}
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
+			const int k = kind[b] & SC_KIND;
+			if (k >= SC_COPY) {
+				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
+				shape_st16(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
+			}
+		}
+	}
+	for (; slow; slow &= slow - 1) { /* a border the op walks, a row past the table */
+		const uint64_t i0 = g0 + (uint64_t)((__ffs(slow) - 1) * SHAPE_BLOCK + t) * per;
 		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 	}
 }
@@ -499,21 +580,33 @@ struct shape_pad_op : shape_pad_geo, shape_plain {
 		return (int64_t)src;
 	}
 
-	/* A chunk inside one output row: the row's interior copied, a constant border filled. */
-	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	/* Where output row `row`'s input row starts (elements), or -1: a constant border row. */
+	__device__ int64_t row_entry(uint64_t row) const
+	{
+		const int64_t r = in_row(row);
+		return r < 0 ? -1 : r * (int64_t)dl;
+	}
+
+	/* A chunk inside one output row (its row_entry e): the row's interior copied, a constant
+	 * border filled. */
+	__device__ void plan_row(int64_t e, uint64_t j, uint32_t per, shape_chunk *c) const
 	{
 		c->kind = SC_SLOW;
 		if (!out_al || j + per > len)
 			return;
-		const int64_t r = in_row(row);
-		if (r < 0) {
+		if (e < 0) {
 			c->kind = SC_FILL;
 		} else if (j >= lol && j + per <= lol + dl) {
-			c->src = in + ((uint64_t)r * dl + j - lol) * elem;
+			c->src = in + ((uint64_t)e + j - lol) * elem;
 			c->kind = shape_src_kind(c->src, in, in_end);
 		} else if (mode == 0 && (j + per <= lol || j >= lol + dl)) {
 			c->kind = SC_FILL;
 		}
+	}
+
+	__device__ void plan(uint64_t, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	{
+		plan_row(row_entry(row), j, per, c);
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const
@@ -540,6 +633,19 @@ pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long
 	shape_pad_op op;
 	op.init(out, in, geom, fill, w);
 	shape_chunks(op);
+}
+
+/* pad with each output row's input row found once a group (shape_rows_walk). */
+extern "C" __global__ void SHAPE_BOUNDS(4)
+pad_rows(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, unsigned long long d01,
+	 unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
+	 unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
+	 unsigned long long a23, unsigned long long a45, unsigned long long a67)
+{
+	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
+	shape_pad_op op;
+	op.init(out, in, geom, fill, w);
+	shape_rows_walk(op);
 }
 
 /* ---- pad_backward ----------------------------------------------------------------------------- */
@@ -687,38 +793,52 @@ struct shape_pad_bwd_op : shape_pad_geo {
 		return (int64_t)r;
 	}
 
-	/* A chunk inside one gradient row whose elements have one term, or reflect's two (interior
-	 * and a mirror on one side, the same side for the whole chunk; the interior aligned, as
-	 * the mirrors take the place of SC_ANY's second vector). */
-	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	/* Where gradient row `row`'s upstream row starts (elements), or -1: the row's elements
+	 * have several terms along an outer axis (the element walk sums them). */
+	__device__ int64_t row_entry(uint64_t row) const
+	{
+		const int64_t r = up_row(row);
+		return r < 0 ? -1 : r * (int64_t)odl;
+	}
+
+	/* A chunk inside one gradient row (its row_entry e) whose elements have one term, or
+	 * reflect's two (interior and a mirror on one side, the same side for the whole chunk; the
+	 * interior aligned, as the mirrors take the place of SC_ANY's second vector). Only a chunk
+	 * that reaches a reflected border works out which of its elements have mirrors. */
+	__device__ void plan_row(int64_t e, uint64_t j, uint32_t per, shape_chunk *c) const
 	{
 		c->kind = SC_SLOW;
-		if (!out_al || j + per > len)
+		if (e < 0 || !out_al || j + per > len)
 			return;
 		if (mode == 2 && ((j == 0 && lol) || (j + per >= len && hil))) /* replicate's edge runs */
 			return;
-		const int64_t r = up_row(row);
-		if (r < 0)
+		const uint8_t *base = up + (uint64_t)e * elem;
+		c->src = base + (j + lol) * elem;
+		c->kind = shape_src_kind(c->src, up, up_end);
+		if (mode != 1 || (j > lol && j + per + hil < len))
 			return;
 		uint32_t left = 0, right = 0;
 #pragma unroll
 		for (uint32_t t = 0; t < 8; t++) {
 			const uint64_t i = j + t;
-			left |= (uint32_t)(mode == 1 && t < per && i >= 1 && i <= lol) << t;
-			right |= (uint32_t)(mode == 1 && t < per && i + 2 <= len && len - 1 - i <= hil) << t;
+			left |= (uint32_t)(t < per && i >= 1 && i <= lol) << t;
+			right |= (uint32_t)(t < per && i + 2 <= len && len - 1 - i <= hil) << t;
 		}
-		if (left && right)
+		if (!(left | right))
 			return;
-		const uint8_t *base = up + (uint64_t)r * odl * elem;
-		c->src = base + (j + lol) * elem;
-		c->kind = shape_src_kind(c->src, up, up_end);
-		if ((left | right) && c->kind != SC_COPY) {
+		if ((left && right) || c->kind != SC_COPY) {
 			c->kind = SC_SLOW;
-		} else if (left | right) { /* element t's mirror is element 0's less t */
-			const int64_t m0 = left ? (int64_t)lol - (int64_t)j : (int64_t)(lol + 2 * (len - 1)) - (int64_t)j;
-			c->aux = base + m0 * (int64_t)elem;
-			c->kind |= (int)((left | right) << 16) | (left ? SC_LEFT : 0);
+			return;
 		}
+		/* element t's mirror is element 0's less t */
+		const int64_t m0 = left ? (int64_t)lol - (int64_t)j : (int64_t)(lol + 2 * (len - 1)) - (int64_t)j;
+		c->aux = base + m0 * (int64_t)elem;
+		c->kind |= (int)((left | right) << 16) | (left ? SC_LEFT : 0);
+	}
+
+	__device__ void plan(uint64_t, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
+	{
+		plan_row(row_entry(row), j, per, c);
 	}
 
 	/* The mirror terms, element t's at aux - t * elem, packed as the chunk's elements are. */
@@ -851,9 +971,21 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 			   make_ulonglong4(w[8], w[9], w[10], w[11]), i0, count);
 }
 
+/* The walk of pad_backward: each chunk's upstream row worked out per chunk, or (ROWS) once a
+ * group (shape_rows_walk). */
+template <bool ROWS>
+static __device__ __forceinline__ void shape_pad_bwd_walk_all(const shape_pad_bwd_op &op)
+{
+	if (ROWS)
+		shape_rows_walk(op);
+	else
+		shape_chunks(op);
+}
+
 /* f64, f16 and bf16: a function of its own, whose registers are its own (it saves what it
  * uses on entry), so that f32's walk, inlined in the kernel with its element a constant, keeps
  * the kernel's registers to itself. The geometry comes as values: nothing is in memory. */
+template <bool ROWS>
 static __device__ __noinline__ void shape_pad_bwd_other(uint8_t *grad, const uint8_t *up, uint64_t geom,
 							unsigned long long d01, unsigned long long d23, unsigned long long d45,
 							unsigned long long d67, unsigned long long b01, unsigned long long b23,
@@ -863,23 +995,40 @@ static __device__ __noinline__ void shape_pad_bwd_other(uint8_t *grad, const uin
 	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
 	shape_pad_bwd_op op;
 	op.init(grad, up, geom, w);
-	shape_chunks(op);
+	shape_pad_bwd_walk_all<ROWS>(op);
+}
+
+#define SHAPE_PAD_BWD_PARAMS                                                                                 \
+	unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,      \
+		unsigned long long b01, unsigned long long b23, unsigned long long b45, unsigned long long b67, \
+		unsigned long long a01, unsigned long long a23, unsigned long long a45, unsigned long long a67
+#define SHAPE_PAD_BWD_ARGS d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67
+
+template <bool ROWS>
+static __device__ __forceinline__ void shape_pad_bwd(uint8_t *grad, const uint8_t *up, unsigned long long geom,
+						     SHAPE_PAD_BWD_PARAMS)
+{
+	if ((geom >> 8 & 0xff) != 0) {
+		shape_pad_bwd_other<ROWS>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
+		return;
+	}
+	const unsigned long long w[12] = { SHAPE_PAD_BWD_ARGS };
+	shape_pad_bwd_op op;
+	op.init(grad, up, geom & ~(0xffull << 8), w); /* f32: dt 0, a constant from here on */
+	shape_pad_bwd_walk_all<ROWS>(op);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(5)
-pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, unsigned long long d01,
-	     unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
-	     unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
-	     unsigned long long a23, unsigned long long a45, unsigned long long a67)
+pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_BWD_PARAMS)
 {
-	if ((geom >> 8 & 0xff) != 0) {
-		shape_pad_bwd_other(grad, up, geom, d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67);
-		return;
-	}
-	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
-	shape_pad_bwd_op op;
-	op.init(grad, up, geom & ~(0xffull << 8), w); /* f32: dt 0, a constant from here on */
-	shape_chunks(op);
+	shape_pad_bwd<false>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
+}
+
+/* pad_backward with each gradient row's upstream row found once a group. */
+extern "C" __global__ void SHAPE_BOUNDS(4)
+pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_BWD_PARAMS)
+{
+	shape_pad_bwd<true>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
 }
 
 /* ---- flip, roll ---------------------------------------------------------------------------------- */
