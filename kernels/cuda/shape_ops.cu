@@ -14,7 +14,10 @@
  * thread issues the loads of up to four chunks (64 bytes) before their stores, so they are in
  * flight at once; a thread's chunks are a fixed step apart, so their rows are found from the
  * first by adding, not dividing. write_slice* loads its (dense) source before working out
- * where it goes; contiguize of a transposed view goes through shared-memory tiles.
+ * where it goes; contiguize of a transposed view goes through shared-memory tiles. pad and
+ * pad_backward over rows of 128 items or more have kernels of their own (pad_rows,
+ * pad_backward_rows: shape_rows_walk), whose groups are four times larger and find each
+ * output row's source once.
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V"): SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING,
  * SHAPE_ANY_SHFL, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described where it is
@@ -151,6 +154,15 @@ static __device__ __forceinline__ uint64_t shape_load_bits(const uint8_t *src, u
 	case 4: return *(const uint32_t *)src;
 	default: return *(const uint64_t *)src;
 	}
+}
+
+/* p, which the compiler may no longer work out again from the kernel's arguments: it keeps
+ * the value (in a register, or spilled: one load) instead of redoing a product over eight
+ * axes at each use (pad_backward_rows did, four times a chunk: 114 of its 250 instructions). */
+static __device__ __forceinline__ const uint8_t *shape_kept(const uint8_t *p)
+{
+	asm("" : "+l"(p));
+	return p;
 }
 
 /* ---- 16-byte vectors ------------------------------------------------------------------------- */
@@ -418,7 +430,20 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
  * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
  * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
  * or one across two rows, takes the element walk, so any geometry is still right. */
-template <class Op>
+/* Chunk u of thread t in a rows walk: a warp's 32 chunks adjacent, and with ROTATE the warp's
+ * place among the group's eight turning with u, so that where a chunk's place in its row
+ * repeats from u to u + 1 (rows of 256 * per items: pad_backward's reflected borders, several
+ * times a plain chunk's work, would always fall to warps 0 and 7) every warp takes its share:
+ * a group holds its SM's slots until its slowest warp is done. H200, 1 GiB f32, rows of 1024:
+ * pad_backward 2509-2529 -> 2983-3037 GB/s; pad, whose borders are fills, 3846 -> 3640-3745
+ * (the steps' instructions), so pad does not turn. */
+template <bool ROTATE>
+static __device__ __forceinline__ uint32_t shape_rows_chunk(uint32_t u, uint32_t t)
+{
+	return u * SHAPE_BLOCK + (ROTATE ? (t + 32 * u) & (SHAPE_BLOCK - 1) : t);
+}
+
+template <bool ROTATE = false, class Op>
 static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 {
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
@@ -429,7 +454,10 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
 		entry[r] = op.row_entry(row0 + r);
 	__syncthreads();
-	const uint32_t step = SHAPE_BLOCK * per, q_step = step / len, r_step = step - q_step * len;
+	/* from chunk u to u + 1: 256 chunks on; turning, 288, or 32 where the warp's place wraps */
+	const uint32_t qa = (SHAPE_BLOCK + (ROTATE ? 32 : 0)) * per / len;
+	const uint32_t ra = (SHAPE_BLOCK + (ROTATE ? 32 : 0)) * per - qa * len;
+	const uint32_t qb = 32 * per / len, rb = 32 * per - qb * len;
 	uint32_t j = (uint32_t)(g0 - row0 * len) + t * per, rel = j / len;
 	j -= rel * len;
 	const bool whole = op.out_al && len % per == 0; /* no chunk lies across two rows */
@@ -441,7 +469,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		uint4 x[SHAPE_BATCH], y[SHAPE_BATCH];
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
+			const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(u0 + b, t) * per;
 			shape_chunk c;
 			c.kind = SC_NONE;
 			if (u0 + b < chunks && i0 < op.n) {
@@ -449,8 +477,9 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 				if (whole && rel < XPU_SHAPE_ROWS)
 					op.plan_row(entry[rel], j, per, &c);
 			}
-			j += r_step;
-			rel += q_step;
+			const bool wraps = ROTATE && ((t + 32 * (u0 + b)) & (SHAPE_BLOCK - 1)) >= SHAPE_BLOCK - 32;
+			j += wraps ? rb : ra;
+			rel += wraps ? qb : qa;
 			if (j >= len) {
 				j -= len;
 				rel++;
@@ -465,7 +494,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		}
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
+			const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(u0 + b, t) * per;
 			const int k = kind[b] & SC_KIND;
 			if (k >= SC_COPY) {
 				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
@@ -474,7 +503,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		}
 	}
 	for (; slow; slow &= slow - 1) { /* a border the op walks, a row past the table */
-		const uint64_t i0 = g0 + (uint64_t)((__ffs(slow) - 1) * SHAPE_BLOCK + t) * per;
+		const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(__ffs(slow) - 1, t) * per;
 		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 	}
 }
@@ -771,7 +800,7 @@ struct shape_pad_bwd_op : shape_pad_geo {
 				odl = OD(k);
 			}
 		}
-		up_end = up + n_up * elem;
+		up_end = shape_kept(up + n_up * elem);
 		out_al = shape_al16(out);
 		fill = make_uint4(0, 0, 0, 0);
 	}
@@ -977,7 +1006,7 @@ template <bool ROWS>
 static __device__ __forceinline__ void shape_pad_bwd_walk_all(const shape_pad_bwd_op &op)
 {
 	if (ROWS)
-		shape_rows_walk(op);
+		shape_rows_walk<true>(op);
 	else
 		shape_chunks(op);
 }
