@@ -253,14 +253,6 @@ static bool pad_of_rows(const struct xpu_shape_geom *g)
 	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31); /* the walk steps a row's place in 32 bits */
 }
 
-/* roll whose rows (the rolled axis times the axes after it) hold at least XPU_SHAPE_ROW_MIN
- * items: roll_rows, by the same walk as pad_rows. */
-static bool roll_of_rows(const struct xpu_shape_geom *g)
-{
-	uint64_t len = g->dim * g->inner;
-	return g->kernel == XPU_SK_ROLL && len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31);
-}
-
 /* The rows variant of kernel (its name with "_rows") where the device has it, else NULL. */
 static struct xpu_kernel *rows_variant(struct xpu_stream *s, int kernel)
 {
@@ -295,10 +287,8 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 		rc = pack_slab(g, args, &nargs, &items, &rows);
 	else if (g->kernel == XPU_SK_CONTIGUIZE)
 		rc = pack_contiguize(g, args, &nargs, &items);
-	else {
+	else
 		rc = pack_three(g, args, &nargs, &items);
-		rows = roll_of_rows(g);
-	}
 	if (rc)
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
@@ -309,7 +299,7 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 	uint64_t per = group_items(g->kernel);
 	if (rk) {
 		k = rk;
-		if (g->kernel != XPU_SK_WRITE_SLICE_ROTATING) /* the rows walk's groups are larger */
+		if (g->kernel != XPU_SK_WRITE_SLICE_ROTATING) /* the pad rows kernels' groups are larger */
 			per *= XPU_SHAPE_ROW_GROUPS;
 	}
 	uint64_t groups = (items + per - 1) / per;

@@ -227,9 +227,6 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .launch = xpu_launch_flip, .block = 256 },
 	{ .name = "roll", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64",
 	  .extent = roll_extent, .launch = xpu_launch_roll, .block = 256 },
-	/* roll for rows of at least XPU_SHAPE_ROW_MIN items (kernels/launch_shape.c, as pad_rows) */
-	{ .name = "roll_rows", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64",
-	  .extent = roll_extent, .launch = NULL, .block = 256 },
 	{ .name = "cumsum", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
 	  .extent = cumsum_extent, .launch = xpu_launch_cumsum, .block = 256 },
 	{ .name = "triu", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",

@@ -321,25 +321,9 @@ cases.flip = function(c, d, dt)
 end
 
 cases.roll = function(c, d, dt)
-  local function want_of(x, shape, axis, p)
+  return scan_case(c, d, dt, { { shift = -7 }, { shift = 0 }, { shift = 2 }, { shift = 13 } }, function(x, shape, axis, p)
     return ref.reorder(x, shape, axis, function(j, dim) return (j - p.shift) % dim end)
-  end
-  local out = { scan_case(c, d, dt, { { shift = -7 }, { shift = 0 }, { shift = 2 }, { shift = 13 } }, want_of) }
-  -- past a rows group's 16384 items (roll_rows where built: rows of 128 items and more), for
-  -- two element sizes (the reference's time): rows of 6000 and of 150 items
-  if dt == "f32" or dt == "f64" then
-    local e, shape = BYTES[dt], { 3, 40, 150 }
-    local data = random_bytes(prod(shape) * e)
-    for _, axis in ipairs { 1, 2 } do
-      for _, shift in ipairs { -7, 13 } do
-        local want = want_of(elements(data, e), shape, axis, { shift = shift })
-        local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { axis = axis, shift = shift }, #want)
-        same_bytes(want, got, e, ("roll %s 3x40x150 axis %d shift %d"):format(dt, axis, shift))
-        out[#out + 1] = got
-      end
-    end
-  end
-  return table.concat(out)
+  end)
 end
 
 local function tri_case(upper)
@@ -734,32 +718,6 @@ end)
 -- pad_rows / pad_backward_rows where the device has them (CUDA here; HIP builds the same
 -- bodies) and nowhere else; shorter rows go to the plain kernels everywhere. Both write what
 -- the CPU reference says.
--- roll's kernel: rows (the rolled axis and every axis after it) of 128 items or more go to
--- roll_rows where the device has it (CUDA here), shorter rows to roll everywhere.
-describe("roll_rows", function()
-  for _, backend in ipairs(BACKENDS) do
-    it(backend .. ": fires for rows of 128 items or more where built, not for rows of 127", function()
-      local devs, why = devices_of(backend)
-      if not devs then return pending("skipped: " .. why) end
-      local d, c = devs[1], C["roll." .. backend]
-      local plain, rows = d:kernel "roll", d:kernel "roll_rows"
-      local built = d:kernel_available "roll_rows"
-      assert.equal(backend == "cuda", built, "roll_rows built on " .. backend)
-      for _, len in ipairs { 128, 127 } do
-        local shape = { 3, len }
-        local data = random_bytes(prod(shape) * 4)
-        local want = ref.reorder(elements(data, 4), shape, 1, function(j, dim) return (j - 5) % dim end)
-        local p0, r0 = plain.launches, rows.launches
-        local got = run(c, d, { input = { dtype = "f32", shape = shape, data = data } }, { axis = 1, shift = 5 }, #want)
-        same_bytes(want, got, 4, "roll rows of " .. len)
-        local fired = built and len >= 128
-        assert.equal(fired and 1 or 0, rows.launches - r0, "roll_rows launches, rows of " .. len)
-        assert.equal(fired and 0 or 1, plain.launches - p0, "roll launches, rows of " .. len)
-      end
-    end)
-  end
-end)
-
 describe("pad_rows and pad_backward_rows", function()
   for _, backend in ipairs(BACKENDS) do
     it(backend .. ": fire for rows of 128 items or more where built, not for rows of 127", function()

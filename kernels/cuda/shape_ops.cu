@@ -161,7 +161,7 @@ static __device__ __forceinline__ uint64_t shape_load_bits(const uint8_t *src, u
  * axes at each use (pad_backward_rows did, four times a chunk: 114 of its 250 instructions). */
 static __device__ __forceinline__ const uint8_t *shape_kept(const uint8_t *p)
 {
-#ifndef XPU_HIP
+#ifndef XPU_HIP /* hipcc has no 64-bit register constraint */
 	asm("" : "+l"(p));
 #endif
 	return p;
@@ -445,7 +445,7 @@ static __device__ __forceinline__ uint32_t shape_rows_chunk(uint32_t u, uint32_t
 	return u * SHAPE_BLOCK + (ROTATE ? (t + 32 * u) & (SHAPE_BLOCK - 1) : t);
 }
 
-template <bool ROTATE = false, bool STREAM = true, class Op>
+template <bool ROTATE = false, class Op>
 static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 {
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
@@ -489,8 +489,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = c.kind & SC_KIND;
 			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
 			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
-			x[b] = a ? shape_ld16<STREAM>(a) : fill;
-			y[b] = k == SC_ANY ? shape_ld16<STREAM>(a + 16) : make_uint4(0, 0, 0, 0);
+			x[b] = a ? shape_ld16(a) : fill;
+			y[b] = k == SC_ANY ? shape_ld16(a + 16) : make_uint4(0, 0, 0, 0);
 			op.side_load(c.kind, c.aux, &y[b]);
 			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
 		}
@@ -500,7 +500,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = kind[b] & SC_KIND;
 			if (k >= SC_COPY) {
 				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
-				shape_st16<STREAM>(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
+				shape_st16(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
 			}
 		}
 	}
@@ -742,13 +742,6 @@ static __device__ __forceinline__ uint64_t shape_sum2(uint64_t a, uint64_t b, ui
 	return shape_f_bits(xpu_add(shape_bits_f(a, dt), shape_bits_f(b, dt)), dt);
 }
 
-/* Bits lo .. hi of a chunk's per (at most 8), none where the range misses them. */
-static __device__ __forceinline__ uint32_t shape_bits(int64_t lo, int64_t hi, uint32_t per)
-{
-	const int32_t a = lo < 0 ? 0 : (int32_t)(lo > 8 ? 8 : lo), b = hi >= (int64_t)per ? (int32_t)per - 1 : (int32_t)(hi < -1 ? -1 : hi);
-	return b < a ? 0u : (2u << b) - (1u << a);
-}
-
 /* How many upstream positions feed coordinate i of an axis (d long, b before, a after): the
  * CPU body's preimage, reflect's left mirror, interior and right mirror, replicate's edge run. */
 static __device__ __forceinline__ uint64_t shape_pre_count(uint64_t i, uint64_t d, uint64_t b, uint64_t a, int mode)
@@ -855,11 +848,13 @@ struct shape_pad_bwd_op : shape_pad_geo {
 		c->kind = shape_src_kind(c->src, up, up_end);
 		if (mode != 1 || (j > lol && j + per + hil < len))
 			return;
-		/* element t (column j + t) has a left mirror for 1 <= j + t <= lol, a right one for
-		 * len - 1 - hil <= j + t <= len - 2 */
-		const int64_t jj = (int64_t)j;
-		const uint32_t left = shape_bits(1 - jj, (int64_t)lol - jj, per);
-		const uint32_t right = shape_bits((int64_t)(len - 1 - hil) - jj, (int64_t)len - 2 - jj, per);
+		uint32_t left = 0, right = 0;
+#pragma unroll
+		for (uint32_t t = 0; t < 8; t++) {
+			const uint64_t i = j + t;
+			left |= (uint32_t)(t < per && i >= 1 && i <= lol) << t;
+			right |= (uint32_t)(t < per && i + 2 <= len && len - 1 - i <= hil) << t;
+		}
 		if (!(left | right))
 			return;
 		if ((left && right) || c->kind != SC_COPY) {
@@ -1108,23 +1103,6 @@ struct shape_reorder_op : shape_plain {
 		return (o * dim + j) * inner + i;
 	}
 
-	/* roll (rows walk): where output row `row`'s source row starts, the row itself. */
-	__device__ int64_t row_entry(uint64_t row) const
-	{
-		return (int64_t)(row * dim);
-	}
-
-	/* roll (rows walk): the chunk at column j of the row that starts at e, unless it wraps. */
-	__device__ void plan_row(int64_t e, uint64_t j, uint32_t per, shape_chunk *c) const
-	{
-		const uint64_t s = j >= shift ? j - shift : j + dim - shift;
-		c->kind = SC_SLOW;
-		if (s + per > dim) /* a chunk that wraps in its source row */
-			return;
-		c->src = in + ((uint64_t)e + s) * elem;
-		c->kind = shape_src_kind(c->src, in, in_end);
-	}
-
 	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
 	{
 		uint64_t s;
@@ -1168,16 +1146,6 @@ roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 	shape_reorder_op op;
 	op.init(out, in, outer, dim, inner, shift, elem, false);
 	shape_chunks<SHAPE_KEEP>(op);
-}
-
-/* roll over rows of 128 items or more, by the rows walk (its groups four times larger). */
-extern "C" __global__ void SHAPE_BOUNDS(4)
-roll_rows(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
-	  unsigned long long shift, unsigned long long elem)
-{
-	shape_reorder_op op;
-	op.init(out, in, outer, dim, inner, shift, elem, false);
-	shape_rows_walk<false, SHAPE_KEEP>(op);
 }
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
