@@ -654,29 +654,38 @@ struct shape_pad_op : shape_pad_geo, shape_plain {
 	}
 };
 
-extern "C" __global__ void SHAPE_BOUNDS(4)
-pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, unsigned long long d01,
-    unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
-    unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
-    unsigned long long a23, unsigned long long a45, unsigned long long a67)
+/* pad's and pad_backward's geometry arguments: dims, before, after, eight u32 each in four u64. */
+#define SHAPE_PAD_PARAMS                                                                                     \
+	unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,      \
+		unsigned long long b01, unsigned long long b23, unsigned long long b45, unsigned long long b67, \
+		unsigned long long a01, unsigned long long a23, unsigned long long a45, unsigned long long a67
+#define SHAPE_PAD_ARGS d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67
+
+/* pad: each chunk's input row worked out per chunk, or (ROWS) once a group (shape_rows_walk). */
+template <bool ROWS>
+static __device__ __forceinline__ void shape_pad(uint8_t *out, const uint8_t *in, unsigned long long geom,
+						 unsigned long long fill, SHAPE_PAD_PARAMS)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
+	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
 	shape_pad_op op;
 	op.init(out, in, geom, fill, w);
-	shape_chunks(op);
+	if (ROWS)
+		shape_rows_walk(op);
+	else
+		shape_chunks(op);
 }
 
-/* pad with each output row's input row found once a group (shape_rows_walk). */
 extern "C" __global__ void SHAPE_BOUNDS(4)
-pad_rows(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, unsigned long long d01,
-	 unsigned long long d23, unsigned long long d45, unsigned long long d67, unsigned long long b01,
-	 unsigned long long b23, unsigned long long b45, unsigned long long b67, unsigned long long a01,
-	 unsigned long long a23, unsigned long long a45, unsigned long long a67)
+pad(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, SHAPE_PAD_PARAMS)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
-	shape_pad_op op;
-	op.init(out, in, geom, fill, w);
-	shape_rows_walk(op);
+	shape_pad<false>(out, in, geom, fill, SHAPE_PAD_ARGS);
+}
+
+/* pad with each output row's input row found once a group. */
+extern "C" __global__ void SHAPE_BOUNDS(4)
+pad_rows(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, SHAPE_PAD_PARAMS)
+{
+	shape_pad<true>(out, in, geom, fill, SHAPE_PAD_ARGS);
 }
 
 /* ---- pad_backward ----------------------------------------------------------------------------- */
@@ -1018,48 +1027,39 @@ static __device__ __forceinline__ void shape_pad_bwd_walk_all(const shape_pad_bw
  * the kernel's registers to itself. The geometry comes as values: nothing is in memory. */
 template <bool ROWS>
 static __device__ __noinline__ void shape_pad_bwd_other(uint8_t *grad, const uint8_t *up, uint64_t geom,
-							unsigned long long d01, unsigned long long d23, unsigned long long d45,
-							unsigned long long d67, unsigned long long b01, unsigned long long b23,
-							unsigned long long b45, unsigned long long b67, unsigned long long a01,
-							unsigned long long a23, unsigned long long a45, unsigned long long a67)
+							SHAPE_PAD_PARAMS)
 {
-	const unsigned long long w[12] = { d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67 };
+	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
 	shape_pad_bwd_op op;
 	op.init(grad, up, geom, w);
 	shape_pad_bwd_walk_all<ROWS>(op);
 }
 
-#define SHAPE_PAD_BWD_PARAMS                                                                                 \
-	unsigned long long d01, unsigned long long d23, unsigned long long d45, unsigned long long d67,      \
-		unsigned long long b01, unsigned long long b23, unsigned long long b45, unsigned long long b67, \
-		unsigned long long a01, unsigned long long a23, unsigned long long a45, unsigned long long a67
-#define SHAPE_PAD_BWD_ARGS d01, d23, d45, d67, b01, b23, b45, b67, a01, a23, a45, a67
-
 template <bool ROWS>
 static __device__ __forceinline__ void shape_pad_bwd(uint8_t *grad, const uint8_t *up, unsigned long long geom,
-						     SHAPE_PAD_BWD_PARAMS)
+						     SHAPE_PAD_PARAMS)
 {
 	if ((geom >> 8 & 0xff) != 0) {
-		shape_pad_bwd_other<ROWS>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
+		shape_pad_bwd_other<ROWS>(grad, up, geom, SHAPE_PAD_ARGS);
 		return;
 	}
-	const unsigned long long w[12] = { SHAPE_PAD_BWD_ARGS };
+	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
 	shape_pad_bwd_op op;
 	op.init(grad, up, geom & ~(0xffull << 8), w); /* f32: dt 0, a constant from here on */
 	shape_pad_bwd_walk_all<ROWS>(op);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(5)
-pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_BWD_PARAMS)
+pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
-	shape_pad_bwd<false>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
+	shape_pad_bwd<false>(grad, up, geom, SHAPE_PAD_ARGS);
 }
 
 /* pad_backward with each gradient row's upstream row found once a group. */
 extern "C" __global__ void SHAPE_BOUNDS(4)
-pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_BWD_PARAMS)
+pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
-	shape_pad_bwd<true>(grad, up, geom, SHAPE_PAD_BWD_ARGS);
+	shape_pad_bwd<true>(grad, up, geom, SHAPE_PAD_ARGS);
 }
 
 /* ---- flip, roll ---------------------------------------------------------------------------------- */
