@@ -241,16 +241,19 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool
 	return 0;
 }
 
-/* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items:
- * pad_rows and pad_backward_rows, which find each row's source once a group, move them with
- * fewer instructions where a device has them (the CUDA bodies). */
+/* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items
+ * and whole 16-byte chunks: pad_rows and pad_backward_rows, which find each row's source once
+ * a group, move them with fewer instructions where a device has them (the CUDA bodies). Their
+ * walk takes every chunk of rows that are not whole chunks element by element (right, and
+ * slower than the plain kernels, which move such rows' inner chunks as vectors); it steps a
+ * row's place in 32 bits. */
 static bool pad_of_rows(const struct xpu_shape_geom *g)
 {
 	if (g->rank < 1)
 		return false;
 	int k = g->rank - 1;
 	uint64_t len = g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
-	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31); /* the walk steps a row's place in 32 bits */
+	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
 }
 
 /* The rows variant of kernel (its name with "_rows") where the device has it, else NULL. */
