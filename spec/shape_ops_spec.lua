@@ -270,10 +270,11 @@ cases.pad = function(c, d, dt)
     { shape = { 6, 64 }, padding = { { 1, 2 }, { 4, 8 } } }, -- whole 16-byte interiors and borders
     { shape = { 2, 3, 61 }, padding = { { 0, 1 }, { 2, 0 }, { 3, 6 } } }, -- interiors off 16-byte alignment
     { shape = { 3, 29, 53 }, padding = { { 1, 1 }, { 2, 3 }, { 5, 4 } } }, -- several groups, rows shorter than 256
-    -- rows of XPU_SHAPE_ROW_MIN (128) items and more: pad_rows where built. Input runs off 16-byte
-    -- alignment; then two groups whose input rows alternate alignment, a constant row at each end
+    -- rows of XPU_SHAPE_ROW_MIN (128) items and more in whole 16-byte chunks: pad_rows where
+    -- built. Input runs off 16-byte alignment; then input rows that alternate alignment, a
+    -- constant row at each end
     { shape = { 5, 200 }, padding = { { 1, 2 }, { 3, 5 } } },
-    { shape = { 3, 5, 150 }, padding = { { 0, 1 }, { 2, 1 }, { 16, 8 } } },
+    { shape = { 3, 5, 150 }, padding = { { 0, 1 }, { 2, 1 }, { 16, 10 } } },
     { shape = { 40, 500 }, padding = { { 2, 3 }, { 7, 9 } }, big = true }, -- past a rows group's 16384 items
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
@@ -471,11 +472,12 @@ cases.pad_backward = function(c, d, dt)
     { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
     { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
     { in_shape = { 4, 3 }, padding = { { 0, 2 }, { 1, 0 } } },  -- a side with no padding: its edge one term
-    -- rows of 128 items and more: pad_backward_rows where built. Mirrors off 16-byte alignment;
-    -- aligned interiors and border chunks with outer rows of several terms; two plain groups
-    { in_shape = { 6, 150 }, padding = { { 2, 1 }, { 5, 7 } } },
+    -- rows of 128 items and more in whole 16-byte chunks: pad_backward_rows where built.
+    -- Mirrors off 16-byte alignment; aligned interiors and border chunks with outer rows of
+    -- several terms; two plain groups
+    { in_shape = { 6, 152 }, padding = { { 2, 1 }, { 5, 7 } } },
     { in_shape = { 3, 4, 160 }, padding = { { 1, 1 }, { 1, 2 }, { 16, 16 } } },
-    { in_shape = { 2, 19, 130 }, padding = { { 1, 0 }, { 3, 3 }, { 4, 4 } } },
+    { in_shape = { 2, 19, 132 }, padding = { { 1, 0 }, { 3, 3 }, { 4, 4 } } },
     { in_shape = { 4, 30, 140 }, padding = { { 1, 1 }, { 2, 2 }, { 4, 3 } }, big = true }, -- past a rows group's 16384 items
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
