@@ -207,7 +207,7 @@ static int copy_across(const struct xpu_karg *dst, const struct xpu_karg *src, u
 
 /* On one device: stream_copy (16-byte vectors, the copy ceiling's own kernel) when both
  * bases and the length are 16-byte multiples, else copy_bytes. */
-static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n)
+static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n, const char **ran)
 {
 	static struct xpu_kernel *bytes_k, *vec_k;
 	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
@@ -221,24 +221,23 @@ static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, 
 		return xpu_fail("kernel '%s' is not in the kernel table", name);
 	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
 	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
-	return xpu_launch(s, *k, grid, block, args, 3);
+	if (xpu_launch(s, *k, grid, block, args, 3))
+		return -1;
+	*ran = (*k)->def->name;
+	return 0;
 }
 
-static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
+static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran)
 {
 	uint64_t n = g->in.b.bytes;
 	if (g->out.b.bytes < n)
 		return xpu_fail("copy: the destination holds %llu bytes, the source %llu", (unsigned long long)g->out.b.bytes,
 				(unsigned long long)n);
-	*launched = false;
 	if (n == 0)
 		return 0;
 	if (g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev)
 		return copy_across(&g->out, &g->in, n);
-	if (copy_on_device(s, g, n))
-		return -1;
-	*launched = true;
-	return 0;
+	return copy_on_device(s, g, n, ran);
 }
 
 /* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items
@@ -270,18 +269,18 @@ static struct xpu_kernel *rows_variant(struct xpu_stream *s, int kernel)
 	return cache[kernel] && xpu_kernel_available(s->dev, cache[kernel]->id) ? cache[kernel] : NULL;
 }
 
-int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched)
+int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran)
 {
 	static struct xpu_kernel *cache[XPU_SK_COUNT];
 	struct xpu_karg args[XPU_MAX_ARGS];
 	int nargs = 0, rc;
 	uint64_t items = 0;
 	bool rows = false;
-	*launched = false;
+	*ran = NULL;
 	if (g->kernel < 0 || g->kernel >= XPU_SK_COUNT || g->rank < 0 || g->rank > 8)
 		return xpu_fail("shape launch: kernel %d, rank %d is no shape kernel's geometry", g->kernel, g->rank);
 	if (g->kernel == XPU_SK_COPY)
-		return shape_copy(s, g, launched);
+		return shape_copy(s, g, ran);
 	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD) {
 		rc = pack_pad(g, args, &nargs, &items);
 		rows = pad_of_rows(g);
@@ -312,7 +311,7 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool 
 	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
 	if (xpu_launch(s, k, grid, block, args, nargs))
 		return -1;
-	*launched = true;
+	*ran = k->def->name;
 	return 0;
 }
 
@@ -390,8 +389,8 @@ static int operands(const struct xpu_call *c, const char *kn, const char *out, c
 
 static int run(const struct xpu_call *c, const struct xpu_shape_geom *g)
 {
-	bool launched;
-	return xpu_shape_launch(c->stream, g, &launched);
+	const char *ran;
+	return xpu_shape_launch(c->stream, g, &ran);
 }
 
 static int launch_three(const struct xpu_call *c, int kernel)

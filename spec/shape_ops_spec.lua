@@ -616,6 +616,7 @@ for _, backend in ipairs(BACKENDS) do
         { ranges = { { 2, 2 }, { 0, 4 } } }, nil, "dest")
       assert.equal("empty slab: nothing launched", r.fast_path)
       assert.is_false(r.launched)
+      assert.is_nil(r.kernel)
       same_bytes(dest, got, 4, "an empty slab writes nothing")
       assert.equal(before, k.launches)
       local roll = C["roll." .. backend]
@@ -627,6 +628,7 @@ for _, backend in ipairs(BACKENDS) do
         dest = { dtype = "u8", shape = { 5 }, data = "-----" } }, { ranges = { { 1, 4 } } }, nil, "dest")
       assert.equal("rank 1: one contiguous span", r3.fast_path)
       assert.is_true(r3.launched)
+      assert.equal("write_slice", r3.kernel) -- the result names the kernel that ran
     end)
   end)
 end
@@ -668,9 +670,14 @@ describe("shape kernels across backends", function()
         local data = random_bytes(3 * 1024 * 1024 + 5)
         local host = cpu:buffer(data)
         local dev = devs[1]:buffer(#data)
-        C["copy.cpu"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = host } }, out = dev }
+        local r = C["copy.cpu"]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = host } }, out = dev }
+        assert.is_false(r.launched) -- through the host: no kernel, none named
+        assert.is_nil(r.kernel)
         local dev2 = devs[#devs]:buffer(#data)
-        C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev } }, out = dev2 }
+        r = C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev } }, out = dev2 }
+        if devs[#devs].id == devs[1].id then -- on one device: the byte kernel (the length is no 16-byte multiple)
+          assert.equal("copy_bytes", r.kernel)
+        end
         local back = cpu:buffer(#data)
         C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = dev2 } }, out = back }
         same_bytes(data, back:download(), 1, "host to device to device to host")
@@ -702,13 +709,14 @@ describe("write_slice_rotating_rows", function()
         local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
         local out = d:buffer(dest)
         local p0, r0 = plain.launches, rows.launches
-        c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
+        local r = c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
                               position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
                               dest = { dtype = "f32", shape = case.dest, buffer = out } },
                    params = { axis = 1, modulus = 8, ranges = case.ranges } }
         d:default_stream():sync()
         same_bytes(want, out:download(), 4, "ring pos " .. case.pos)
         local fired = case.rows and built
+        assert.equal(fired and "write_slice_rotating_rows" or "write_slice_rotating", r.kernel)
         assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
         assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
       end
@@ -750,10 +758,11 @@ describe("pad_rows and pad_backward_rows", function()
             want = table.concat(want)
           end
           local p0, r0 = plain.launches, rows.launches
-          local got = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
+          local got, r = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
             data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
           same_bytes(want, got, 4, ("%s rows of %d"):format(kn, len))
           local fired = built and len >= 128 and len * 4 % 16 == 0
+          assert.equal(fired and kn .. "_rows" or kn, r.kernel, "the kernel the result names")
           assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
           assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
         end
@@ -786,8 +795,11 @@ describe("bound launches", function()
       for _, p in ipairs { 5, 10 } do -- 10 wraps to 2
         pos:upload(string.pack("<I4", p))
         wpos:upload(string.pack("<I4", p))
-        bound:launch()
-        c:launch(call(want, wpos))
+        local launched, kernel = bound:launch()
+        local r = c:launch(call(want, wpos))
+        assert.is_true(launched)
+        assert.equal(r.kernel, kernel) -- both name the same kernel (a several-head cache: the plain one)
+        assert.equal("write_slice_rotating", kernel)
       end
       d:default_stream():sync()
       local got = dest:download()

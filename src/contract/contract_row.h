@@ -44,10 +44,11 @@ struct xpu_shape_geom {
 	struct xpu_karg out, in, aux;    /* aux: write_slice_rotating's position */
 };
 
-/* Launches (without a sync) on stream s: grid and block from the geometry; an empty launch
- * (a fast path) launches nothing and sets *launched false. Copy between devices goes through
- * the host. -1 with a message naming kernel and argument. */
-int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, bool *launched);
+/* Launches (without a sync) on stream s: grid and block from the geometry. *ran: the name of
+ * the kernel launched (the op's, or a variant the launcher took: pad_rows, stream_copy, ...),
+ * NULL where nothing was: an empty launch (a fast path), a copy between devices (through the
+ * host). -1 with a message naming kernel and argument. */
+int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran);
 const char *xpu_shape_kernel_name(int kernel);
 int xpu_shape_kernel_of(const char *name); /* -1 when not a shape kernel */
 

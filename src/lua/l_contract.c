@@ -575,17 +575,23 @@ static struct xpu_stream *launch_stream(lua_State *L, int i, struct xpu_device *
 	return s;
 }
 
+/* Pushes whether a kernel was launched and (nil where none) which one. */
 static void shape_launch(lua_State *L, const struct xpu_contract *c, struct xpu_stream *s,
 			 const struct xpu_shape_geom *g)
 {
-	bool launched;
-	if (xpu_shape_launch(s, g, &launched))
+	const char *ran;
+	if (xpu_shape_launch(s, g, &ran))
 		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
-	lua_pushboolean(L, launched);
+	lua_pushboolean(L, ran != NULL);
+	if (ran)
+		lua_pushstring(L, ran);
+	else
+		lua_pushnil(L);
 }
 
 /* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
- * stream = s } -> result (plus `launched`): checked, then launched without a sync. */
+ * stream = s } -> result (plus `launched`, and `kernel`: the kernel that ran, which may be a
+ * variant the launcher took, e.g. pad_rows): checked, then launched without a sync. */
 static int c_launch(lua_State *L)
 {
 	const struct xpu_contract *c = checkcontract(L, 1);
@@ -595,6 +601,7 @@ static int c_launch(lua_State *L)
 	struct xpu_stream *s = launch_stream(L, -1, d, "launch");
 	lua_pop(L, 1);
 	shape_launch(L, c, s, &g);
+	lua_setfield(L, -3, "kernel");
 	lua_setfield(L, -2, "launched");
 	return 1;
 }
@@ -654,14 +661,14 @@ static int c_bind(lua_State *L)
 	return 2;
 }
 
-/* bound:launch([stream]) -> launched */
+/* bound:launch([stream]) -> launched, kernel (nil where none ran) */
 static int bound_launch(lua_State *L)
 {
 	struct lbound *b = luaL_checkudata(L, 1, XPU_BOUND_MT);
 	if (!b->c)
 		return luaL_error(L, "launch: this bound launch was released");
 	shape_launch(L, b->c, launch_stream(L, 2, b->d, "launch"), &b->g);
-	return 1;
+	return 2;
 }
 
 static int bound_tostring(lua_State *L)
