@@ -1,7 +1,9 @@
 -- bench-shape-ops.lua — every shape-op contract of a device's backend, timed at a size past
 -- the caches, its GB/s taken from the contract's own bytes_moved and quoted against the
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
--- Each kernel is bit-checked against its CPU twin first where the device is not the CPU.
+-- Each kernel is bit-checked against its CPU twin first where the device is not the CPU. The
+-- column "ran" (and the records' "ran") names the kernel that ran, which may be a variant the
+-- launcher took for the shape (pad_rows, pad_backward_rows on CUDA).
 -- --launches N times N launches back to back per sample (the host's launch cost then overlaps
 -- the kernels before it) and reports one launch's share. --no-gate leaves the bit gate out
 -- (its column says "not run"): at 1 GiB it costs the CPU twin's run and two downloads per op,
@@ -164,10 +166,13 @@ for k, c in ipairs(list) do
   failed = failed or gate == "DIFFERS"
   local spec = spec_on(d, case, case.out)
   spec.stream = s
-  local times, bytes = {}, 0
+  local times, bytes, ran = {}, 0, "-"
   for r = 1, opts.reps + 2 do
     local m = s:timer_begin()
-    for _ = 1, opts.launches do bytes = c:launch(spec).bytes_moved end
+    for _ = 1, opts.launches do
+      local res = c:launch(spec)
+      bytes, ran = res.bytes_moved, res.kernel or "-" -- the kernel that ran (a variant, e.g. pad_rows)
+    end
     local sec = s:timer_end(m) / opts.launches
     if r > 2 then times[#times + 1] = sec end -- two warm-up passes
     report.progress((k - 1) * (opts.reps + 2) + r, #list * (opts.reps + 2), c.kernel)
@@ -179,11 +184,11 @@ for k, c in ipairs(list) do
   autotune.remember_for(d, ("judge_measured.%s.f32"):format(c.kernel), case.inputs[next(case.inputs)].shape,
     ("%.6g"):format(st.median))
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
-                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate }
+                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran }
   records[#records + 1] = { bench = "shape-ops", kernel = c.kernel, backend = c.backend, device = d:fingerprint(),
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
-                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate }
+                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran }
   release(spec)
 end
 
@@ -202,7 +207,7 @@ end
 print(report.table {
   title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), GB/s from each contract's bytes_moved"):format(d.id, d.name, mib,
     opts.reps, opts.launches),
-  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate" },
+  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran" },
   rows = rows,
 })
 if opts.jsonl then

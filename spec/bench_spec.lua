@@ -17,7 +17,7 @@ end
 
 describe("bench-shape-ops", function()
   for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": a row and a record per op, the bit gate's column filled" .. (dev == "vulkan:0" and
+    it(dev .. ": a row and a record per op, the bit gate's and the kernel's columns filled" .. (dev == "vulkan:0" and
       ", each op timed in a process of its own" or ""), function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
@@ -32,6 +32,8 @@ describe("bench-shape-ops", function()
           records = records + 1
           assert.matches('"bench":"shape%-ops"', line)
           assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+          -- the kernel that ran: pad's own here (its rows variant is CUDA's), a copy kernel for copy
+          assert.matches(line:find('"kernel":"pad"', 1, true) and '"ran":"pad"' or '"ran":"[%w_]+"', line)
         end
       end
       assert.equal(2, records, out)
