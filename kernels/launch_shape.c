@@ -16,11 +16,15 @@ static const char *const names[XPU_SK_COUNT] = {
 	"contiguize", "copy_bytes",
 };
 
-/* Items per thread: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
- * so the grid is the items over that. cumsum's items are lanes, one a thread. */
-static uint64_t group_items(int kernel)
+/* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
+ * so the grid is the items over that; cumsum's items are lanes, one a thread. The pad rows
+ * kernels' groups are XPU_SHAPE_ROW_GROUPS times larger (write_slice_rotating_rows keeps the
+ * plain kernel's). */
+static uint64_t group_items(int kernel, bool rows_kernel)
 {
-	return (uint64_t)BLOCK * (kernel == XPU_SK_CUMSUM ? 1 : XPU_SHAPE_GRAIN);
+	uint64_t per = (uint64_t)BLOCK * (kernel == XPU_SK_CUMSUM ? 1 : XPU_SHAPE_GRAIN);
+	bool pad = kernel == XPU_SK_PAD || kernel == XPU_SK_PAD_BACKWARD;
+	return rows_kernel && pad ? per * XPU_SHAPE_ROW_GROUPS : per;
 }
 
 const char *xpu_shape_kernel_name(int kernel)
@@ -297,14 +301,8 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		return 0;
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
-	struct xpu_kernel *k = cache[g->kernel], *rk = rows ? rows_variant(s, g->kernel) : NULL;
-	uint64_t per = group_items(g->kernel);
-	if (rk) {
-		k = rk;
-		if (g->kernel != XPU_SK_WRITE_SLICE_ROTATING) /* the pad rows kernels' groups are larger */
-			per *= XPU_SHAPE_ROW_GROUPS;
-	}
-	uint64_t groups = (items + per - 1) / per;
+	struct xpu_kernel *rk = rows ? rows_variant(s, g->kernel) : NULL, *k = rk ? rk : cache[g->kernel];
+	uint64_t per = group_items(g->kernel, rk != NULL), groups = (items + per - 1) / per;
 	if (groups > MAX_GROUPS)
 		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],
 				(unsigned long long)items);

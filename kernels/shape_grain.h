@@ -12,8 +12,8 @@
 /* The rows kernels (pad_rows, pad_backward_rows: a group finds each output row's source once)
  * cover XPU_SHAPE_ROW_GROUPS times a group's usual items. kernels/launch_shape.c takes them
  * where the output rows hold at least XPU_SHAPE_ROW_MIN items (in whole 16-byte chunks), so a
- * group's 4 * 256 * 16 items
- * span at most 16383 / 128 + 2 = 129 rows of the table's XPU_SHAPE_ROWS. */
+ * group's 4 * 256 * 16 items span at most 16383 / 128 + 2 = 129 rows of the table's
+ * XPU_SHAPE_ROWS. */
 #define XPU_SHAPE_ROW_GROUPS 4
 #define XPU_SHAPE_ROW_MIN 128
 #define XPU_SHAPE_ROWS 130

@@ -423,16 +423,6 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 	});
 }
 
-/* The walk of the rows kernels (pad_rows, pad_backward_rows): an op whose chunk plan needs one
- * value per output row (where the row's source starts). A group covers XPU_SHAPE_ROW_GROUPS
- * times the usual 4096 items, so a thread's setup serves that many times more chunks; the
- * group works each row's value out once, one row a thread, into a table that each chunk
- * reads; a chunk's place is a row of the table and a column, stepped in 32 bits. Per chunk
- * this leaves a table read, the op's plan_row(entry, j, per, &chunk) and the moves (pad: 140
- * instructions a chunk and 250 of setup a thread were the generic walk's; docs/PERF.md).
- * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
- * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
- * or one across two rows, takes the element walk, so any geometry is still right. */
 /* Chunk u of thread t in a rows walk: a warp's 32 chunks adjacent, and with ROTATE the warp's
  * place among the group's eight turning with u, so that where a chunk's place in its row
  * repeats from u to u + 1 (rows of 256 * per items: pad_backward's reflected borders, several
@@ -446,6 +436,16 @@ static __device__ __forceinline__ uint32_t shape_rows_chunk(uint32_t u, uint32_t
 	return u * SHAPE_BLOCK + (ROTATE ? (t + 32 * u) & (SHAPE_BLOCK - 1) : t);
 }
 
+/* The walk of the rows kernels (pad_rows, pad_backward_rows): an op whose chunk plan needs one
+ * value per output row (where the row's source starts). A group covers XPU_SHAPE_ROW_GROUPS
+ * times the usual 4096 items, so a thread's setup serves that many times more chunks; the
+ * group works each row's value out once, one row a thread, into a table that each chunk
+ * reads; a chunk's place is a row of the table and a column, stepped in 32 bits. Per chunk
+ * this leaves a table read, the op's plan_row(entry, j, per, &chunk) and the moves (pad: 140
+ * instructions a chunk and 250 of setup a thread were the generic walk's; docs/PERF.md).
+ * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
+ * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
+ * or one across two rows, takes the element walk, so any geometry is still right. */
 template <bool ROTATE = false, class Op>
 static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 {

@@ -583,10 +583,7 @@ static void shape_launch(lua_State *L, const struct xpu_contract *c, struct xpu_
 	if (xpu_shape_launch(s, g, &ran))
 		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
 	lua_pushboolean(L, ran != NULL);
-	if (ran)
-		lua_pushstring(L, ran);
-	else
-		lua_pushnil(L);
+	lua_pushstring(L, ran); /* nil where NULL */
 }
 
 /* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
