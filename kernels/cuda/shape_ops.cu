@@ -38,7 +38,8 @@
  * (GB/s at 3 / 4 / 5): pad 2760 / 3152 / 2992, pad_backward 1342 / 1586 / 1687, flip 3683 /
  * 3548 / 2963, roll 2789 / 3016 / 1729, cumsum 3773 / 3772 / 3454, triu 3565 / 3778 / 3788,
  * tril 3609 / 3837 / 3820, write_slice 3273 / 3430 / 3390, write_slice_rotating 3132 / 3206 /
- * 3253, contiguize 2905 / 2406 / 2084; write_slice_rotating_rows takes 3 (at 4 it spilled).
+ * 3253, contiguize 2905 / 2406 / 2084 (roll's figures are its vector walk's: its item walk
+ * holds 16 values and takes 3, spilling at 4); write_slice_rotating_rows takes 3 (at 4 it spilled).
  * SHAPE_MIN_BLOCKS=N sets every kernel's. */
 #ifdef SHAPE_MIN_BLOCKS
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
@@ -46,22 +47,19 @@
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, blocks)
 #endif
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
- * every kernel but roll and contiguize, which keep what they load in the caches (SHAPE_KEEP):
- * roll's misaligned chunks read their second vector from L1, where the neighbouring lane's
- * first put it, and contiguize's tiles gain too. H200, 1 GiB f32, this build against one with
- * SHAPE_STREAMING=0 (every kernel cached) in the same run: roll 3048 / 3132 GB/s, contiguize
- * 2934 / 3244; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level. As
- * committed (roll and contiguize cached, the rest streaming; docs/PERF.md, fourth pass): roll
- * 3029, contiguize 3220 against a copy of 3875. 0: no kernel streams. */
+ * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
+ * its tiles gain. H200, 1 GiB f32, this build against one with SHAPE_STREAMING=0 (every kernel
+ * cached) in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546,
+ * flip 3833 / 3752, the others level (docs/PERF.md, fourth pass). 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
 #endif
 #define SHAPE_KEEP false /* a kernel's loads and stores stay in the caches */
 
 /* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
- * per chunk); 0: every such chunk loads both of its vectors (the second is in L1 already, as
- * the neighbour's first). Measured on the H200 at 1 GiB f32: roll 1990 GB/s with the shuffle,
- * 2790 without; pad 2638 / 2758; the other ops the same. */
+ * per chunk); 0: every such chunk loads both of its vectors. Measured on the H200 at 1 GiB f32
+ * (when roll still moved vectors): roll 1990 GB/s with the shuffle, 2790 without; pad 2638 /
+ * 2758; the other ops the same. */
 #ifndef SHAPE_ANY_SHFL
 #define SHAPE_ANY_SHFL 0
 #endif
@@ -1065,31 +1063,26 @@ pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHA
 
 /* ---- flip, roll ---------------------------------------------------------------------------------- */
 
-/* out[o, j, i] = in[o, src(j), i]. A roll along (dim, inner) is a roll along the flattened
- * dim * inner by shift * inner, so a roll always has inner == 1: its chunks are runs of a row
- * that stop where the source wraps. A flip with inner == 1 reads its chunk's mirror run and
- * reverses it in registers; with inner > 1 its runs are the inner rows, in order. len: a
+/* flip: out[o, j, i] = in[o, dim - 1 - j, i]. With inner == 1 a chunk reads its mirror run
+ * and reverses it in registers; with inner > 1 its runs are the inner rows, in order. len: a
  * chunk's row, dim (inner == 1) or inner. */
-struct shape_reorder_op : shape_plain {
+struct shape_flip_op : shape_plain {
 	uint8_t *out;
 	const uint8_t *in, *in_end;
-	uint64_t n, dim, inner, shift, len;
+	uint64_t n, dim, inner, len;
 	uint32_t elem;
-	bool flip, out_al;
+	bool out_al;
 	uint4 fill;
 
-	__device__ void init(uint8_t *o, const uint8_t *i, uint64_t outer, uint64_t dm, uint64_t inr, uint64_t sh,
-			     uint64_t el, bool fl)
+	__device__ void init(uint8_t *o, const uint8_t *i, uint64_t outer, uint64_t dm, uint64_t inr, uint64_t el)
 	{
 		out = o;
 		in = i;
 		elem = (uint32_t)el;
-		flip = fl;
 		n = outer * dm * inr;
 		in_end = in + n * elem;
-		dim = fl ? dm : dm * inr;
-		inner = fl ? inr : 1;
-		shift = fl ? 0 : sh * inr;
+		dim = dm;
+		inner = inr;
 		len = inner == 1 ? dim : inner;
 		out_al = shape_al16(out);
 		fill = make_uint4(0, 0, 0, 0);
@@ -1100,8 +1093,7 @@ struct shape_reorder_op : shape_plain {
 	{
 		uint64_t i, j;
 		const uint64_t o = shape_div(shape_div(e, inner, &i), dim, &j);
-		j = flip ? dim - 1 - j : j >= shift ? j - shift : j + dim - shift; /* shift in [0, dim) */
-		return (o * dim + j) * inner + i;
+		return (o * dim + dim - 1 - j) * inner + i;
 	}
 
 	__device__ void plan(uint64_t i0, uint64_t row, uint64_t j, uint32_t per, shape_chunk *c) const
@@ -1111,17 +1103,14 @@ struct shape_reorder_op : shape_plain {
 		if (!out_al || j + per > len)
 			return;
 		if (inner == 1) { /* row: o */
-			s = flip ? dim - j - per : j >= shift ? j - shift : j + dim - shift;
-			if (s + per > dim) /* a roll's chunk that wraps in its source row */
-				return;
-			s += row * dim;
+			s = row * dim + dim - j - per;
 		} else { /* row: o * dim + j', j: i */
 			uint64_t jj;
 			const uint64_t o = shape_div(row, dim, &jj);
 			s = (o * dim + dim - 1 - jj) * inner + j;
 		}
 		c->src = in + s * elem;
-		c->kind = shape_src_kind(c->src, in, in_end) | (flip && inner == 1 ? SC_REV : 0);
+		c->kind = shape_src_kind(c->src, in, in_end) | (inner == 1 ? SC_REV : 0);
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const
@@ -1135,18 +1124,58 @@ extern "C" __global__ void SHAPE_BOUNDS(3)
 flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long elem)
 {
-	shape_reorder_op op;
-	op.init(out, in, outer, dim, inner, 0, elem, true);
+	shape_flip_op op;
+	op.init(out, in, outer, dim, inner, elem);
 	shape_chunks(op);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(4)
+/* roll: out[o, j] = in[o, (j - shift) mod dim] along the flattened (dim * inner), shift
+ * folded into [0, dim) by the launcher. A thread moves its 16 items one element at a time (item
+ * u * 256 + t of the group's 4096, so each warp load and store is one run of 32 elements), all
+ * loaded before any is stored; a cursor (j and o * dim) steps from item to item with adds. As
+ * 16-byte chunks (flip's walk), a shift that is not a whole chunk made every chunk two loads
+ * and a funnel shift, and the walk's 64-bit planning cost ~870 instructions a thread: H200, 1
+ * GiB f32 shifted by 7, 3054-3114 GB/s that way, 3727-3732 this way (copy 3791). */
+template <typename T>
+static __device__ __forceinline__ void shape_roll_items(T *__restrict__ out, const T *__restrict__ in, uint64_t n,
+							uint64_t dim, uint64_t shift)
+{
+	const uint64_t e0 = (uint64_t)xpu_group() * SHAPE_BLOCK * XPU_SHAPE_GRAIN + xpu_thread();
+	if (e0 >= n)
+		return;
+	uint64_t j, sj;
+	uint64_t base = shape_div(e0, dim, &j) * dim;
+	const uint64_t so = shape_div(SHAPE_BLOCK, dim, &sj) * dim;
+	const uint64_t back = dim - shift; /* shift in [0, dim) */
+	T v[XPU_SHAPE_GRAIN];
+#pragma unroll
+	for (int u = 0; u < XPU_SHAPE_GRAIN; u++) {
+		if (e0 + (uint64_t)u * SHAPE_BLOCK < n)
+			v[u] = in[base + (j >= shift ? j - shift : j + back)];
+		j += sj;
+		base += so;
+		if (j >= dim) {
+			j -= dim;
+			base += dim;
+		}
+	}
+#pragma unroll
+	for (int u = 0; u < XPU_SHAPE_GRAIN; u++)
+		if (e0 + (uint64_t)u * SHAPE_BLOCK < n)
+			out[e0 + (uint64_t)u * SHAPE_BLOCK] = v[u];
+}
+
+extern "C" __global__ void SHAPE_BOUNDS(3)
 roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long shift, unsigned long long elem)
 {
-	shape_reorder_op op;
-	op.init(out, in, outer, dim, inner, shift, elem, false);
-	shape_chunks<SHAPE_KEEP>(op);
+	const uint64_t n = outer * dim * inner, d = dim * inner, s = shift * inner;
+	switch (elem) {
+	case 1: shape_roll_items((uint8_t *)out, (const uint8_t *)in, n, d, s); break;
+	case 2: shape_roll_items((uint16_t *)out, (const uint16_t *)in, n, d, s); break;
+	case 4: shape_roll_items((uint32_t *)out, (const uint32_t *)in, n, d, s); break;
+	default: shape_roll_items((uint2 *)out, (const uint2 *)in, n, d, s); break;
+	}
 }
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
