@@ -18,13 +18,16 @@ static const char *const names[XPU_SK_COUNT] = {
 
 /* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
  * so the grid is the items over that; cumsum's items are lanes, one a thread. The pad rows
- * kernels' groups are XPU_SHAPE_ROW_GROUPS times larger (write_slice_rotating_rows keeps the
- * plain kernel's). */
-static uint64_t group_items(int kernel, bool rows_kernel)
+ * kernels' groups are XPU_SHAPE_ROW_GROUPS times larger, contiguize_tiles' XPU_SHAPE_TILE_GROUPS
+ * times (write_slice_rotating_rows keeps the plain kernel's). */
+static uint64_t group_items(int kernel, bool variant)
 {
 	uint64_t per = (uint64_t)BLOCK * (kernel == XPU_SK_CUMSUM ? 1 : XPU_SHAPE_GRAIN);
-	bool pad = kernel == XPU_SK_PAD || kernel == XPU_SK_PAD_BACKWARD;
-	return rows_kernel && pad ? per * XPU_SHAPE_ROW_GROUPS : per;
+	if (variant && (kernel == XPU_SK_PAD || kernel == XPU_SK_PAD_BACKWARD))
+		return per * XPU_SHAPE_ROW_GROUPS;
+	if (variant && kernel == XPU_SK_CONTIGUIZE)
+		return per * XPU_SHAPE_TILE_GROUPS;
+	return per;
 }
 
 const char *xpu_shape_kernel_name(int kernel)
@@ -137,8 +140,21 @@ static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *na
 	       pack_signed(a + base + 8, g->hi, g->rank, kn, "end");
 }
 
-static int pack_contiguize(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items)
+/* A transpose, as the CUDA contiguize tells one: the last axis strided, an axis before it of
+ * stride 1 and more than one element, and a last axis of more than one (g->lo: the strides). */
+static bool contiguize_transposes(const struct xpu_shape_geom *g)
 {
+	if (g->rank < 2 || g->lo[g->rank - 1] == 1 || g->dims[g->rank - 1] < 2)
+		return false;
+	for (int k = 0; k < g->rank - 1; k++)
+		if (g->lo[k] == 1 && g->dims[k] > 1)
+			return true;
+	return false;
+}
+
+static int pack_contiguize(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nargs, uint64_t *items, bool *tiles)
+{
+	*tiles = contiguize_transposes(g);
 	a[0] = g->out;
 	a[1] = g->in;
 	a[2] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8);
@@ -259,14 +275,15 @@ static bool pad_of_rows(const struct xpu_shape_geom *g)
 	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
 }
 
-/* The rows variant of kernel (its name with "_rows") where the device has it, else NULL. */
-static struct xpu_kernel *rows_variant(struct xpu_stream *s, int kernel)
+/* The variant of kernel (pad_rows, pad_backward_rows, write_slice_rotating_rows,
+ * contiguize_tiles) where the device has it, else NULL. */
+static struct xpu_kernel *variant_of(struct xpu_stream *s, int kernel)
 {
 	static struct xpu_kernel *cache[XPU_SK_COUNT];
 	static bool looked[XPU_SK_COUNT];
 	if (!looked[kernel]) {
 		char name[64];
-		snprintf(name, sizeof name, "%s_rows", names[kernel]);
+		snprintf(name, sizeof name, "%s%s", names[kernel], kernel == XPU_SK_CONTIGUIZE ? "_tiles" : "_rows");
 		cache[kernel] = xpu_kernel_find(name);
 		looked[kernel] = true;
 	}
@@ -279,7 +296,7 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 	struct xpu_karg args[XPU_MAX_ARGS];
 	int nargs = 0, rc;
 	uint64_t items = 0;
-	bool rows = false;
+	bool variant = false; /* the shape suits the kernel's variant, where the device has one */
 	*ran = NULL;
 	if (g->kernel < 0 || g->kernel >= XPU_SK_COUNT || g->rank < 0 || g->rank > 8)
 		return xpu_fail("shape launch: kernel %d, rank %d is no shape kernel's geometry", g->kernel, g->rank);
@@ -287,12 +304,12 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		return shape_copy(s, g, ran);
 	if (g->kernel == XPU_SK_PAD || g->kernel == XPU_SK_PAD_BACKWARD) {
 		rc = pack_pad(g, args, &nargs, &items);
-		rows = pad_of_rows(g);
+		variant = pad_of_rows(g);
 	}
 	else if (g->kernel == XPU_SK_WRITE_SLICE || g->kernel == XPU_SK_WRITE_SLICE_ROTATING)
-		rc = pack_slab(g, args, &nargs, &items, &rows);
+		rc = pack_slab(g, args, &nargs, &items, &variant);
 	else if (g->kernel == XPU_SK_CONTIGUIZE)
-		rc = pack_contiguize(g, args, &nargs, &items);
+		rc = pack_contiguize(g, args, &nargs, &items, &variant);
 	else
 		rc = pack_three(g, args, &nargs, &items);
 	if (rc)
@@ -301,8 +318,8 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		return 0;
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
-	struct xpu_kernel *rk = rows ? rows_variant(s, g->kernel) : NULL, *k = rk ? rk : cache[g->kernel];
-	uint64_t per = group_items(g->kernel, rk != NULL), groups = (items + per - 1) / per;
+	struct xpu_kernel *vk = variant ? variant_of(s, g->kernel) : NULL, *k = vk ? vk : cache[g->kernel];
+	uint64_t per = group_items(g->kernel, vk != NULL), groups = (items + per - 1) / per;
 	if (groups > MAX_GROUPS)
 		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],
 				(unsigned long long)items);

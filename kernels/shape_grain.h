@@ -18,4 +18,10 @@
 #define XPU_SHAPE_ROW_MIN 128
 #define XPU_SHAPE_ROWS 130
 
+/* contiguize_tiles (a transpose's contiguize whose groups each take XPU_SHAPE_TILE_GROUPS of
+ * its tiles of 4096 items, so a group's setup serves that many) has groups that many times
+ * larger. H200, 1 GiB f32 transposed, GB/s at 1 / 2 / 4 / 8 / 16 tiles a group: 3236-3317 /
+ * 3580-3589 / 3654-3670 / 3731-3755 / 3680-3738 (the plain contiguize 3187-3237, copy 3788). */
+#define XPU_SHAPE_TILE_GROUPS 8
+
 #endif

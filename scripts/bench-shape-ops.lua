@@ -3,7 +3,7 @@
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
 -- Each kernel is bit-checked against its CPU twin first where the device is not the CPU. The
 -- column "ran" (and the records' "ran") names the kernel that ran, which may be a variant the
--- launcher took for the shape (pad_rows, pad_backward_rows on CUDA).
+-- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles on CUDA).
 -- --launches N times N launches back to back per sample (the host's launch cost then overlaps
 -- the kernels before it) and reports one launch's share. --no-gate leaves the bit gate out
 -- (its column says "not run"): at 1 GiB it costs the CPU twin's run and two downloads per op,

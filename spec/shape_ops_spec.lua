@@ -402,7 +402,7 @@ end
 
 cases.contiguize = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  local data = random_bytes(6000 * e)
+  local data = random_bytes(36000 * e)
   for _, v in ipairs {
     { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
     { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
@@ -419,6 +419,9 @@ cases.contiguize = function(c, d, dt)
     -- and rows repeated (stride 0)
     { shape = { 3, 50, 37 }, strides = { 1850, -37, 1 }, offset = 1813 },
     { shape = { 70, 3, 29 }, strides = { 29, 0, 1 }, offset = 0 },
+    -- a transpose past contiguize_tiles' first group (8 tiles of 4096 items a group): partial
+    -- tiles on both edges, the second group's tiles after the first's
+    { shape = { 150, 230 }, strides = { 1, 150 }, offset = 5 },
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
@@ -766,6 +769,39 @@ describe("pad_rows and pad_backward_rows", function()
           assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
           assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
         end
+      end
+    end)
+  end
+end)
+
+-- contiguize of a transpose (the last axis strided, an earlier one of stride 1) goes to
+-- contiguize_tiles where the device has it (CUDA here; HIP builds the same bodies) and nowhere
+-- else; rows of stride 1 and views with no axis of stride 1 go to the plain kernel everywhere.
+-- Both write what the CPU reference says.
+describe("contiguize_tiles", function()
+  for _, backend in ipairs(BACKENDS) do
+    it(backend .. ": fires for a transpose where built, not for strided rows or a view with no unit axis", function()
+      local devs, why = devices_of(backend)
+      if not devs then return pending("skipped: " .. why) end
+      local d = devs[1]
+      local c, plain, tiles = C["contiguize." .. backend], d:kernel "contiguize", d:kernel "contiguize_tiles"
+      local built = d:kernel_available "contiguize_tiles"
+      assert.equal(backend == "cuda", built, "contiguize_tiles built on " .. backend)
+      local data = random_bytes(4000 * 4)
+      for _, v in ipairs {
+        { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true },
+        { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3, transpose = false },
+        { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7, transpose = false },
+      } do
+        local want = ref.view(elements(data, 4), v.shape, v.strides, v.offset)
+        local p0, t0 = plain.launches, tiles.launches
+        local got, r = run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
+        local what = "strides " .. table.concat(v.strides, ",")
+        same_bytes(want, got, 4, what)
+        local fired = built and v.transpose
+        assert.equal(fired and "contiguize_tiles" or "contiguize", r.kernel, "the kernel the result names, " .. what)
+        assert.equal(fired and 1 or 0, tiles.launches - t0, "contiguize_tiles launches, " .. what)
+        assert.equal(fired and 0 or 1, plain.launches - p0, "contiguize launches, " .. what)
       end
     end)
   end

@@ -1797,10 +1797,19 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
-contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long offset, unsigned long long d01,
-	   unsigned long long d23, unsigned long long d45, unsigned long long d67, long long st0, long long st1,
-	   long long st2, long long st3, long long st4, long long st5, long long st6, long long st7)
+#define SHAPE_CONTIG_PARAMS                                                                                 \
+	uint8_t *out, const uint8_t *in, unsigned long long geom, long long offset, unsigned long long d01,        \
+		unsigned long long d23, unsigned long long d45, unsigned long long d67, long long st0, long long st1, \
+		long long st2, long long st3, long long st4, long long st5, long long st6, long long st7
+#define SHAPE_CONTIG_ARGS out, in, geom, offset, d01, d23, d45, d67, st0, st1, st2, st3, st4, st5, st6, st7
+
+/* TILES: the grid has a group for every XPU_SHAPE_TILE_GROUPS tiles of a transpose (the
+ * launcher's contiguize_tiles), so a group's setup (the view's geometry over eight axes, about
+ * three quarters of a one-tile group's instructions) serves that many tiles; a view that is
+ * no transpose then walks its items across the whole grid, element by element (right for any
+ * grid; the launcher does not take contiguize_tiles for one). */
+template <bool TILES>
+static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 {
 	/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
 	__shared__ uint4 tile[64 * 33 * 8 / 16];
@@ -1809,15 +1818,31 @@ contiguize(uint8_t *out, const uint8_t *in, unsigned long long geom, long long o
 	shape_contig_op op;
 	op.init(out, in, geom, offset, w, st);
 	const int p = op.unit_axis();
-	if (op.stl == 1)
+	if (!TILES && op.stl == 1)
 		shape_chunks<SHAPE_KEEP>(op);
-	else if (p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
+	else if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 		switch (op.elem) {
 		case 1: shape_transpose(op, p, (uint8_t *)tile); break;
 		case 2: shape_transpose(op, p, (uint16_t *)tile); break;
 		case 4: shape_transpose(op, p, (uint32_t *)tile); break;
 		default: shape_transpose(op, p, (uint64_t *)tile); break;
 		}
+	else if (TILES)
+		for (uint64_t e = (uint64_t)xpu_group() * SHAPE_BLOCK + xpu_thread(); e < op.n;
+		     e += (uint64_t)gridDim.x * SHAPE_BLOCK)
+			op.slow(e, 1);
 	else
 		shape_items(op);
+}
+
+extern "C" __global__ void SHAPE_BOUNDS(3)
+contiguize(SHAPE_CONTIG_PARAMS)
+{
+	shape_contiguize<false>(SHAPE_CONTIG_ARGS);
+}
+
+extern "C" __global__ void SHAPE_BOUNDS(3)
+contiguize_tiles(SHAPE_CONTIG_PARAMS)
+{
+	shape_contiguize<true>(SHAPE_CONTIG_ARGS);
 }
