@@ -270,6 +270,9 @@ cases.pad = function(c, d, dt)
     { shape = { 6, 64 }, padding = { { 1, 2 }, { 4, 8 } } }, -- whole 16-byte interiors and borders
     { shape = { 2, 3, 61 }, padding = { { 0, 1 }, { 2, 0 }, { 3, 6 } } }, -- interiors off 16-byte alignment
     { shape = { 3, 29, 53 }, padding = { { 1, 1 }, { 2, 3 }, { 5, 4 } } }, -- several groups, rows shorter than 256
+    -- rows of 7 items over two groups: a group's 4096 items span more rows than Vulkan pad's
+    -- table holds (256), so each item finds its own input row
+    { shape = { 700, 4 }, padding = { { 1, 1 }, { 2, 1 } } },
     -- rows of XPU_SHAPE_ROW_MIN (128) items and more in whole 16-byte chunks: pad_rows where
     -- built. Input runs off 16-byte alignment; then input rows that alternate alignment, a
     -- constant row at each end

@@ -13,6 +13,13 @@ layout(push_constant) uniform Args {
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
+/* pad's own row table, PAD_ROWS entries (1 KB) instead of shape_ops.glsl's one a group item
+ * (16 KB): a group's 4096 items span PAD_ROWS rows or fewer wherever the output rows hold 17
+ * items or more; shorter rows go to pad_items_direct. On the H200 (driver 580) at 1 GiB f32,
+ * rows of 1056, the 16 KB table held pad at 2661-2793 GB/s, 1 KB at 3214-3339 (docs/PERF.md). */
+#define PAD_ROWS 256u
+#define SHAPE_ROWS pad_rows
+shared uint pad_rows[PAD_ROWS];
 #include "shape_ops.glsl"
 
 /* The input coordinate that output coordinate x of an axis (d long, lo before) reads, as the
@@ -71,6 +78,23 @@ void pad_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint 
 			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
 }
 
+/* A group whose items span more rows than the table: each item works out its own input row,
+ * one item at a time (rows of 16 items or fewer). */
+void pad_items_direct(uint cnt, uint rank, uint mode, uint elem)
+{
+	uint last = rank > 0u ? rank - 1u : 0u;
+	uint len = rank > 0u ? pad_od(last) : 1u, dl = rank > 0u ? pad_d(last) : 1u, lol = rank > 0u ? pad_lo(last) : 0u;
+	for (uint t = 0u; t < cnt; t++) {
+		uint g = shape_item_at(t);
+		bool border = false;
+		uint in_row = pad_in_row(g / len, rank, mode, border), q = pad_from(g % len, dl, lol, mode, border);
+		uvec2 v = pc.fill;
+		if (!border)
+			v = shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
+		shape_store(pc.off_out + g * elem, elem, v);
+	}
+}
+
 /* A scalar (rank 0) is one axis of one element. */
 void main()
 {
@@ -79,6 +103,10 @@ void main()
 	for (uint k = 0u; k < rank; k++)
 		n *= pad_od(k);
 	uvec2 span = shape_row_span(n, rank > 0u ? pad_od(rank - 1u) : 1u);
+	if (span.y > PAD_ROWS) { /* the same for the whole group: no table, no barrier */
+		pad_items_direct(shape_count(n), rank, mode, elem);
+		return;
+	}
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
 		bool border = false;
 		uint in_row = pad_in_row(span.x + r, rank, mode, border);
