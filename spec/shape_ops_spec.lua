@@ -692,42 +692,50 @@ describe("shape kernels across backends", function()
   end
 end)
 
+-- One spec per backend, run on the backend's first device (pending with the reason where there
+-- is none): the variants' fire / no-fire pairs below.
+local function on_each_backend(title, body)
+  for _, backend in ipairs(BACKENDS) do
+    it(backend .. ": " .. title, function()
+      local devs, why = devices_of(backend)
+      if not devs then return pending("skipped: " .. why) end
+      body(devs[1], backend)
+    end)
+  end
+end
+
 -- write_slice_rotating's kernel: a ring of whole rows under one-wide outer axes goes to
 -- write_slice_rotating_rows where the device has it (CUDA here; HIP builds the same bodies)
 -- and fires nowhere else; a ring under a wide outer axis (a cache of several heads) goes to
 -- the plain kernel everywhere. Both write what the CPU reference says.
 describe("write_slice_rotating_rows", function()
-  for _, backend in ipairs(BACKENDS) do
-    it(backend .. ": fires for a ring of whole rows where built, not for a ring under a wide outer axis", function()
-      local devs, why = devices_of(backend)
-      if not devs then return pending("skipped: " .. why) end
-      local d, c = devs[1], C["write_slice_rotating." .. backend]
-      local plain, rows = d:kernel "write_slice_rotating", d:kernel "write_slice_rotating_rows"
-      local built = d:kernel_available "write_slice_rotating_rows"
-      assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
-      for _, case in ipairs {
-        { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
-        { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = false },
-      } do
-        local w = {}
-        for k = 1, 3 do w[k] = case.ranges[k][2] - case.ranges[k][1] end
-        local src, dest = random_bytes(prod(w) * 4), poison(prod(case.dest) * 4)
-        local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
-        local out = d:buffer(dest)
-        local p0, r0 = plain.launches, rows.launches
-        local r = c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
-                              position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
-                              dest = { dtype = "f32", shape = case.dest, buffer = out } },
-                   params = { axis = 1, modulus = 8, ranges = case.ranges } }
-        d:default_stream():sync()
-        same_bytes(want, out:download(), 4, "ring pos " .. case.pos)
-        local fired = case.rows and built
-        assert.equal(fired and "write_slice_rotating_rows" or "write_slice_rotating", r.kernel)
-        assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
-        assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
-      end
-    end)
-  end
+  on_each_backend("fires for a ring of whole rows where built, not for a ring under a wide outer axis", function(d, backend)
+    local c = C["write_slice_rotating." .. backend]
+    local plain, rows = d:kernel "write_slice_rotating", d:kernel "write_slice_rotating_rows"
+    local built = d:kernel_available "write_slice_rotating_rows"
+    assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
+    for _, case in ipairs {
+      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
+      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = false },
+    } do
+      local w = {}
+      for k = 1, 3 do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+      local src, dest = random_bytes(prod(w) * 4), poison(prod(case.dest) * 4)
+      local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
+      local out = d:buffer(dest)
+      local p0, r0 = plain.launches, rows.launches
+      local r = c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
+                            position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
+                            dest = { dtype = "f32", shape = case.dest, buffer = out } },
+                 params = { axis = 1, modulus = 8, ranges = case.ranges } }
+      d:default_stream():sync()
+      same_bytes(want, out:download(), 4, "ring pos " .. case.pos)
+      local fired = case.rows and built
+      assert.equal(fired and "write_slice_rotating_rows" or "write_slice_rotating", r.kernel)
+      assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
+      assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
+    end
+  end)
 end)
 
 -- pad's and pad_backward's kernels: output rows of XPU_SHAPE_ROW_MIN (128) items or more, in
@@ -736,45 +744,40 @@ end)
 -- bytes, whose chunks the rows walk would take element by element), go to the plain kernels
 -- everywhere. Both write what the CPU reference says.
 describe("pad_rows and pad_backward_rows", function()
-  for _, backend in ipairs(BACKENDS) do
-    it(backend .. ": fire for rows of 128 items where built, not for rows of 127 or 130", function()
-      local devs, why = devices_of(backend)
-      if not devs then return pending("skipped: " .. why) end
-      local d = devs[1]
-      for _, kn in ipairs { "pad", "pad_backward" } do
-        local c, plain, rows = C[kn .. "." .. backend], d:kernel(kn), d:kernel(kn .. "_rows")
-        local built = d:kernel_available(kn .. "_rows")
-        assert.equal(backend == "cuda", built, kn .. "_rows built on " .. backend)
-        for _, len in ipairs { 128, 127, 130 } do
-          -- pad: 3 x (len - 3) padded to rows of len; pad_backward: gradient rows of len
-          local padding = { { 1, 1 }, { 1, 2 } }
-          local shape = kn == "pad" and { 3, len - 3 } or { 3, len }
-          local out_shape = { 5, shape[2] + 3 }
-          local input, want
-          if kn == "pad" then
-            input = random_bytes(prod(shape) * 4)
-            want = ref.pad(elements(input, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
-          else
-            -- constant mode: each gradient element is its one upstream term, bit for bit
-            input = encode("f32", random_values(prod(out_shape), "f32"))
-            local ups = elements(input, 4)
-            local terms = ref.pad_terms(shape, padding, 0)
-            want = {}
-            for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
-            want = table.concat(want)
-          end
-          local p0, r0 = plain.launches, rows.launches
-          local got, r = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
-            data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
-          same_bytes(want, got, 4, ("%s rows of %d"):format(kn, len))
-          local fired = built and len >= 128 and len * 4 % 16 == 0
-          assert.equal(fired and kn .. "_rows" or kn, r.kernel, "the kernel the result names")
-          assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
-          assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
+  on_each_backend("fire for rows of 128 items where built, not for rows of 127 or 130", function(d, backend)
+    for _, kn in ipairs { "pad", "pad_backward" } do
+      local c, plain, rows = C[kn .. "." .. backend], d:kernel(kn), d:kernel(kn .. "_rows")
+      local built = d:kernel_available(kn .. "_rows")
+      assert.equal(backend == "cuda", built, kn .. "_rows built on " .. backend)
+      for _, len in ipairs { 128, 127, 130 } do
+        -- pad: 3 x (len - 3) padded to rows of len; pad_backward: gradient rows of len
+        local padding = { { 1, 1 }, { 1, 2 } }
+        local shape = kn == "pad" and { 3, len - 3 } or { 3, len }
+        local out_shape = { 5, shape[2] + 3 }
+        local input, want
+        if kn == "pad" then
+          input = random_bytes(prod(shape) * 4)
+          want = ref.pad(elements(input, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
+        else
+          -- constant mode: each gradient element is its one upstream term, bit for bit
+          input = encode("f32", random_values(prod(out_shape), "f32"))
+          local ups = elements(input, 4)
+          local terms = ref.pad_terms(shape, padding, 0)
+          want = {}
+          for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
+          want = table.concat(want)
         end
+        local p0, r0 = plain.launches, rows.launches
+        local got, r = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
+          data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
+        same_bytes(want, got, 4, ("%s rows of %d"):format(kn, len))
+        local fired = built and len >= 128 and len * 4 % 16 == 0
+        assert.equal(fired and kn .. "_rows" or kn, r.kernel, "the kernel the result names")
+        assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
+        assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
       end
-    end)
-  end
+    end
+  end)
 end)
 
 -- contiguize of a transpose (the last axis strided, an earlier one of stride 1) goes to
@@ -782,32 +785,27 @@ end)
 -- else; rows of stride 1 and views with no axis of stride 1 go to the plain kernel everywhere.
 -- Both write what the CPU reference says.
 describe("contiguize_tiles", function()
-  for _, backend in ipairs(BACKENDS) do
-    it(backend .. ": fires for a transpose where built, not for strided rows or a view with no unit axis", function()
-      local devs, why = devices_of(backend)
-      if not devs then return pending("skipped: " .. why) end
-      local d = devs[1]
-      local c, plain, tiles = C["contiguize." .. backend], d:kernel "contiguize", d:kernel "contiguize_tiles"
-      local built = d:kernel_available "contiguize_tiles"
-      assert.equal(backend == "cuda", built, "contiguize_tiles built on " .. backend)
-      local data = random_bytes(4000 * 4)
-      for _, v in ipairs {
-        { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true },
-        { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3, transpose = false },
-        { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7, transpose = false },
-      } do
-        local want = ref.view(elements(data, 4), v.shape, v.strides, v.offset)
-        local p0, t0 = plain.launches, tiles.launches
-        local got, r = run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
-        local what = "strides " .. table.concat(v.strides, ",")
-        same_bytes(want, got, 4, what)
-        local fired = built and v.transpose
-        assert.equal(fired and "contiguize_tiles" or "contiguize", r.kernel, "the kernel the result names, " .. what)
-        assert.equal(fired and 1 or 0, tiles.launches - t0, "contiguize_tiles launches, " .. what)
-        assert.equal(fired and 0 or 1, plain.launches - p0, "contiguize launches, " .. what)
-      end
-    end)
-  end
+  on_each_backend("fires for a transpose where built, not for strided rows or a view with no unit axis", function(d, backend)
+    local c, plain, tiles = C["contiguize." .. backend], d:kernel "contiguize", d:kernel "contiguize_tiles"
+    local built = d:kernel_available "contiguize_tiles"
+    assert.equal(backend == "cuda", built, "contiguize_tiles built on " .. backend)
+    local data = random_bytes(4000 * 4)
+    for _, v in ipairs {
+      { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true },
+      { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3, transpose = false },
+      { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7, transpose = false },
+    } do
+      local want = ref.view(elements(data, 4), v.shape, v.strides, v.offset)
+      local p0, t0 = plain.launches, tiles.launches
+      local got, r = run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
+      local what = "strides " .. table.concat(v.strides, ",")
+      same_bytes(want, got, 4, what)
+      local fired = built and v.transpose
+      assert.equal(fired and "contiguize_tiles" or "contiguize", r.kernel, "the kernel the result names, " .. what)
+      assert.equal(fired and 1 or 0, tiles.launches - t0, "contiguize_tiles launches, " .. what)
+      assert.equal(fired and 0 or 1, plain.launches - p0, "contiguize launches, " .. what)
+    end
+  end)
 end)
 
 -- A launch checked once (c:bind) and launched again: the ring write at two positions, each
