@@ -3,7 +3,10 @@
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
 -- Each kernel is bit-checked against its CPU twin first where the device is not the CPU. The
 -- column "ran" (and the records' "ran") names the kernel that ran, which may be a variant the
--- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles on CUDA).
+-- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles on CUDA). "own
+-- copy" (and the records' own_copy_gbs) is a copy between the op's own buffers timed right after
+-- it in the same process, "of own" the op against it: where the driver puts a process's memory
+-- in a slower mode (NVIDIA's Vulkan, docs/PERF.md), the op's own buffers say so.
 -- --launches N times N launches back to back per sample (the host's launch cost then overlaps
 -- the kernels before it) and reports one launch's share. --no-gate leaves the bit gate out
 -- (its column says "not run"): at 1 GiB it costs the CPU twin's run and two downloads per op,
@@ -159,6 +162,37 @@ if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.chi
   list = {}
 end
 
+-- The copy between an op's own buffers (its largest input into its output), timed in the same
+-- process right after the op: on NVIDIA's Vulkan driver a process, and the same buffers after
+-- later allocations, can land in a slower memory mode (docs/PERF.md), so the columns "own copy"
+-- and "of own" read the op against what its own buffers moved then. GB/s of the copy's read and
+-- write bytes.
+local copier
+for _, c in ipairs(mine) do
+  if c.kernel == "copy" then copier = c end
+end
+local function own_copy_gbs(c, case, spec, s)
+  if not copier then return nil end
+  local dst, src, bytes = output_of(c, spec), nil, 0
+  for name, v in pairs(case.inputs) do
+    if spec.inputs[name].buffer ~= dst and v.bytes > bytes then src, bytes = spec.inputs[name].buffer, v.bytes end
+  end
+  bytes = math.min(bytes, case.out or case.inputs.dest.bytes)
+  if not src or bytes == 0 then return nil end
+  local from, to = src:slice(0, bytes), dst:slice(0, bytes)
+  local copy = { inputs = { src = { dtype = "u8", shape = { bytes }, buffer = from } }, out = to, stream = s }
+  local times = {}
+  for r = 1, opts.reps + 2 do
+    local m = s:timer_begin()
+    copier:launch(copy)
+    local sec = s:timer_end(m)
+    if r > 2 then times[#times + 1] = sec end
+  end
+  from:release()
+  to:release()
+  return 2 * bytes / report.stats(times).median / 1e9
+end
+
 local s = d:default_stream()
 for k, c in ipairs(list) do
   local case = all[c.kernel]
@@ -179,16 +213,18 @@ for k, c in ipairs(list) do
   end
   local st = report.stats(times)
   local gbs = bytes / st.median / 1e9
+  local own = own_copy_gbs(c, case, spec, s)
   -- the contract's measured cost ("judge_measured"), keyed by kernel, dtype and shape; the
   -- store itself keys it by the device fingerprint and the kernels' code hash
   autotune.remember_for(d, ("judge_measured.%s.f32"):format(c.kernel), case.inputs[next(case.inputs)].shape,
     ("%.6g"):format(st.median))
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
-                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran }
+                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran, own or "-",
+                      own and ("%.0f%%"):format(100 * gbs / own) or "-" }
   records[#records + 1] = { bench = "shape-ops", kernel = c.kernel, backend = c.backend, device = d:fingerprint(),
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
-                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran }
+                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own }
   release(spec)
 end
 
@@ -207,7 +243,8 @@ end
 print(report.table {
   title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), GB/s from each contract's bytes_moved"):format(d.id, d.name, mib,
     opts.reps, opts.launches),
-  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran" },
+  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
+             "of own" },
   rows = rows,
 })
 if opts.jsonl then

@@ -34,6 +34,9 @@ describe("bench-shape-ops", function()
           assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
           -- the kernel that ran: pad's own here (its rows variant is CUDA's), a copy kernel for copy
           assert.matches(line:find('"kernel":"pad"', 1, true) and '"ran":"pad"' or '"ran":"[%w_]+"', line)
+          -- the copy between the op's own buffers, timed in the same process: a rate, not a blank
+          local own = tonumber(line:match('"own_copy_gbs":([%d.e+-]+)'))
+          assert.is_true(own and own > 0, line)
         end
       end
       assert.equal(2, records, out)
