@@ -247,9 +247,10 @@ static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, 
 	return 0;
 }
 
+/* The source tensor's bytes (g->outer elements), not its buffer's, which may hold more. */
 static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran)
 {
-	uint64_t n = g->in.b.bytes;
+	uint64_t n = g->outer * g->elem;
 	if (g->out.b.bytes < n)
 		return xpu_fail("copy: the destination holds %llu bytes, the source %llu", (unsigned long long)g->out.b.bytes,
 				(unsigned long long)n);

@@ -440,7 +440,11 @@ cases.copy = function(c, d, dt)
   local data = random_bytes(1000 * e)
   local got = run(c, d, { src = { dtype = dt, shape = { 10, 100 }, data = data } }, {}, #data)
   same_bytes(data, got, e, "copy " .. dt)
-  return got
+  -- a tensor shorter than its buffer, into an output buffer as long: the tensor's bytes only,
+  -- the output's bytes past it untouched
+  local short = run(c, d, { src = { dtype = dt, shape = { 10 }, data = data:sub(1, 64 * e) } }, {}, 64 * e)
+  same_bytes(data:sub(1, 10 * e) .. poison(64 * e):sub(10 * e + 1), short, e, "copy of 10 " .. dt .. " from a buffer of 64")
+  return got .. short
 end
 
 -- typed kernels: values checked within the stated bound; the bytes returned for determinism

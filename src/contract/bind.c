@@ -116,6 +116,9 @@ int xpu_fkc_geom(const struct xpu_contract *c, const struct xpu_fkc_call *call, 
 	case XPU_SK_CONTIGUIZE:
 		contiguize_geom(&call->in[0], g);
 		return 0;
+	case XPU_SK_COPY: /* the tensor's elements: its buffer may hold more */
+		g->outer = (uint64_t)call->in[0].n;
+		return 0;
 	default:
 		return 0;
 	}
