@@ -562,8 +562,9 @@ static struct xpu_device *checked_launch(lua_State *L, const struct xpu_contract
 	int pos = xpu_fkc_input_index(c, "position");
 	if (pos >= 0)
 		g->aux = karg_of(bufs[pos]);
-	lua_pop(L, 1); /* the call */
 	push_result(L, c, call, &r);
+	lua_remove(L, -2); /* the call, only once the result no longer reads it (a collection inside
+			    * push_result would otherwise free it under the reads) */
 	return d;
 }
 
