@@ -1,7 +1,9 @@
--- fuzz_spec.lua — the readers under damaged input: seeded mutations and truncations of a good
--- GGUF file and of contracts/shape-ops.md. Every file either opens and can be walked whole, or
--- is refused with an error naming the file (and, for GGUF, the field and the byte); none may
--- crash the process (a crash ends this run, and so fails it).
+-- fuzz_spec.lua — damaged input: seeded mutations and truncations of a good GGUF file and of
+-- contracts/shape-ops.md, and random (mostly wrong) calls to the shape contracts. Every file
+-- either opens and can be walked whole, or is refused with an error naming the file (and, for
+-- GGUF, the field and the byte); every call launches or is refused with a message; nothing may
+-- crash the process (a crash ends this run, and so fails it). Run under valgrind by hand, the
+-- launches found a read of freed memory in c:launch (fixed in ecfc33a).
 local xpu = require "xpu"
 local gguf = xpu.gguf
 
@@ -98,4 +100,64 @@ describe("damaged inputs", function()
     os.remove(p)
     assert.is_true(loaded > 20 and refused > 50, ("%d loaded, %d refused"):format(loaded, refused))
   end)
+
+  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
+    local calls = dev == "cpu:0" and 3000 or 300
+    it(("%s: %d random calls to the shape contracts each launch or are refused with a message"):format(dev, calls), function()
+      local d, why = xpu.device(dev)
+      if not d then return pending("skipped: " .. tostring(why)) end
+      local cs = {}
+      for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+        if d:supports(c.code_capability) then cs[#cs + 1] = c end
+      end
+      local dtypes = { "f32", "f32", "f32", "f64", "f16", "bf16", "i8", "u8", "i32", "u64", "bogus", 7 }
+      local odd = { -1, 0, 1, 2, 3, 7, 64, 1e9, 2 ^ 40, -2 ^ 62, 0.5, "x", true, {} }
+      local function any() return odd[math.random(#odd)] end
+      local function shape()
+        if math.random(40) == 1 then return "not a table" end
+        local t = {}
+        for k = 1, math.random(0, 4) do t[k] = math.random(40) == 1 and any() or math.random(0, 5) end
+        return t
+      end
+      local bufs = {}
+      for i = 1, 6 do bufs[i] = d:buffer(("\1\2\3\4"):rep(64 * i)) end
+      local launched, refused = 0, 0
+      for i = 1, calls do
+        math.randomseed(2000 + i)
+        local c = cs[math.random(#cs)]
+        local call = { inputs = {}, params = {} }
+        for _, inp in ipairs(c.inputs) do
+          if math.random(8) > 1 then
+            local s = shape()
+            local op = { dtype = dtypes[math.random(#dtypes)], shape = s, offset = math.random(10) == 1 and math.random(0, 3) or nil,
+                         buffer = math.random(30) > 1 and bufs[math.random(#bufs)]:slice(4 * math.random(0, 4)) or any() }
+            if math.random(4) == 1 and type(s) == "table" then
+              op.strides = {}
+              for k = 1, #s do op.strides[k] = math.random(-3, 8) end
+            end
+            call.inputs[inp.name] = op
+          end
+        end
+        for _, f in ipairs(c.fields) do
+          if math.random(2) == 1 then
+            local v = math.random(8) == 1 and any() or math.random(-2, 4)
+            if f.kind:find("(", 1, true) then -- pairs
+              v = { { math.random(-1, 3), math.random(-1, 3) }, { math.random(0, 2), math.random(8) == 1 and any() or 1 } }
+            elseif f.kind:find("^Vec") then
+              v = shape()
+            end
+            call.params[f.name] = v
+          end
+        end
+        if math.random(3) > 1 then call.out = bufs[math.random(#bufs)] end
+        local ok, err = pcall(c.launch, c, call)
+        if ok then launched = launched + 1 else
+          refused = refused + 1
+          assert.is_string(err)
+        end
+      end
+      d:default_stream():sync()
+      assert.is_true(launched > calls // 40 and refused > calls // 2, ("%d launched, %d refused"):format(launched, refused))
+    end)
+  end
 end)
