@@ -16,18 +16,26 @@ static const char *const names[XPU_SK_COUNT] = {
 	"contiguize", "copy_bytes",
 };
 
+/* Each kernel's variant where it has one (taken below for the shapes it suits, where the
+ * device has it: the CUDA bodies), and how many of the plain kernel's groups one of its
+ * groups covers. */
+static const struct {
+	const char *name;
+	uint64_t groups;
+} variants[XPU_SK_COUNT] = {
+	[XPU_SK_PAD] = { "pad_rows", XPU_SHAPE_ROW_GROUPS },
+	[XPU_SK_PAD_BACKWARD] = { "pad_backward_rows", XPU_SHAPE_ROW_GROUPS },
+	[XPU_SK_WRITE_SLICE_ROTATING] = { "write_slice_rotating_rows", 1 },
+	[XPU_SK_CONTIGUIZE] = { "contiguize_tiles", XPU_SHAPE_TILE_GROUPS },
+};
+
 /* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
- * so the grid is the items over that; cumsum's items are lanes, one a thread. The pad rows
- * kernels' groups are XPU_SHAPE_ROW_GROUPS times larger, contiguize_tiles' XPU_SHAPE_TILE_GROUPS
- * times (write_slice_rotating_rows keeps the plain kernel's). */
+ * so the grid is the items over that; cumsum's items are lanes, one a thread; a variant's
+ * groups cover its `groups` times that. */
 static uint64_t group_items(int kernel, bool variant)
 {
 	uint64_t per = (uint64_t)BLOCK * (kernel == XPU_SK_CUMSUM ? 1 : XPU_SHAPE_GRAIN);
-	if (variant && (kernel == XPU_SK_PAD || kernel == XPU_SK_PAD_BACKWARD))
-		return per * XPU_SHAPE_ROW_GROUPS;
-	if (variant && kernel == XPU_SK_CONTIGUIZE)
-		return per * XPU_SHAPE_TILE_GROUPS;
-	return per;
+	return variant ? per * variants[kernel].groups : per;
 }
 
 const char *xpu_shape_kernel_name(int kernel)
@@ -276,16 +284,13 @@ static bool pad_of_rows(const struct xpu_shape_geom *g)
 	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
 }
 
-/* The variant of kernel (pad_rows, pad_backward_rows, write_slice_rotating_rows,
- * contiguize_tiles) where the device has it, else NULL. */
+/* The variant of kernel where it has one and the device has it, else NULL. */
 static struct xpu_kernel *variant_of(struct xpu_stream *s, int kernel)
 {
 	static struct xpu_kernel *cache[XPU_SK_COUNT];
 	static bool looked[XPU_SK_COUNT];
 	if (!looked[kernel]) {
-		char name[64];
-		snprintf(name, sizeof name, "%s%s", names[kernel], kernel == XPU_SK_CONTIGUIZE ? "_tiles" : "_rows");
-		cache[kernel] = xpu_kernel_find(name);
+		cache[kernel] = variants[kernel].name ? xpu_kernel_find(variants[kernel].name) : NULL;
 		looked[kernel] = true;
 	}
 	return cache[kernel] && xpu_kernel_available(s->dev, cache[kernel]->id) ? cache[kernel] : NULL;
