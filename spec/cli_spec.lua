@@ -12,19 +12,8 @@ local function q(s)
 	return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
-local function slurp(path)
-	local f = assert(io.open(path, "rb"))
-	local s = f:read("a")
-	f:close()
-	return s
-end
-
-local function spit(path, text)
-	local f = assert(io.open(path, "wb"))
-	f:write(text)
-	f:close()
-	return path
-end
+local fx = require "spec.support.fixtures"
+local slurp, spit = fx.slurp, fx.spit
 
 local temps = {}
 

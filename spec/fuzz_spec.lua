@@ -7,24 +7,8 @@
 local xpu = require "xpu"
 local gguf = xpu.gguf
 
-local function pattern(n, seed)
-  local t = {}
-  for i = 1, n do t[i] = string.char((i * 37 + seed * 101) % 251 + 1) end
-  return table.concat(t)
-end
-
-local function slurp(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local fx = require "spec.support.fixtures"
+local slurp, spit = fx.slurp, fx.spit
 
 -- One damaged copy of s: cut at a random length (kind 1), or 1-8 bytes set at random places to
 -- random values (2) or to edge values (3).
@@ -45,9 +29,9 @@ describe("damaged inputs", function()
         { "general.architecture", "string", "llama" }, { "t.u32", "u32", 7 }, { "t.f64", "f64", 1 / 3 },
         { "t.a.string", "array:string", { "<s>", "", "tok" } }, { "t.a.nest", "array:array:u32", { { 1, 2 }, {}, { 3 } } },
       }, tensors = {
-        { name = "tok_embd.weight", dims = { 32, 3 }, type = "q4_0", data = pattern(3 * 18, 1) },
-        { name = "blk.0.attn_q.weight", dims = { 256, 2 }, type = "q4_K", data = pattern(2 * 144, 2) },
-        { name = "blk.0.ffn_up_exps.weight", dims = { 32, 2, 4 }, type = "q8_0", data = pattern(8 * 34, 3) },
+        { name = "tok_embd.weight", dims = { 32, 3 }, type = "q4_0", data = fx.pattern(3 * 18, 1) },
+        { name = "blk.0.attn_q.weight", dims = { 256, 2 }, type = "q4_K", data = fx.pattern(2 * 144, 2) },
+        { name = "blk.0.ffn_up_exps.weight", dims = { 32, 2, 4 }, type = "q8_0", data = fx.pattern(8 * 34, 3) },
       } })
     local base = slurp(good)
     local opened, refused = 0, 0

@@ -11,19 +11,8 @@ local function tmp()
 	return p
 end
 
-local function slurp(p)
-	local f = assert(io.open(p, "rb"))
-	local s = f:read("a")
-	f:close()
-	return s
-end
-
-local function spit(p, s)
-	local f = assert(io.open(p, "wb"))
-	f:write(s)
-	f:close()
-	return p
-end
+local fx = require "spec.support.fixtures"
+local slurp, spit = fx.slurp, fx.spit
 
 -- Bytes that are never all zeros and differ per tensor.
 local function pattern(n, seed)

@@ -48,6 +48,21 @@ end
 
 function M.sync(d) d:default_stream():sync() end
 
+-- A file's bytes, and bytes written to a file (returns the path).
+function M.slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function M.spit(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+  return path
+end
+
 -- Resident rows x cols weights; rows differ in scale by six orders of magnitude.
 function M.weights(fmt, rows, cols, seed)
   local w = M.values(rows * cols, seed)
