@@ -16,7 +16,8 @@ layout(push_constant) uniform Args {
 /* pad's own row table, PAD_ROWS entries (1 KB) instead of shape_ops.glsl's one a group item
  * (16 KB): a group's 4096 items span PAD_ROWS rows or fewer wherever the output rows hold 17
  * items or more; shorter rows go to pad_items_direct. On the H200 (driver 580) at 1 GiB f32,
- * rows of 1056, the 16 KB table held pad at 2661-2793 GB/s, 1 KB at 3214-3339 (docs/PERF.md). */
+ * rows of 1056, the 16 KB table held pad at 2661-2793 GB/s, a build with 1 KB tables ran it at
+ * 3214-3339 (docs/PERF.md; this form not yet measured there). */
 #define PAD_ROWS 256u
 #define SHAPE_ROWS pad_rows
 shared uint pad_rows[PAD_ROWS];
