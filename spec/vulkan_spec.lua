@@ -191,6 +191,46 @@ local function child(env, body)
   return out
 end
 
+-- XPULUA_VULKAN_SPV=DIR: a built kernel's module read from DIR/vk_<kernel>.spv where the file
+-- is. tril's module (the build tree's) given as triu's makes triu's launch write the lower
+-- triangle; a damaged module is refused when the device opens, naming the file.
+describe("vulkan modules from a directory", function()
+  vk_it("replace the built module where a file is, and refuse a damaged one naming it", function()
+    local built = io.open("build/vulkan/vk_tril.spv", "rb")
+    if not built then return pending("skipped: no build/vulkan/vk_tril.spv (the build tree's modules)") end
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. dir))
+    local f = assert(io.open(dir .. "/vk_triu.spv", "wb"))
+    f:write(built:read("a"))
+    f:close()
+    built:close()
+    local body = [[
+      local xpu = require "xpu"
+      local vk, err = xpu.device "vulkan:0"
+      if not vk then print("refused: " .. err) return end
+      local src, out = {}, vk:buffer(("\165"):rep(64))
+      for i = 1, 16 do src[i] = string.pack("<I4", i) end
+      vk:kernel("triu"):launch(nil, 1, 256, out, vk:buffer(table.concat(src)), 1, 4, 4, 0, 4)
+      local got = out:download()
+      local t = {}
+      for i = 0, 15 do t[#t + 1] = string.unpack("<I4", got, 4 * i + 1) end
+      print(xpu.kernel_hash, table.concat(t, " "))
+    ]]
+    local plain, swapped = child("", body), child("XPULUA_VULKAN_SPV=" .. dir, body)
+    local at = dir:gsub("%p", "%%%0") -- the path as a pattern
+    assert.matches("^%x+\t1 2 3 4 0 6 7 8 0 0 11 12 0 0 0 16\n$", plain)
+    assert.matches("triu's module from " .. at .. "/vk_triu%.spv\n", swapped)
+    assert.matches("%x+%+vkspv\t1 0 0 0 5 6 0 0 9 10 11 0 13 14 15 16\n$", swapped)
+    f = assert(io.open(dir .. "/vk_triu.spv", "wb"))
+    f:write(("\3\2\35\7"):rep(3)) -- the magic, but only 12 bytes
+    f:close()
+    assert.matches("refused: vulkan:0: " .. at .. "/vk_triu%.spv: not a SPIR%-V module %(12 bytes", child("XPULUA_VULKAN_SPV=" .. dir, body))
+    os.remove(dir .. "/vk_triu.spv")
+    os.remove(dir)
+  end)
+end)
+
 describe("vulkan mat-vec modules", function()
   -- kernels/vulkan/matvec.glsl: lanes trade values by subgroup shuffles where subgroups are
   -- 32 lanes (required, where the driver can require a size) or a multiple of 32, through

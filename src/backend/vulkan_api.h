@@ -100,6 +100,7 @@ struct vk_kern {
 	 * subgroup shuffles (kernels/vulkan/matvec.glsl); NULL where the device cannot run it. */
 	const unsigned char *spv_sg;
 	size_t spv_sg_size;
+	unsigned char *spv_file, *spv_sg_file; /* modules read from XPULUA_VULKAN_SPV (owned) */
 	VkShaderModule mod;
 	VkShaderModule mod_sg;
 	VkDescriptorSetLayout dsl;

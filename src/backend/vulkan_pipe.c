@@ -367,6 +367,62 @@ static bool is_wave_kernel(const char *name)
 	return strstr(name, "_q8k_wave") || strstr(name, "_q8k_id");
 }
 
+/* ---- modules from a directory -----------------------------------------------------------
+ * XPULUA_VULKAN_SPV=DIR: a kernel's module is read from DIR/vk_<kernel>.spv (a mat-vec's second
+ * one from DIR/vk_<kernel>.subgroup.spv) where that file exists, instead of the embedded one,
+ * so a shader can be changed and timed without a new binary (glslc with the flags of
+ * kernels/vulkan/vulkan.mk). Only kernels built in are replaced; xpu.kernel_hash says an
+ * override is set, so the Autotune store keeps such results apart. */
+
+/* *data, *size from DIR/vk_<name>.spv; 0 with *data NULL where there is no such file. */
+static int read_override(const char *name, unsigned char **data, size_t *size)
+{
+	const char *dir = getenv("XPULUA_VULKAN_SPV");
+	char path[4096];
+	*data = NULL;
+	if (!dir || !*dir)
+		return 0;
+	if (snprintf(path, sizeof path, "%s/vk_%s.spv", dir, name) >= (int)sizeof path)
+		return xpu_fail("XPULUA_VULKAN_SPV: the path of %s's module is too long", name);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return errno == ENOENT ? 0 : xpu_fail("%s: %s", path, strerror(errno));
+	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	unsigned char *buf = n >= 20 && n % 4 == 0 && n < (64l << 20) ? xpu_malloc((size_t)n) : NULL;
+	bool ok = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
+	fclose(f);
+	if (!ok || spv_word(buf) != SPIRV_MAGIC) {
+		xpu_free(buf);
+		return xpu_fail("%s: not a SPIR-V module (%ld bytes%s)", path, n,
+				buf && ok ? ", no SPIR-V magic" : "; a module is whole 4-byte words, 20 or more");
+	}
+	fprintf(stderr, "vulkan: %s's module from %s\n", name, path);
+	*data = buf;
+	*size = (size_t)n;
+	return 0;
+}
+
+/* The kernel's modules from XPULUA_VULKAN_SPV where there are files for them. */
+static int take_overrides(struct vk_kern *kn)
+{
+	char sg_name[96];
+	size_t size;
+	if (read_override(kn->k->def->name, &kn->spv_file, &size))
+		return -1;
+	if (kn->spv_file) {
+		kn->spv = kn->spv_file;
+		kn->spv_size = size;
+	}
+	snprintf(sg_name, sizeof sg_name, "%s.subgroup", kn->k->def->name);
+	if (!kn->spv_sg || read_override(sg_name, &kn->spv_sg_file, &size))
+		return kn->spv_sg ? -1 : 0;
+	if (kn->spv_sg_file) {
+		kn->spv_sg = kn->spv_sg_file;
+		kn->spv_sg_size = size;
+	}
+	return 0;
+}
+
 /* An entry for every kernel whose SPIR-V is embedded and runs here; the others stay NULL
  * ("not built for vulkan:N"): a packed-dot kernel on a device without the feature. A
  * mat-vec takes its subgroup module too where the device runs one. */
@@ -392,6 +448,8 @@ int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4)
 			kn->spv_sg = sg->data;
 			kn->spv_sg_size = sg->size;
 		}
+		if (take_overrides(kn))
+			return -1;
 		place_args(kn);
 		if (kn->push_bytes > XPU_VK_PUSH || kn->push_bytes > vd->limits.maxPushConstantsSize)
 			return xpu_fail("kernel '%s' needs %u bytes of push constants", k->def->name,
@@ -415,6 +473,8 @@ void xpu_vk_kernels_close(struct vk_dev *vd)
 			vd->fn.vkDestroyShaderModule(vd->device, kn->mod, NULL);
 		if (kn->mod_sg)
 			vd->fn.vkDestroyShaderModule(vd->device, kn->mod_sg, NULL);
+		xpu_free(kn->spv_file);
+		xpu_free(kn->spv_sg_file);
 	}
 	if (vd->pcache) {
 		save_cache(vd);

@@ -5,6 +5,7 @@
 #include "quant/ggml_types.h"
 #include "kernel_hash.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,7 +176,9 @@ int luaopen_xpu(lua_State *L)
 	int t = lua_gettop(L);
 	lua_pushstring(L, XPU_VERSION);
 	lua_setfield(L, t, "version");
-	lua_pushstring(L, XPULUA_KERNEL_HASH);
+	/* Vulkan modules read from a directory (XPULUA_VULKAN_SPV) are not the build's */
+	const char *spv = getenv("XPULUA_VULKAN_SPV");
+	lua_pushstring(L, spv && *spv ? XPULUA_KERNEL_HASH "+vkspv" : XPULUA_KERNEL_HASH);
 	lua_setfield(L, t, "kernel_hash");
 	luaL_newlib(L, test_funcs);
 	lua_setfield(L, t, "T");
