@@ -17,8 +17,8 @@ static const char *const names[XPU_SK_COUNT] = {
 };
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
- * device has it: the CUDA bodies), and how many of the plain kernel's groups one of its
- * groups covers. */
+ * device has it: the CUDA bodies, and Vulkan's contiguize_tiles), and how many of the plain
+ * kernel's groups one of its groups covers. */
 static const struct {
 	const char *name;
 	uint64_t groups;
@@ -148,7 +148,7 @@ static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *na
 	       pack_signed(a + base + 8, g->hi, g->rank, kn, "end");
 }
 
-/* A transpose, as the CUDA contiguize tells one: the last axis strided, an axis before it of
+/* A transpose, as the CUDA and Vulkan contiguize tell one: the last axis strided, an axis before it of
  * stride 1 and more than one element, and a last axis of more than one (g->lo: the strides). */
 static bool contiguize_transposes(const struct xpu_shape_geom *g)
 {

@@ -1,7 +1,5 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : require
-/* contiguize — out:buf! in:buf geom:u64 offset:i64 d01..d67 st0..st7:i64 (kernels/table_shape.c).
+/* contiguize.glsl — the body of contiguize.comp and contiguize_tiles.comp: out:buf! in:buf
+ * geom:u64 offset:i64 d01..d67 st0..st7:i64 (kernels/table_shape.c).
  * Item e, an output element, reads the view's element offset + sum(idx[k] * st[k]). The sum
  * is taken modulo 2^32 on the i64s' low words: its true value is an element inside the input
  * binding (the extent checked that), below 2^32 bytes, so the wrapped sum is that value.
@@ -237,8 +235,24 @@ void contig_transpose(uint p, uint rank, uint n, uint elem)
 	}
 }
 
+/* Item e alone, its input element decoded from its index: right on any grid. */
+void contig_one(uint e, uint rank, uint elem)
+{
+	uint rem = e, off = pc.offset.x;
+	for (int k = int(rank) - 1; k >= 0; k--) {
+		uint dk = contig_d(uint(k));
+		off += (rem % dk) * pc.st[k].x;
+		rem /= dk;
+	}
+	shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + off * elem, elem));
+}
+
 /* The tiles split their 4096 elements over a group of 256 (the launcher's); another size
- * walks. */
+ * walks. CONTIG_TILES (contiguize_tiles.comp): the grid has a group for every
+ * XPU_SHAPE_TILE_GROUPS tiles of a transpose (kernels/launch_shape.c takes this kernel for
+ * transposes only), so each group walks that many tiles, each tile's loads issued before the
+ * barrier that frees the tile before it; a view that is no transpose then goes element by
+ * element across the whole grid, right for any grid, as CUDA's contiguize_tiles does. */
 void main()
 {
 	uint rank = pc.geom.x & 255u, elem = (pc.geom.x >> 8) & 255u, n = 1u;
@@ -247,6 +261,12 @@ void main()
 	int p = contig_unit_axis(rank);
 	if (p >= 0 && pc.st[rank - 1u].x != 1u && contig_d(rank - 1u) > 1u && WG_SIZE == 256u)
 		contig_transpose(uint(p), rank, n, elem);
+#ifdef CONTIG_TILES
+	else if (xpu_item_thread())
+		for (uint e = xpu_item(), step = xpu_items(gl_WorkGroupSize.x); e < n; e = n - e > step ? e + step : n)
+			contig_one(e, rank, elem);
+#else
 	else
 		contig_walk(rank, elem, n);
+#endif
 }
