@@ -482,6 +482,9 @@ cases.pad_backward = function(c, d, dt)
     { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
     { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
     { in_shape = { 4, 3 }, padding = { { 0, 2 }, { 1, 0 } } },  -- a side with no padding: its edge one term
+    -- gradient rows of 4 items over two groups: a group's 4096 items span more rows than
+    -- Vulkan pad_backward's table holds (256), so each item sums its own terms
+    { in_shape = { 700, 4 }, padding = { { 1, 1 }, { 2, 1 } } },
     -- rows of 128 items and more in whole 16-byte chunks: pad_backward_rows where built.
     -- Mirrors off 16-byte alignment; aligned interiors and border chunks with outer rows of
     -- several terms; two plain groups

@@ -17,7 +17,20 @@ layout(push_constant) uniform Args {
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
+/* pad_backward's own row table, PAD_BWD_ROWS entries (1 KB) instead of shape_ops.glsl's one a
+ * group item (16 KB), as pad's: a group's 4096 items span PAD_BWD_ROWS rows or fewer wherever
+ * the gradient rows hold 17 items or more; shorter rows go to pad_bwd_direct. */
+#define PAD_BWD_ROWS 256u
+#define SHAPE_ROWS pad_bwd_rows
+shared uint pad_bwd_rows[PAD_BWD_ROWS];
 #include "shape_ops.glsl"
+
+/* Items whose loads an invocation issues before their stores: 16 (the grain), 8 or 4. Each
+ * item holds two values (a reflected border's interior and mirror), so the batch sets the
+ * registers the load pass holds. */
+#ifndef PAD_BWD_BATCH
+#define PAD_BWD_BATCH 8
+#endif
 
 /* Coordinate i of an axis (d long, b before, a after) as pad read it: reflect's left and right
  * mirrors (whether pad also read it into that border), and whether it was read into one
@@ -132,38 +145,36 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 	return off;
 }
 
-/* Item t's value where it has one or two terms, which the load pass put in v[t] (the
+/* Item t0 + t's value where it has one or two terms, which the load pass put in v[t] (the
  * interior) and m[t] (the mirror, where bit t of `two` is set; bit t of `left`: the left one,
  * whose upstream index comes first), added in the CPU's order and stored. A macro written out
  * once per item: glslc's unroller strips `precise` from the adds of an [[unroll]] body. */
 #define PAD_BWD_PUT(t)                                                                          \
-	if ((t) < cnt && (multi & (1u << (t))) == 0u) {                                         \
+	if (t0 + (t) < cnt && (multi & (1u << (t0 + (t)))) == 0u) {                            \
 		precise float s = (two & (1u << (t))) == 0u ? v[t]                              \
 				  : (left & (1u << (t))) != 0u ? m[t] + v[t] : v[t] + m[t];     \
-		shape_store_f(pc.off_grad + shape_item_at(t) * elem, dt, s);                    \
+		shape_store_f(pc.off_grad + shape_item_at(t0 + (t)) * elem, dt, s);             \
 	}
 
-#if XPU_SHAPE_GRAIN != 16
-#error "pad_bwd_items writes out one PAD_BWD_PUT per item of the grain"
+#if XPU_SHAPE_GRAIN != 16 || (PAD_BWD_BATCH != 4 && PAD_BWD_BATCH != 8 && PAD_BWD_BATCH != 16)
+#error "pad_bwd_batch writes out one PAD_BWD_PUT per item of a batch, and the batches cover the grain"
 #endif
 
-/* The cnt items from e, walking (gradient row, column) by a cursor; a row's upstream start
- * (or ~0 where the row has more than one term) comes from the group's row table, whose first
- * row is `first`. Most gradient elements were read into one upstream position (interior on
- * every axis), and reflect's border columns of such a row into two (the interior and one
- * mirror): their terms are loaded in one pass, every load of the invocation before any store
- * (shape_ops.glsl), then added and stored (a lone term is stored as the sum of one term is:
- * widened, narrowed back). The rest after, a rolled loop: replicate's edges and columns with
- * both mirrors along the last axis, rows with several terms by the odometer. */
-void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint dt)
+/* Items t0 .. t0 + PAD_BWD_BATCH - 1 of the cnt from the cursor c (gradient row, column),
+ * which it leaves at the next batch's first; a row's upstream start (or ~0 where the row has
+ * more than one term) comes from the group's row table, whose first row is `first`. Most
+ * gradient elements were read into one upstream position (interior on every axis), and
+ * reflect's border columns of such a row into two (the interior and one mirror): their
+ * terms are loaded in one pass, every load of the batch before any store (shape_ops.glsl),
+ * then added and stored (a lone term is stored as the sum of one term is: widened, narrowed
+ * back). The rest are marked in `multi` (bit t0 + t) for pad_bwd_items. */
+void pad_bwd_batch(inout ShapeCursor c, uint t0, uint cnt, uint first, uint d, uint b, uint after, uint mode,
+		   uint dt, uint elem, inout uint multi)
 {
-	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
-	uint d = SHAPE_U32(pc.w, 0u, last), b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
-	ShapeCursor c = shape_cursor(e, n / d, d); /* (0, gradient row, column) */
-	uint multi = 0u, two = 0u, left = 0u;
-	float v[XPU_SHAPE_GRAIN], m[XPU_SHAPE_GRAIN];
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		uint at = t < cnt ? SHAPE_ROWS[c.j - first] : 0xffffffffu, i = c.i;
+	uint two = 0u, left = 0u;
+	float v[PAD_BWD_BATCH], m[PAD_BWD_BATCH];
+	[[unroll]] for (uint t = 0u; t < uint(PAD_BWD_BATCH); t++) {
+		uint at = t0 + t < cnt ? SHAPE_ROWS[c.j - first] : 0xffffffffu, i = c.i;
 		bool row = at != 0xffffffffu;
 		bool lm = pad_bwd_left(i, b, mode), rm = pad_bwd_right(i, d, after, mode);
 		bool one = row && pad_bwd_single(i, d, b, after, mode);
@@ -176,17 +187,20 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 			m[t] = shape_load_f(pc.off_up + (at + (lm ? b - i : b + 2u * (d - 1u) - i)) * elem, dt);
 		two |= pair ? 1u << t : 0u;
 		left |= lm ? 1u << t : 0u;
-		multi |= t < cnt && !one && !pair ? 1u << t : 0u;
+		multi |= t0 + t < cnt && !one && !pair ? 1u << (t0 + t) : 0u;
 		shape_cursor_step(c);
 	}
 	PAD_BWD_PUT(0u);
 	PAD_BWD_PUT(1u);
 	PAD_BWD_PUT(2u);
 	PAD_BWD_PUT(3u);
+#if PAD_BWD_BATCH > 4
 	PAD_BWD_PUT(4u);
 	PAD_BWD_PUT(5u);
 	PAD_BWD_PUT(6u);
 	PAD_BWD_PUT(7u);
+#endif
+#if PAD_BWD_BATCH > 8
 	PAD_BWD_PUT(8u);
 	PAD_BWD_PUT(9u);
 	PAD_BWD_PUT(10u);
@@ -195,6 +209,30 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	PAD_BWD_PUT(13u);
 	PAD_BWD_PUT(14u);
 	PAD_BWD_PUT(15u);
+#endif
+}
+
+/* The cnt items from e in batches (pad_bwd_batch), then the items with more terms, a rolled
+ * loop: replicate's edges and columns with both mirrors along the last axis, rows with several
+ * terms by the odometer. */
+void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, uint dt)
+{
+	uint elem = dt == 0u ? 4u : 2u, last = rank - 1u;
+	uint d = SHAPE_U32(pc.w, 0u, last), b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
+	ShapeCursor c = shape_cursor(e, n / d, d); /* (0, gradient row, column) */
+	uint multi = 0u;
+#define PAD_BWD_BATCH_AT(t0) pad_bwd_batch(c, t0, cnt, first, d, b, after, mode, dt, elem, multi)
+	PAD_BWD_BATCH_AT(0u);
+#if PAD_BWD_BATCH == 4
+	PAD_BWD_BATCH_AT(4u);
+#endif
+#if PAD_BWD_BATCH <= 8
+	PAD_BWD_BATCH_AT(8u);
+#endif
+#if PAD_BWD_BATCH == 4
+	PAD_BWD_BATCH_AT(12u);
+#endif
+#undef PAD_BWD_BATCH_AT
 	for (uint t = 0u; t < cnt; t++) {
 		if ((multi & (1u << t)) == 0u)
 			continue;
@@ -204,6 +242,14 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 		else
 			shape_store_f(pc.off_grad + g * elem, dt, pad_bwd_last(at, g % d, d, b, after, mode, dt, elem));
 	}
+}
+
+/* A group whose items span more rows than the table (gradient rows of 16 items or fewer):
+ * every item sums its terms by the odometer, one item at a time. */
+void pad_bwd_direct(uint cnt, uint rank, uint mode, uint dt)
+{
+	for (uint t = 0u; t < cnt; t++)
+		pad_bwd_terms(shape_item_at(t), rank, dt, mode, dt == 0u ? 4u : 2u);
 }
 
 /* A scalar (rank 0) has no border: its one element is the upstream's one. */
@@ -216,6 +262,10 @@ void main()
 	for (uint k = 0u; k < rank; k++)
 		n *= SHAPE_U32(pc.w, 0u, k);
 	uvec2 span = shape_row_span(n, rank > 0u ? SHAPE_U32(pc.w, 0u, rank - 1u) : 1u);
+	if (span.y > PAD_BWD_ROWS) { /* the same for the whole group: no table, no barrier */
+		pad_bwd_direct(shape_count(n), rank, mode, dt);
+		return;
+	}
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
 		bool one = true;
 		uint at = pad_bwd_row(span.x + r, rank, mode, one);
