@@ -96,7 +96,9 @@
  *         word, in 1, 8, 16 or 32 copies so fewer lanes meet in a bank. H200, dot4 kernel,
  *         us for 14336x4096 / 4096x14336: KV 0 (U 1) 20.1 / 20.8; 1 50.7 / 50.5 (the selects'
  *         instructions); 2 24.5 / 23.7; 3 22.3 / 21.4; 4 21.3 / 19.4 (the fill and its
- *         registers); 5 37 / 24 (32 KiB a group) — each at its best U
+ *         registers); 5 37 / 24 (32 KiB a group) — each at its best U; 6: a payload
+ *         byte's two codebook bytes a halfword, in 32 copies, one a lane, so no two lanes
+ *         ever meet in a bank (16 KiB a group)
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above) */
 #define MV_UMAX 8u
@@ -330,7 +332,7 @@ struct Wt {
 #define KV_WORDS0 16u
 #endif
 const uint KV_COPIES = KV == 5u ? 32u : KV == 4u ? 16u : KV == 3u ? 8u : 1u;
-const uint KV_WORDS = KV >= 2u ? 256u * KV_COPIES : KV_WORDS0;
+const uint KV_WORDS = KV == 6u ? 128u * 32u : KV >= 2u ? 256u * KV_COPIES : KV_WORDS0;
 shared uint kvt[KV_WORDS];
 
 /* Codebook byte j (j < 16), unsigned: a word picked by j's top two bits (selects, no
@@ -346,11 +348,26 @@ uint kv_pair(uint p)
 	return kv_byte(p & 15u) | (kv_byte(p >> 4) << 16);
 }
 
+/* KV 6: payload byte p's codebook bytes, its low nibble's at byte 0, its high nibble's at 1. */
+uint kv_half(uint p)
+{
+	return kv_byte(p & 15u) | (kv_byte(p >> 4) << 8);
+}
+
 /* Each pair entry is made once and stored KV_COPIES times, copy (k + p) % KV_COPIES in step k,
  * so the lanes of a store hit different banks. */
 void kv_init()
 {
-	if (KV >= 2u) {
+	if (KV == 6u) {
+		/* word 32 h + c (copy c, read by lane c): the halfwords of bytes 2h and 2h + 1;
+		 * each word made once, stored to copy (k + h) % 32 in step k, so the lanes of a
+		 * store hit different banks */
+		for (uint h = gl_LocalInvocationIndex; h < 128u; h += gl_WorkGroupSize.x) {
+			uint e = kv_half(2u * h) | (kv_half(2u * h + 1u) << 16);
+			[[dont_unroll]] for (uint k = 0u; k < 32u; k++)
+				kvt[32u * h + ((k + h) & 31u)] = e;
+		}
+	} else if (KV >= 2u) {
 		for (uint p = gl_LocalInvocationIndex; p < 256u; p += gl_WorkGroupSize.x) {
 			uint e = kv_pair(p);
 			[[dont_unroll]] for (uint k = 0u; k < KV_COPIES; k++)
@@ -395,6 +412,24 @@ uint kv_word(uint p)
 	return kvt[KV_COPIES * p + (gl_LocalInvocationID.x & (KV_COPIES - 1u))];
 }
 
+/* KV 6: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles, e+16..e+19
+ * in the high) with the activation words a0 (e..e+3) and a1 (e+16..e+19). A lookup makes a
+ * byte's (e + j, e + 16 + j), from the lane's own copy, whose words all sit in the lane's
+ * bank; the activation bytes are interleaved to match. */
+uint kv_own(uint p)
+{
+	return (kvt[32u * (p >> 1) + (gl_LocalInvocationID.x & 31u)] >> ((p & 1u) * 16u)) & 0xffffu;
+}
+
+int kv_dot_own(uint q, uint a0, uint a1)
+{
+	uint w01 = kv_own(q & 255u) | (kv_own((q >> 8) & 255u) << 16);
+	uint w23 = kv_own((q >> 16) & 255u) | (kv_own(q >> 24) << 16);
+	uint x01 = (a0 & 0xffu) | ((a1 & 0xffu) << 8) | ((a0 & 0xff00u) << 8) | ((a1 & 0xff00u) << 16);
+	uint x23 = ((a0 >> 16) & 0xffu) | ((a1 >> 8) & 0xff00u) | ((a0 >> 8) & 0xff0000u) | (a1 & 0xff000000u);
+	return dot4(w01, x01) + dot4(w23, x23);
+}
+
 /* KV 2..5: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles,
  * e+16..e+19 in the high) with the activation words a0 (e..e+3) and a1 (e+16..e+19). Two
  * lookups make (e, e+1, e+16, e+17), so the activation bytes are paired the same way. */
@@ -426,7 +461,9 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #ifdef FMT_Q4_0
 		s += dot4(t.q[k] & LO4, a0[k]) + dot4((t.q[k] >> 4) & LO4, a1[k]);
 #else
-		if (KV >= 2u)
+		if (KV == 6u)
+			s += kv_dot_own(t.q[k], a0[k], a1[k]);
+		else if (KV >= 2u)
 			s += kv_dot_pairs(t.q[k], a0[k], a1[k]);
 		else
 			s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);

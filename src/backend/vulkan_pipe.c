@@ -252,7 +252,7 @@ static const struct mv_knob mv_knobs[] = {
 	{ "U", 3, 1, 8 },     /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
 	{ "VEC", 4, 0, 1 },   /* 16-byte loads where the layout allows */
 	{ "G", 5, 1, 2 },     /* lanes per q8_0 block */
-	{ "KV", 6, 0, 5 },    /* iq4_nl's codebook lookup (matvec.glsl: 0..3) */
+	{ "KV", 6, 0, 6 },    /* iq4_nl's codebook lookup (matvec.glsl: 0..6) */
 	{ "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
 };
 #define MV_KNOBS (sizeof mv_knobs / sizeof *mv_knobs)
