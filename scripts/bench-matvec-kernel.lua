@@ -5,12 +5,13 @@
 -- caches, as xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
---          [--n N] [--distinct R] [--tsv] [--one-process]
+--          [--n N] [--distinct R] [--grid rows|resident|N] [--tsv] [--one-process]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --tsv prints one line per kernel and shape instead of
 -- the table: kernel, shape, median us, min us, GB/s, registers, spill bytes, note ("-" where
--- the driver does not say); a kernel that fails its gate prints "GATE FAILED" in the median's
+-- the driver does not say); --grid times on that grid (xpu.decode.groups: a wave per row, the
+-- groups the device keeps resident, or N groups; default a wave per row); a kernel that fails its gate prints "GATE FAILED" in the median's
 -- place, the others still run, and the exit status is 1.
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -28,6 +29,7 @@ while i <= #arg do
     opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
   elseif a == "--n" then opts.n = tonumber(v)
   elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
+  elseif a == "--grid" then opts.grid = v
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
   elseif a == "--one-process" then opts.one_process = true; i = i - 1
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
@@ -83,9 +85,10 @@ local function time(k, fmt, rows, cols)
   local y, s = d:buffer(rows * 4), d:stream()
   s:set_deferred(true)
   local times, batch = {}, #wt.ws
+  local groups = decode.groups(d, k, rows, opts.grid or "rows")
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()
-    for b = 1, batch do k:launch(s, (rows + 7) // 8, 256, y, wt.ws[b], wt.x, rows, cols, 0) end
+    for b = 1, batch do k:launch(s, groups, 256, y, wt.ws[b], wt.x, rows, cols, 0) end
     local sec = s:timer_end(m) / batch
     if r > 3 then times[#times + 1] = sec end
   end
@@ -113,7 +116,7 @@ if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
-                  "--kernel", name }
+                  "--kernel", name, opts.grid and "--grid", opts.grid }
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
