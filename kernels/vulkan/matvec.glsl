@@ -98,7 +98,8 @@
  *         instructions); 2 24.5 / 23.7; 3 22.3 / 21.4; 4 21.3 / 19.4 (the fill and its
  *         registers); 5 37 / 24 (32 KiB a group) — each at its best U; 6: a payload
  *         byte's two codebook bytes a halfword, in 32 copies, one a lane, so no two lanes
- *         ever meet in a bank (16 KiB a group)
+ *         ever meet in a bank (16 KiB a group): 27.3 / 26.7 at U 1 (74 registers, where KV 0
+ *         holds 32 and runs 21.2 / 22.2 in the same call)
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above) */
 #define MV_UMAX 8u
