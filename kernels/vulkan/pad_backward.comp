@@ -35,33 +35,12 @@ shared uint pad_bwd_rows[PAD_BWD_ROWS];
 #define PAD_BWD_BATCH 8
 #endif
 /* 1: f32's bodies have the mode as a constant, one copy per mode, so their column tests
- * fold (H200, as above: 1990-2007 GB/s against 1824-1851 with the mode read at run time). */
+ * fold (H200, as above: 1990-2007 GB/s against 1824-1851 with the mode read at run time).
+ * Addressing f32 by word index from word offsets, not by byte positions shifted down at each
+ * access, moved nothing (1997-2010 against 1963-2003). */
 #ifndef PAD_BWD_MODES
 #define PAD_BWD_MODES 1
 #endif
-/* 1: the batch pass addresses f32 elements by word index from the bindings' word offsets,
- * not by byte position shifted down at each access. */
-#ifndef PAD_BWD_WORDS
-#define PAD_BWD_WORDS 0
-#endif
-
-/* Upstream element x and gradient element x of dtype dt (f32 by word index where
- * PAD_BWD_WORDS: the offsets are multiples of the element, 4 bytes for f32). */
-float pad_bwd_up(uint x, uint dt, uint elem)
-{
-	if (PAD_BWD_WORDS != 0 && dt == 0u)
-		return uintBitsToFloat(src[(pc.off_up >> 2) + x]);
-	return shape_load_f(pc.off_up + x * elem, dt);
-}
-
-void pad_bwd_put(uint x, uint dt, uint elem, float v)
-{
-	if (PAD_BWD_WORDS != 0 && dt == 0u)
-		dst[(pc.off_grad >> 2) + x] = floatBitsToUint(v);
-	else
-		shape_store_f(pc.off_grad + x * elem, dt, v);
-}
-
 /* Coordinate i of an axis (d long, b before, a after) as pad read it: reflect's left and right
  * mirrors (whether pad also read it into that border), and whether it was read into one
  * position only (replicate's edges feed their whole border). */
@@ -183,7 +162,7 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 	if (t0 + (t) < cnt && (multi & (1u << (t0 + (t)))) == 0u) {                            \
 		precise float s = (two & (1u << (t))) == 0u ? v[t]                              \
 				  : (left & (1u << (t))) != 0u ? m[t] + v[t] : v[t] + m[t];     \
-		pad_bwd_put(shape_item_at(t0 + (t)), dt, elem, s);                              \
+		shape_store_f(pc.off_grad + shape_item_at(t0 + (t)) * elem, dt, s);             \
 	}
 
 #if XPU_SHAPE_GRAIN != 16 || (PAD_BWD_BATCH != 4 && PAD_BWD_BATCH != 8 && PAD_BWD_BATCH != 16)
@@ -212,9 +191,9 @@ void pad_bwd_batch(inout ShapeCursor c, uint t0, uint cnt, uint first, uint d, u
 		v[t] = 0.0;
 		m[t] = 0.0;
 		if (one || pair)
-			v[t] = pad_bwd_up(at + i + b, dt, elem);
+			v[t] = shape_load_f(pc.off_up + (at + i + b) * elem, dt);
 		if (pair)
-			m[t] = pad_bwd_up(at + (lm ? b - i : b + 2u * (d - 1u) - i), dt, elem);
+			m[t] = shape_load_f(pc.off_up + (at + (lm ? b - i : b + 2u * (d - 1u) - i)) * elem, dt);
 		two |= pair ? 1u << t : 0u;
 		left |= lm ? 1u << t : 0u;
 		multi |= t0 + t < cnt && !one && !pair ? 1u << (t0 + t) : 0u;
