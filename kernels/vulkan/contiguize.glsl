@@ -107,6 +107,20 @@ uint tile_count(uint b, uint nb, uint a, uint na)
 	return b < nb && a < na ? (na - a + 3u) / 4u : 0u;
 }
 
+/* An invocation's 16 loaded words (rows hi + 4k of column lo) through the tile: written,
+ * then read back as column lo's elements hi + 4k of the transposed tile. `again`: the group's
+ * previous tile may still be read out, so the writes wait on a barrier first. */
+void tile_turn(inout uint v[16], uint lo, uint hi, bool again)
+{
+	if (again)
+		barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
+	barrier();
+	[[unroll]] for (uint k = 0u; k < 16u; k++)
+		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+}
+
 /* 4-byte elements as words. Each invocation has all 16 of its loads in flight before it
  * writes any to the tile, and reads all 16 from the tile before it stores any: a load
  * followed at once by its store (to a binding that may alias it) would wait on each. On the
@@ -122,13 +136,7 @@ void tile_words(ContigTile g, bool again)
 	uint nk = tile_count(lo, g.nb, hi, g.na);
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		v[k] = src[in0 + min(hi + 4u * k, g.nb - 1u) * g.stl];
-	if (again)
-		barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
-	barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+	tile_turn(v, lo, hi, again);
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		if (k < nk)
 			dst[out0 + (hi + 4u * k) * g.ostp] = v[k];
@@ -167,13 +175,7 @@ void tile_narrow(ContigTile g, uint elem, bool again)
 	uint nk = tile_count(lo, g.nb, hi, g.na);
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		v[k] = shape_load(pc.off_in + (in0 + min(hi + 4u * k, g.nb - 1u) * g.stl) * elem, elem).x;
-	if (again)
-		barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
-	barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+	tile_turn(v, lo, hi, again);
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		if (k < nk)
 			shape_store(pc.off_out + (out0 + (hi + 4u * k) * g.ostp) * elem, elem, uvec2(v[k], 0u));
