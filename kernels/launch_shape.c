@@ -17,8 +17,8 @@ static const char *const names[XPU_SK_COUNT] = {
 };
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
- * device has it: the CUDA bodies, and Vulkan's contiguize_tiles), and how many of the plain
- * kernel's groups one of its groups covers. */
+ * device has it: the CUDA bodies, and Vulkan's pad_backward_rows and contiguize_tiles), and
+ * how many of the plain kernel's groups one of its groups covers. */
 static const struct {
 	const char *name;
 	uint64_t groups;
