@@ -9,7 +9,9 @@
  * loads, its store. Rows go in batches of eight, every load of a batch before its stores; the
  * sums are added in the CPU's order, as pad_backward's. Items with more terms (replicate's
  * edges, both mirrors, rows with several terms on an outer axis) are summed after their
- * batch, one at a time. */
+ * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
+ * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
+ * alternated in one call. */
 #define PAD_BWD_ROWS_KERNEL
 #include "pad_backward.glsl"
 
