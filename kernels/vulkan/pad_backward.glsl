@@ -159,6 +159,45 @@ uint pad_bwd_row(uint row, uint rank, uint mode, inout bool one)
 	return off;
 }
 
+/* Gradient element g (column i of its row, whose table entry is `at`) with more terms than
+ * the batch passes take: by the odometer where its row has several (at ~0), else along the
+ * last axis. */
+void pad_bwd_slow(uint g, uint at, uint i, uint d, uint b, uint after, uint rank, uint mode, uint dt, uint elem)
+{
+	if (at == 0xffffffffu)
+		pad_bwd_terms(g, rank, dt, mode, elem);
+	else
+		shape_store_f(pc.off_grad + g * elem, dt, pad_bwd_last(at, i, d, b, after, mode, dt, elem));
+}
+
+/* The group's row table: entry r for gradient row first + r, its upstream start, or ~0 where
+ * the row has more than one term; every invocation fills a share, then all meet. */
+void pad_bwd_fill(uint first, uint rows, uint rank, uint mode)
+{
+	for (uint r = gl_LocalInvocationIndex; r < rows; r += WG_SIZE) {
+		bool one = true;
+		uint at = pad_bwd_row(first + r, rank, mode, one);
+		SHAPE_ROWS[r] = one ? at : 0xffffffffu;
+	}
+	barrier();
+}
+
+/* CALL(MODE, DT) once with the dtype a constant (f32 0, f16 2, bf16 3) and, for f32 where
+ * PAD_BWD_MODES, the mode a constant too, so each copy's column tests fold. */
+#define PAD_BWD_PER_TYPE(mode, dt, CALL)                         \
+	if (PAD_BWD_MODES != 0 && (dt) == 0u && (mode) == 1u)    \
+		CALL(1u, 0u);                                    \
+	else if (PAD_BWD_MODES != 0 && (dt) == 0u && (mode) == 0u) \
+		CALL(0u, 0u);                                    \
+	else if (PAD_BWD_MODES != 0 && (dt) == 0u && (mode) == 2u) \
+		CALL(2u, 0u);                                    \
+	else if ((dt) == 0u)                                     \
+		CALL(mode, 0u);                                  \
+	else if ((dt) == 2u)                                     \
+		CALL(mode, 2u);                                  \
+	else                                                     \
+		CALL(mode, 3u)
+
 /* Item t0 + t's value where it has one or two terms, which the load pass put in v[t] (the
  * interior) and m[t] (the mirror, where bit t of `two` is set; bit t of `left`: the left one,
  * whose upstream index comes first), added in the CPU's order and stored. A macro written out
@@ -250,11 +289,8 @@ void pad_bwd_items(uint e, uint cnt, uint n, uint first, uint rank, uint mode, u
 	for (uint t = 0u; t < cnt; t++) {
 		if ((multi & (1u << t)) == 0u)
 			continue;
-		uint g = shape_item_at(t), at = SHAPE_ROWS[g / d - first];
-		if (at == 0xffffffffu)
-			pad_bwd_terms(g, rank, dt, mode, elem);
-		else
-			shape_store_f(pc.off_grad + g * elem, dt, pad_bwd_last(at, g % d, d, b, after, mode, dt, elem));
+		uint g = shape_item_at(t);
+		pad_bwd_slow(g, SHAPE_ROWS[g / d - first], g % d, d, b, after, rank, mode, dt, elem);
 	}
 }
 
@@ -281,32 +317,17 @@ void main()
 		pad_bwd_direct(shape_count(n), rank, mode, dt);
 		return;
 	}
-	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE) {
-		bool one = true;
-		uint at = pad_bwd_row(span.x + r, rank, mode, one);
-		SHAPE_ROWS[r] = one ? at : 0xffffffffu;
-	}
-	barrier();
+	pad_bwd_fill(span.x, span.y, rank, mode);
 	uint cnt = shape_count(n);
 	if (cnt == 0u)
 		return;
 	uint e = shape_item_at(0u);
-	if (rank == 0u)
+	if (rank == 0u) {
 		shape_store_f(pc.off_grad, dt, shape_load_f(pc.off_up, dt));
-#if PAD_BWD_MODES
-	/* f32 with the mode a constant in each copy, so each copy's column tests fold */
-	else if (dt == 0u && mode == 1u)
-		pad_bwd_items(e, cnt, n, span.x, rank, 1u, 0u);
-	else if (dt == 0u && mode == 0u)
-		pad_bwd_items(e, cnt, n, span.x, rank, 0u, 0u);
-	else if (dt == 0u && mode == 2u)
-		pad_bwd_items(e, cnt, n, span.x, rank, 2u, 0u);
-#endif
-	else if (dt == 0u)
-		pad_bwd_items(e, cnt, n, span.x, rank, mode, 0u);
-	else if (dt == 2u)
-		pad_bwd_items(e, cnt, n, span.x, rank, mode, 2u);
-	else
-		pad_bwd_items(e, cnt, n, span.x, rank, mode, 3u);
+		return;
+	}
+#define ITEMS(MODE, DT) pad_bwd_items(e, cnt, n, span.x, rank, MODE, DT)
+	PAD_BWD_PER_TYPE(mode, dt, ITEMS);
+#undef ITEMS
 }
 #endif

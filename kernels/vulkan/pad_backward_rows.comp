@@ -57,11 +57,7 @@ void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint af
 		for (uint k = 0u; slow != 0u && k < 8u; k++) {
 			if ((slow & (1u << k)) == 0u)
 				continue;
-			uint at = SHAPE_ROWS[r + k], g = g0 + k * d;
-			if (at == 0xffffffffu)
-				pad_bwd_terms(g, rank, dt, mode, elem);
-			else
-				shape_store_f(pc.off_grad + g * elem, dt, pad_bwd_last(at, j, d, b, after, mode, dt, elem));
+			pad_bwd_slow(g0 + k * d, SHAPE_ROWS[r + k], j, d, b, after, rank, mode, dt, elem);
 		}
 	}
 }
@@ -85,27 +81,11 @@ void main()
 			pad_bwd_terms(e, rank, dt, mode, dt == 0u ? 4u : 2u);
 		return;
 	}
-	for (uint r = gl_LocalInvocationIndex; r < rows; r += WG_SIZE) {
-		bool one = true;
-		uint at = pad_bwd_row(first + r, rank, mode, one);
-		SHAPE_ROWS[r] = one ? at : 0xffffffffu;
-	}
-	barrier();
+	pad_bwd_fill(first, rows, rank, mode);
 	uint base = first * d;
 #define COLUMNS(MODE, DT)                                                              \
 	for (uint j = gl_LocalInvocationIndex; j < d; j += WG_SIZE)                   \
 		pad_bwd_column(j, lo, hi, base, d, b, after, rank, MODE, DT)
-	if (dt == 0u && mode == 1u)
-		COLUMNS(1u, 0u);
-	else if (dt == 0u && mode == 0u)
-		COLUMNS(0u, 0u);
-	else if (dt == 0u && mode == 2u)
-		COLUMNS(2u, 0u);
-	else if (dt == 0u)
-		COLUMNS(mode, 0u);
-	else if (dt == 2u)
-		COLUMNS(mode, 2u);
-	else
-		COLUMNS(mode, 3u);
+	PAD_BWD_PER_TYPE(mode, dt, COLUMNS);
 #undef COLUMNS
 }
