@@ -8,11 +8,12 @@
 --          [--n N] [--distinct R] [--grid rows|resident|N] [--tsv] [--one-process]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
--- makes the fixture faster to build, the bytes read are the same). --tsv prints one line per kernel and shape instead of
--- the table: kernel, shape, median us, min us, GB/s, registers, spill bytes, note ("-" where
--- the driver does not say); --grid times on that grid (xpu.decode.groups: a wave per row, the
--- groups the device keeps resident, or N groups; default a wave per row); a kernel that fails its gate prints "GATE FAILED" in the median's
--- place, the others still run, and the exit status is 1.
+-- makes the fixture faster to build, the bytes read are the same). --grid times on that grid
+-- (xpu.decode.groups: a wave per row, the default; the groups the device keeps resident; or N
+-- groups). --tsv prints one line per kernel and shape instead of the table: kernel, shape,
+-- median us, min us, GB/s, registers, spill bytes, note ("-" where the driver does not say); a
+-- kernel that fails its gate prints "GATE FAILED" in the median's place, the others still run,
+-- and the exit status is 1.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"

@@ -388,13 +388,17 @@ static int read_override(const char *name, unsigned char **data, size_t *size)
 	if (!f)
 		return errno == ENOENT ? 0 : xpu_fail("%s: %s", path, strerror(errno));
 	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-	unsigned char *buf = n >= 20 && n % 4 == 0 && n < (64l << 20) ? xpu_malloc((size_t)n) : NULL;
-	bool ok = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
+	if (n < 20 || n % 4 || n >= (64l << 20)) {
+		fclose(f);
+		return xpu_fail("%s: not a SPIR-V module (%ld bytes; a module is whole 4-byte words, 20 or more)", path, n);
+	}
+	unsigned char *buf = xpu_malloc((size_t)n);
+	bool read = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
 	fclose(f);
-	if (!ok || spv_word(buf) != SPIRV_MAGIC) {
+	if (!read || spv_word(buf) != SPIRV_MAGIC) {
 		xpu_free(buf);
-		return xpu_fail("%s: not a SPIR-V module (%ld bytes%s)", path, n,
-				buf && ok ? ", no SPIR-V magic" : "; a module is whole 4-byte words, 20 or more");
+		return xpu_fail(read ? "%s: not a SPIR-V module (%ld bytes, no SPIR-V magic)" : "%s: could not read its %ld bytes",
+				path, n);
 	}
 	fprintf(stderr, "vulkan: %s's module from %s\n", name, path);
 	*data = buf;
@@ -402,25 +406,27 @@ static int read_override(const char *name, unsigned char **data, size_t *size)
 	return 0;
 }
 
+/* *spv, *size from DIR/vk_<name>.spv where the file is (its bytes owned by *file). */
+static int take_override(const char *name, unsigned char **file, const unsigned char **spv, size_t *size)
+{
+	size_t n;
+	if (read_override(name, file, &n))
+		return -1;
+	if (*file) {
+		*spv = *file;
+		*size = n;
+	}
+	return 0;
+}
+
 /* The kernel's modules from XPULUA_VULKAN_SPV where there are files for them. */
 static int take_overrides(struct vk_kern *kn)
 {
 	char sg_name[96];
-	size_t size;
-	if (read_override(kn->k->def->name, &kn->spv_file, &size))
-		return -1;
-	if (kn->spv_file) {
-		kn->spv = kn->spv_file;
-		kn->spv_size = size;
-	}
 	snprintf(sg_name, sizeof sg_name, "%s.subgroup", kn->k->def->name);
-	if (!kn->spv_sg || read_override(sg_name, &kn->spv_sg_file, &size))
-		return kn->spv_sg ? -1 : 0;
-	if (kn->spv_sg_file) {
-		kn->spv_sg = kn->spv_sg_file;
-		kn->spv_sg_size = size;
-	}
-	return 0;
+	if (take_override(kn->k->def->name, &kn->spv_file, &kn->spv, &kn->spv_size))
+		return -1;
+	return kn->spv_sg ? take_override(sg_name, &kn->spv_sg_file, &kn->spv_sg, &kn->spv_sg_size) : 0;
 }
 
 /* An entry for every kernel whose SPIR-V is embedded and runs here; the others stay NULL
