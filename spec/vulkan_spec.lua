@@ -177,19 +177,7 @@ end)
 
 -- ---- which module a mat-vec is made from ------------------------------------------------------
 
--- Runs a script in a child xpulua with `env` set; returns its output.
-local function child(env, body)
-  local script = os.tmpname()
-  local f = assert(io.open(script, "w"))
-  f:write(body)
-  f:close()
-  local exe = arg and arg[-1] or "build/xpulua"
-  local p = io.popen(env .. " " .. exe .. " " .. script .. " 2>&1")
-  local out = p:read("a")
-  p:close()
-  os.remove(script)
-  return out
-end
+local child = fx.child
 
 -- XPULUA_VULKAN_SPV=DIR: a built kernel's module read from DIR/vk_<kernel>.spv where the file
 -- is. tril's module (the build tree's) given as triu's makes triu's launch write the lower

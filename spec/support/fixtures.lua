@@ -159,4 +159,19 @@ function M.mark_limits(dev)
   s:release()
 end
 
+-- Runs the Lua script `body` in a child xpulua with `env` (e.g. "NAME=value") set; returns
+-- its stdout and stderr together.
+function M.child(env, body)
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write(body)
+  f:close()
+  local exe = arg and arg[-1] or "build/xpulua"
+  local p = io.popen(env .. " " .. exe .. " " .. script .. " 2>&1")
+  local out = p:read("a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
 return M

@@ -4,8 +4,10 @@
 #include "cuda_api.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct xpu_cuda_api xpu_cu;
@@ -186,25 +188,68 @@ static int probe_caps(struct xpu_device *d, struct cuda_dev *cd)
 	return rc;
 }
 
+/* XPULUA_CUDA_FATBIN=FILE: the module is read from FILE (a fatbin or cubin that nvcc wrote from
+ * kernels/cuda, e.g. for one architecture with a -D setting) instead of the embedded one, so a
+ * kernel can be changed and timed without a new binary. Kernels the file lacks are "not built";
+ * xpu.kernel_hash says an override is set, so the Autotune store keeps such results apart.
+ * *image owns the bytes (NULL where no override is set). */
+static int read_override(void **image, size_t *size)
+{
+	const char *path = getenv("XPULUA_CUDA_FATBIN");
+	*image = NULL;
+	if (!path || !*path)
+		return 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %s", path, strerror(errno));
+	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	if (n < 16 || n >= (1l << 30)) {
+		fclose(f);
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %ld bytes is no CUDA module", path, n);
+	}
+	void *buf = xpu_malloc((size_t)n);
+	bool read = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
+	fclose(f);
+	if (!read) {
+		xpu_free(buf);
+		return xpu_fail(buf ? "XPULUA_CUDA_FATBIN: %s: could not read its %ld bytes"
+				    : "XPULUA_CUDA_FATBIN: %s: out of host memory for its %ld bytes", path, n);
+	}
+	fprintf(stderr, "cuda: module from %s\n", path);
+	*image = buf;
+	*size = (size_t)n;
+	return 0;
+}
+
 /* The fatbin is copied to an aligned buffer: the embedded array is only byte-aligned and the
  * driver reads its headers in place. The driver keeps its own copy once loaded. */
 static int load_module(struct xpu_device *d, struct cuda_dev *cd)
 {
 	const struct xpu_embedded_file *f = fatbin();
-	void *image = xpu_malloc(f->size);
-	if (!image)
-		return xpu_fail("out of host memory loading %s", FATBIN_NAME);
-	memcpy(image, f->data, f->size);
+	const char *path = getenv("XPULUA_CUDA_FATBIN");
+	size_t size = f->size;
+	void *image;
+	if (read_override(&image, &size))
+		return -1;
+	const bool built = !image; /* the embedded fatbin, not a file's */
+	if (built) {
+		if (!(image = xpu_malloc(f->size)))
+			return xpu_fail("out of host memory loading %s", FATBIN_NAME);
+		memcpy(image, f->data, f->size);
+	}
 	CUresult r = xpu_cu.cuModuleLoadData(&cd->mod, image);
 	xpu_free(image);
-	if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
-		char call[256];
-		xpu_cuda_check(r, "cuModuleLoadData", __FILE__, __LINE__);
-		snprintf(call, sizeof call, "%s", xpu_error());
+	if (r == CUDA_SUCCESS)
+		return 0;
+	char call[256];
+	xpu_cuda_check(r, "cuModuleLoadData", __FILE__, __LINE__);
+	snprintf(call, sizeof call, "%s", xpu_error());
+	if (!built)
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %s", path, call);
+	if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
 		return xpu_fail("no code object for %s in %s (it holds sm_80, sm_89, sm_90 and "
 				"compute_80 PTX): %s", d->geo.arch, FATBIN_NAME, call);
-	}
-	return xpu_cuda_check(r, "cuModuleLoadData", __FILE__, __LINE__);
+	return xpu_fail("%s", call);
 }
 
 /* A kernel of the table that the fatbin lacks stays NULL: "not built for cuda:N". */

@@ -176,9 +176,9 @@ int luaopen_xpu(lua_State *L)
 	int t = lua_gettop(L);
 	lua_pushstring(L, XPU_VERSION);
 	lua_setfield(L, t, "version");
-	/* Vulkan modules read from a directory (XPULUA_VULKAN_SPV) are not the build's */
-	const char *spv = getenv("XPULUA_VULKAN_SPV");
-	lua_pushstring(L, spv && *spv ? XPULUA_KERNEL_HASH "+vkspv" : XPULUA_KERNEL_HASH);
+	/* modules read from elsewhere (XPULUA_VULKAN_SPV, XPULUA_CUDA_FATBIN) are not the build's */
+	const char *spv = getenv("XPULUA_VULKAN_SPV"), *fat = getenv("XPULUA_CUDA_FATBIN");
+	lua_pushfstring(L, "%s%s%s", XPULUA_KERNEL_HASH, spv && *spv ? "+vkspv" : "", fat && *fat ? "+cufat" : "");
 	lua_setfield(L, t, "kernel_hash");
 	luaL_newlib(L, test_funcs);
 	lua_setfield(L, t, "T");
