@@ -56,6 +56,10 @@
 #define SHAPE_STREAMING 1
 #endif
 #define SHAPE_KEEP false /* a kernel's loads and stores stay in the caches */
+/* The rows kernels' loads and stores: streaming (1) as the others, or cached (0). */
+#ifndef SHAPE_ROWS_STREAM
+#define SHAPE_ROWS_STREAM 1
+#endif
 
 /* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
  * per chunk); 0: every such chunk loads both of its vectors. Measured on the H200 at 1 GiB f32
@@ -489,8 +493,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = c.kind & SC_KIND;
 			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
 			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
-			x[b] = a ? shape_ld16(a) : fill;
-			y[b] = k == SC_ANY ? shape_ld16(a + 16) : make_uint4(0, 0, 0, 0);
+			x[b] = a ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a) : fill;
+			y[b] = k == SC_ANY ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a + 16) : make_uint4(0, 0, 0, 0);
 			op.side_load(c.kind, c.aux, &y[b]);
 			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
 		}
@@ -500,7 +504,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = kind[b] & SC_KIND;
 			if (k >= SC_COPY) {
 				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
-				shape_st16(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
+				shape_st16<(SHAPE_ROWS_STREAM != 0)>(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
 			}
 		}
 	}
@@ -1056,7 +1060,10 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PA
 }
 
 /* pad_backward with each gradient row's upstream row found once a group. */
-extern "C" __global__ void SHAPE_BOUNDS(3)
+#ifndef SHAPE_PBW_ROWS_BLOCKS
+#define SHAPE_PBW_ROWS_BLOCKS 3
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ROWS_BLOCKS)
 pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
 	shape_pad_bwd<true>(grad, up, geom, SHAPE_PAD_ARGS);

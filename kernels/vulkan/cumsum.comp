@@ -62,11 +62,61 @@ void cumsum_lane(uint lane, uint dim, uint inner, uint dt)
 	}
 }
 
+#ifdef CUMSUM_VEC4
+/* f32 columns four at a time: lane4 scans columns 4 * lane4 .. + 3 of its (o, i) block with
+ * 16-byte loads and stores, each column in the scalar order. Offsets and inner are multiples
+ * of 16 bytes and 4 columns (main checks). */
+layout(std430, set = 0, binding = 0) buffer Out4 { uvec4 dst4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer In4 { uvec4 src4[]; };
+#define CUMSUM_LOAD4(a, k, at) a[k] = uintBitsToFloat(src4[(pc.off_in >> 4) + (at) + (k) * step])
+#define CUMSUM_LOAD4_8(a, at)                                                             \
+	CUMSUM_LOAD4(a, 0u, at); CUMSUM_LOAD4(a, 1u, at); CUMSUM_LOAD4(a, 2u, at); CUMSUM_LOAD4(a, 3u, at); \
+	CUMSUM_LOAD4(a, 4u, at); CUMSUM_LOAD4(a, 5u, at); CUMSUM_LOAD4(a, 6u, at); CUMSUM_LOAD4(a, 7u, at)
+#define CUMSUM_STEP4(k)                                                 \
+	acc = t + (k) != 0u ? acc + v[k] : v[k];                        \
+	dst4[(pc.off_out >> 4) + at + (k) * step] = floatBitsToUint(acc)
+void cumsum_lane4(uint lane4, uint dim, uint inner)
+{
+	uint q = inner / 4u, step = q, at = (lane4 / q) * dim * q + lane4 % q, t = 0u;
+	precise vec4 acc = vec4(0.0);
+	vec4 v[8], w[8];
+	if (dim >= 8u) {
+		CUMSUM_LOAD4_8(v, at);
+	}
+	for (; t + 8u <= dim; t += 8u, at += 8u * step) {
+		if (t + 16u <= dim) {
+			CUMSUM_LOAD4_8(w, at + 8u * step);
+		}
+		CUMSUM_STEP4(0u);
+		CUMSUM_STEP4(1u);
+		CUMSUM_STEP4(2u);
+		CUMSUM_STEP4(3u);
+		CUMSUM_STEP4(4u);
+		CUMSUM_STEP4(5u);
+		CUMSUM_STEP4(6u);
+		CUMSUM_STEP4(7u);
+		v = w;
+	}
+	for (; t < dim; t++, at += step) {
+		vec4 x = uintBitsToFloat(src4[(pc.off_in >> 4) + at]);
+		acc = t != 0u ? acc + x : x;
+		dst4[(pc.off_out >> 4) + at] = floatBitsToUint(acc);
+	}
+}
+#endif
+
 void main()
 {
 	uint dim = u64_sat(pc.dim), inner = u64_sat(pc.inner), dt = pc.dtype, lane = shape_item();
 	if (lane >= u64_sat(pc.outer) * inner || dt == 1u || dt > 3u)
 		return;
+#ifdef CUMSUM_VEC4
+	if (dt == 0u && inner % 4u == 0u && (pc.off_in | pc.off_out) % 16u == 0u) {
+		if (lane < u64_sat(pc.outer) * inner / 4u)
+			cumsum_lane4(lane, dim, inner);
+		return;
+	}
+#endif
 	if (dt == 0u)
 		cumsum_lane(lane, dim, inner, 0u);
 	else if (dt == 2u)
