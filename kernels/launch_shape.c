@@ -17,7 +17,8 @@ static const char *const names[XPU_SK_COUNT] = {
 };
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
- * device has it: the CUDA bodies, and Vulkan's pad_backward_rows and contiguize_tiles), and
+ * device has it: the CUDA bodies, and Vulkan's pad_backward_rows, contiguize_tiles and
+ * cumsum_vec4), and
  * how many of the plain kernel's groups one of its groups covers. */
 static const struct {
 	const char *name;
@@ -27,6 +28,7 @@ static const struct {
 	[XPU_SK_PAD_BACKWARD] = { "pad_backward_rows", XPU_SHAPE_ROW_GROUPS },
 	[XPU_SK_WRITE_SLICE_ROTATING] = { "write_slice_rotating_rows", 1 },
 	[XPU_SK_CONTIGUIZE] = { "contiguize_tiles", XPU_SHAPE_TILE_GROUPS },
+	[XPU_SK_CUMSUM] = { "cumsum_vec4", 4 }, /* four lanes an invocation */
 };
 
 /* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
@@ -316,8 +318,11 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		rc = pack_slab(g, args, &nargs, &items, &variant);
 	else if (g->kernel == XPU_SK_CONTIGUIZE)
 		rc = pack_contiguize(g, args, &nargs, &items, &variant);
-	else
+	else {
 		rc = pack_three(g, args, &nargs, &items);
+		/* cumsum_vec4: f32 lanes four at a time, neighbours in one outer block */
+		variant = g->kernel == XPU_SK_CUMSUM && g->dtype == XPU_SHAPE_F32 && g->inner % 4 == 0;
+	}
 	if (rc)
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */

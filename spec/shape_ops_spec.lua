@@ -848,6 +848,49 @@ describe("contiguize_tiles", function()
   end)
 end)
 
+-- cumsum_vec4 (four lanes an invocation) takes f32 cumsums whose inner extent is a multiple
+-- of 4 where the device has it (Vulkan here) and fires nowhere else; an inner extent of 21, or
+-- f16, goes to the plain kernel. Both write the CPU's bytes: each column adds in the same
+-- order, so f32 compares with ==.
+describe("cumsum_vec4", function()
+  local cpu = devices_of("cpu")[1]
+  on_each_backend("fires for f32 with inner % 4 == 0 where built, not for inner 21 or f16", function(d, backend)
+    local c, plain, vec = C["cumsum." .. backend], d:kernel "cumsum", d:kernel "cumsum_vec4"
+    local built = d:kernel_available "cumsum_vec4"
+    assert.equal(backend == "vulkan", built, "cumsum_vec4 built on " .. backend)
+    for _, v in ipairs {
+      { dt = "f32", shape = { 3, 19, 20 }, axis = 1, fires = true },  -- inner 20, batches of 8 and a tail
+      { dt = "f32", shape = { 17, 12 }, axis = 0, fires = true },     -- inner 12, one outer block
+      { dt = "f32", shape = { 3, 19, 21 }, axis = 1, fires = false }, -- inner 21
+      { dt = "f16", shape = { 3, 19, 20 }, axis = 1, fires = false },
+    } do
+      local data = encode(v.dt, random_values(prod(v.shape), v.dt))
+      local inputs, params = { input = { dtype = v.dt, shape = v.shape, data = data } }, { axis = v.axis }
+      local want = run(C["cumsum.cpu"], cpu, inputs, params, #data)
+      local p0, v0 = plain.launches, vec.launches
+      local got, r = run(c, d, inputs, params, #data)
+      local what = ("%s %s axis %d"):format(v.dt, table.concat(v.shape, "x"), v.axis)
+      same_bytes(want, got, BYTES[v.dt], what)
+      local fired = built and v.fires
+      assert.equal(fired and "cumsum_vec4" or "cumsum", r.kernel, "the kernel the result names, " .. what)
+      assert.equal(fired and 1 or 0, vec.launches - v0, "cumsum_vec4 launches, " .. what)
+      assert.equal(fired and 0 or 1, plain.launches - p0, "cumsum launches, " .. what)
+    end
+  end)
+
+  -- The launcher never gives it one, but an inner extent of 5 launched straight on it (each
+  -- invocation its four lanes one by one) writes what the CPU writes.
+  on_each_backend("launched straight on inner 5, walks its lanes one by one", function(d, backend)
+    if not d:kernel_available "cumsum_vec4" then return pending("cumsum_vec4 is not built for " .. backend) end
+    local shape = { 3, 11, 5 }
+    local data = encode("f32", random_values(prod(shape), "f32"))
+    local want = run(C["cumsum.cpu"], cpu, { input = { dtype = "f32", shape = shape, data = data } }, { axis = 1 }, #data)
+    local out = d:buffer(poison(#data))
+    d:kernel("cumsum_vec4"):launch(nil, 1, 256, out, d:buffer(data), 3, 11, 5, 0)
+    same_bytes(want, out:download(), 4, "cumsum_vec4 on inner 5, one group")
+  end)
+end)
+
 -- A launch checked once (c:bind) and launched again: the ring write at two positions, each
 -- == c:launch of the same call; the bound launch keeps its buffers past the caller's handles
 -- and refuses once released.
