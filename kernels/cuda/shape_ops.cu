@@ -16,12 +16,13 @@
  * first by adding, not dividing. write_slice* loads its (dense) source before working out
  * where it goes; contiguize of a transposed view goes through shared-memory tiles. pad and
  * pad_backward over rows of 128 items or more have kernels of their own (pad_rows,
- * pad_backward_rows: shape_rows_walk), whose groups are four times larger and find each
- * output row's source once.
+ * pad_backward_rows: shape_rows_walk, shape_pbw_rows_walk), whose groups are four times larger
+ * and find each output row's source once.
  *
- * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V"): SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING,
- * SHAPE_ANY_SHFL, SHAPE_CURSOR, SHAPE_TILE_VEC, SHAPE_SUM_AHEAD; each is described where it is
- * defined.
+ * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
+ * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
+ * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
+ * SHAPE_PBW_REST_FIRST; each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -49,16 +50,18 @@
 #endif
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
  * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
- * its tiles gain. H200, 1 GiB f32, this build against one with SHAPE_STREAMING=0 (every kernel
+ * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build against one with SHAPE_STREAMING=0 (every kernel
  * cached) in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546,
  * flip 3833 / 3752, the others level (docs/PERF.md, fourth pass). 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
 #endif
 #define SHAPE_KEEP false /* a kernel's loads and stores stay in the caches */
-/* The rows kernels' loads and stores: streaming (1) as the others, or cached (0). */
+/* The rows kernels' loads and stores: streaming (1) as the others, or cached (0). H200, 1 GiB
+ * f32, cached against streaming in one call: pad_rows 3894-3907 / 3690-3832 GB/s,
+ * pad_backward_rows (the walk below, 8 chunks a batch) 3240-3269 / 3065-3072. */
 #ifndef SHAPE_ROWS_STREAM
-#define SHAPE_ROWS_STREAM 1
+#define SHAPE_ROWS_STREAM 0
 #endif
 
 /* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
@@ -426,19 +429,6 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 	});
 }
 
-/* Chunk u of thread t in a rows walk: a warp's 32 chunks adjacent, and with ROTATE the warp's
- * place among the group's eight turning with u, so that where a chunk's place in its row
- * repeats from u to u + 1 (rows of 256 * per items: pad_backward's reflected borders, several
- * times a plain chunk's work, would always fall to warps 0 and 7) every warp takes its share:
- * a group holds its SM's slots until its slowest warp is done. H200, 1 GiB f32, rows of 1024:
- * pad_backward 2509-2529 -> 2983-3037 GB/s; pad, whose borders are fills, 3846 -> 3640-3745
- * (the steps' instructions), so pad does not turn. */
-template <bool ROTATE>
-static __device__ __forceinline__ uint32_t shape_rows_chunk(uint32_t u, uint32_t t)
-{
-	return u * SHAPE_BLOCK + (ROTATE ? (t + 32 * u) & (SHAPE_BLOCK - 1) : t);
-}
-
 /* The walk of the rows kernels (pad_rows, pad_backward_rows): an op whose chunk plan needs one
  * value per output row (where the row's source starts). A group covers XPU_SHAPE_ROW_GROUPS
  * times the usual 4096 items, so a thread's setup serves that many times more chunks; the
@@ -449,7 +439,7 @@ static __device__ __forceinline__ uint32_t shape_rows_chunk(uint32_t u, uint32_t
  * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
  * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
  * or one across two rows, takes the element walk, so any geometry is still right. */
-template <bool ROTATE = false, class Op>
+template <class Op>
 static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 {
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
@@ -460,10 +450,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
 		entry[r] = op.row_entry(row0 + r);
 	__syncthreads();
-	/* from chunk u to u + 1: 256 chunks on; turning, 288, or 32 where the warp's place wraps */
-	const uint32_t qa = (SHAPE_BLOCK + (ROTATE ? 32 : 0)) * per / len;
-	const uint32_t ra = (SHAPE_BLOCK + (ROTATE ? 32 : 0)) * per - qa * len;
-	const uint32_t qb = 32 * per / len, rb = 32 * per - qb * len;
+	/* from chunk u to u + 1: 256 chunks on */
+	const uint32_t qa = SHAPE_BLOCK * per / len, ra = SHAPE_BLOCK * per - qa * len;
 	uint32_t j = (uint32_t)(g0 - row0 * len) + t * per, rel = j / len;
 	j -= rel * len;
 	const bool whole = op.out_al && len % per == 0; /* no chunk lies across two rows */
@@ -475,7 +463,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		uint4 x[SHAPE_BATCH], y[SHAPE_BATCH];
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(u0 + b, t) * per;
+			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
 			shape_chunk c;
 			c.kind = SC_NONE;
 			if (u0 + b < chunks && i0 < op.n) {
@@ -483,9 +471,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 				if (whole && rel < XPU_SHAPE_ROWS)
 					op.plan_row(entry[rel], j, per, &c);
 			}
-			const bool wraps = ROTATE && ((t + 32 * (u0 + b)) & (SHAPE_BLOCK - 1)) >= SHAPE_BLOCK - 32;
-			j += wraps ? rb : ra;
-			rel += wraps ? qb : qa;
+			j += ra;
+			rel += qa;
 			if (j >= len) {
 				j -= len;
 				rel++;
@@ -500,7 +487,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		}
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(u0 + b, t) * per;
+			const uint64_t i0 = g0 + (uint64_t)((u0 + b) * SHAPE_BLOCK + t) * per;
 			const int k = kind[b] & SC_KIND;
 			if (k >= SC_COPY) {
 				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
@@ -509,7 +496,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 		}
 	}
 	for (; slow; slow &= slow - 1) { /* a border the op walks, a row past the table */
-		const uint64_t i0 = g0 + (uint64_t)shape_rows_chunk<ROTATE>(__ffs(slow) - 1, t) * per;
+		const uint64_t i0 = g0 + (uint64_t)((__ffs(slow) - 1) * SHAPE_BLOCK + t) * per;
 		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 	}
 }
@@ -1015,13 +1002,222 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 			   make_ulonglong4(w[8], w[9], w[10], w[11]), i0, count);
 }
 
+/* ---- pad_backward_rows: the walk ---------------------------------------------------------------
+ * A group covers XPU_SHAPE_ROW_GROUPS * 4096 gradient items (the launcher's rows grid) and finds
+ * each row's upstream row once, into a table, as shape_rows_walk does; what differs is the
+ * work a chunk costs and what stays live across a load. shape_rows_walk here ran at 79-80 % of
+ * copy: 3 groups an SM (80 registers) with 4 chunks in flight a thread, which a bare copy of the
+ * same rows held to 3 blocks an SM matches (3060 GB/s; 4000 at 8 blocks), and some 110
+ * instructions a warp a chunk (ncu). Here:
+ * - a lane's SHAPE_PBW_BATCH chunks that lie in one row (rows of 900 f32 and more at 4) load
+ *   from one source pointer, 512 bytes a chunk on, with no table reads;
+ * - a chunk whose source is not 16-aligned takes its second vector from the lane that loaded it
+ *   (the next chunk of the row), the last lane from lane 0's next chunk or, at the batch's end,
+ *   a load of its own;
+ * - every other chunk (a border with more terms, the last chunk of an unaligned row, a row with
+ *   several upstream rows) goes the general way (plan_row) between its batch's loads and stores,
+ *   so it waits while they are in flight (after every batch instead: 2738-2786 GB/s against
+ *   3240-3269); a one-row lane's reflected borders find their mirror mask in closed form; the
+ *   element walks come last.
+ * Each warp takes 32 * SHAPE_PBW_BATCH consecutive chunks a batch (lane l chunks l, l + 32, ...),
+ * so rows of 32 * SHAPE_PBW_BATCH chunks or more give every warp its rows' borders.
+ * H200, 1 GiB f32, reflect, rows of 1024: 3427-3485 GB/s at 4 chunks a batch, 3304-3350 at 8
+ * (more spilled), shape_rows_walk 3086-3098 (copy 3863-3925); with no border work at all (a
+ * timing-only build, wrong borders) 3512-3555: the borders cost the rest. */
+#ifndef SHAPE_PBW_BATCH
+#define SHAPE_PBW_BATCH 4 /* chunks a thread has in flight in pad_backward_rows */
+#endif
+#ifndef SHAPE_PBW_SLIM_BORDER
+#define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
+#endif
+#ifndef SHAPE_PBW_REST_FIRST
+#define SHAPE_PBW_REST_FIRST 1 /* 1: the general chunks between a batch's loads and stores; 0: after every batch */
+#endif
+
+/* Chunk b of batch k of thread t, in the group's chunks. */
+static __device__ __forceinline__ uint32_t shape_pbw_chunk(uint32_t k, uint32_t b, uint32_t t)
+{
+	return ((k * (SHAPE_BLOCK / 32) + (t >> 5)) * SHAPE_PBW_BATCH + b) * 32 + (t & 31);
+}
+
+/* One chunk the general way: its plan from the row's table entry, its loads (an unaligned
+ * source's two vectors, a border's mirror terms), its store; 1 where it takes the element walk. */
+static __device__ __forceinline__ bool shape_pbw_general(const shape_pad_bwd_op &op, int64_t e, uint32_t j,
+							  uint64_t i0)
+{
+	const uint32_t per = 16 / op.elem;
+	shape_chunk c;
+	op.plan_row(e, j, per, &c);
+	const int k = c.kind & SC_KIND;
+	if (k != SC_COPY && k != SC_ANY)
+		return true;
+	const uint8_t *a = shape_floor16(c.src);
+	const uint4 x = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
+	uint4 y = k == SC_ANY ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a + 16) : make_uint4(0, 0, 0, 0);
+	op.side_load(c.kind, c.aux, &y);
+	const uint4 v = k == SC_ANY ? shape_shift16(x, y, (uint32_t)(uintptr_t)c.src & 15) : x;
+	shape_st16<(SHAPE_ROWS_STREAM != 0)>(op.out + i0 * op.elem, op.finish(c.kind, v, y));
+	return false;
+}
+
+/* A reflected border chunk of a one-row lane: its interior aligned at a, its columns jb ..
+ * jb + per - 1 of a row whose upstream row starts at row (column 0 of the padded row). The
+ * mirror terms' mask in closed form (plan_row's, without its loop), then side_load and finish
+ * as the general way. false where the chunk has mirrors on both sides (the general way). */
+static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
+							 const uint8_t *a, uint8_t *dst)
+{
+	const int per = 16 / (int)op.elem, j = (int)jb, lol = (int)op.lol, len = (int)op.len, hil = (int)op.hil;
+	/* elements t0 .. t1 of the chunk: left mirrors (columns 1 .. lol), right (len - 1 - hil .. len - 2) */
+	const int l0 = max(1 - j, 0), l1 = min(lol - j, per - 1), r0 = max(len - 1 - hil - j, 0), r1 = min(len - 2 - j, per - 1);
+	const uint32_t left = l0 <= l1 ? (2u << l1) - (1u << l0) : 0, right = r0 <= r1 ? (2u << r1) - (1u << r0) : 0;
+	if (left && right)
+		return false;
+	const int kind = SC_COPY | (int)((left | right) << 16) | (left ? SC_LEFT : 0);
+	const uint8_t *aux = row + (int64_t)(left ? lol - j : lol + 2 * (len - 1) - j) * op.elem;
+	uint4 y = make_uint4(0, 0, 0, 0);
+	op.side_load(kind, aux, &y);
+	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, op.finish(kind, shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a), y));
+	return true;
+}
+
+static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_op &op)
+{
+	constexpr bool ST = SHAPE_ROWS_STREAM != 0;
+	constexpr uint32_t B = SHAPE_PBW_BATCH;
+	__shared__ int64_t entry[XPU_SHAPE_ROWS];
+	const uint32_t elem = op.elem, per = 16 / elem, len = (uint32_t)op.len, t = xpu_thread(), lane = t & 31;
+	const uint32_t batches = XPU_SHAPE_ROW_GROUPS * elem / B; /* elem >= 2: whole batches */
+	const uint64_t g0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
+	const uint64_t row0 = g0 / len;
+	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
+		entry[r] = op.row_entry(row0 + r);
+	__syncthreads();
+	const uint32_t base = (uint32_t)(g0 - row0 * len); /* the group's first item, in its row */
+	const uint32_t qb = 32 * per / len, rb = 32 * per - qb * len; /* from chunk b to b + 1 */
+	/* the group's chunks below this are inside the gradient (items past n: none) */
+	const uint32_t chunks = (uint32_t)((op.n - g0 + per - 1) / per < 0x10000000u ? (op.n - g0 + per - 1) / per : 0x10000000u);
+	/* A chunk in columns [lo_edge, hi_edge) has one term an element: reflect's mirrors are
+	 * columns 1 .. lol and len - 1 - hil .. len - 2, replicate's edge runs columns 0, len - 1. */
+	const uint64_t lol = op.lol, hil = op.hil;
+	const uint32_t lo_edge = op.mode == 1 ? (uint32_t)(lol + 1 < len ? lol + 1 : len) : op.mode == 2 && lol ? 1 : 0;
+	const uint32_t hi_edge = op.mode == 1 ? (uint32_t)(hil + 1 < len ? len - 1 - hil : 0) : op.mode == 2 && hil ? len - 1 : len;
+	const uint8_t *up = op.up + lol * elem; /* column 0's upstream element, in upstream row 0 */
+	uint8_t *out = op.out + g0 * elem;        /* the group's first chunk */
+	uint32_t slow = 0; /* bit k * B + b: chunk b of batch k takes the element walk, at the end */
+#pragma unroll 1
+	for (uint32_t k = 0; k < batches; k++) {
+		uint4 x[B], xe = make_uint4(0, 0, 0, 0);
+		uint32_t offs = 0, odd = 0, plain = 0; /* 4 bits a chunk: source offset; bit b: unaligned, plain */
+		const uint32_t c0 = shape_pbw_chunk(k, 0, t);
+		uint32_t at = base + c0 * per, rel = at / len, j = at - rel * len;
+		const uint32_t j0 = j, step = 32 * per; /* items from chunk b to b + 1 */
+		const int64_t e0 = rel < XPU_SHAPE_ROWS ? entry[rel] : -1;
+		/* the lane's B chunks in one row (rows of B * 32 chunks or more, mostly): one source
+		 * pointer, 512 bytes a chunk on, and no table reads */
+		const bool one_row = j0 + (B - 1) * step + per <= len && e0 >= 0 && op.out_al && c0 + 32 * (B - 1) < chunks;
+		if (one_row) {
+			const uint8_t *src = up + (e0 + (int64_t)j0) * elem, *a = shape_floor16(src);
+			const uint32_t off = (uint32_t)(uintptr_t)src & 15;
+#pragma unroll
+			for (uint32_t b = 0; b < B; b++) {
+				const uint32_t jb = j0 + b * step;
+				x[b] = shape_ld16<ST>(a + 512 * b);
+				plain |= (uint32_t)(jb >= lo_edge && jb + per <= hi_edge && !(off && jb + per == len)) << b;
+			}
+			if (lane == 31 && off && (plain >> (B - 1) & 1))
+				xe = shape_ld16<ST>(a + 512 * (B - 1) + 16);
+			offs = off * (0xffffffffu / 15); /* off in every 4 bits */
+			odd = off ? (1u << B) - 1 : 0;
+		} else {
+#pragma unroll
+		for (uint32_t b = 0; b < B; b++) {
+			const int64_t e = rel < XPU_SHAPE_ROWS ? entry[rel] : -1;
+			const bool row = c0 + 32 * b < chunks && op.out_al && e >= 0;
+			const uint8_t *src = up + (e + (int64_t)j) * elem, *a = shape_floor16(src);
+			const uint32_t off = (uint32_t)(uintptr_t)src & 15;
+			const bool ok = row && j >= lo_edge && j + per <= hi_edge && !(off && j + per == len);
+			x[b] = row ? shape_ld16<ST>(a) : make_uint4(0, 0, 0, 0);
+			if (b == B - 1 && lane == 31 && ok && off)
+				xe = shape_ld16<ST>(a + 16);
+			offs |= off << (4 * b);
+			odd |= (uint32_t)(off != 0) << b;
+			plain |= (uint32_t)ok << b;
+			j += rb;
+			rel += qb;
+			if (j >= len) {
+				j -= len;
+				rel++;
+			}
+		}
+		}
+#if SHAPE_PBW_REST_FIRST
+		/* the rest of the batch, one at a time, while its loads are in flight */
+#pragma unroll 1
+		for (uint32_t rest = ~plain & ((1u << B) - 1); rest; rest &= rest - 1) {
+			const uint32_t b = __ffs(rest) - 1, c = c0 + 32 * b;
+			if (c >= chunks)
+				continue;
+			uint32_t rel_b = rel, j_b = j0 + b * step; /* one_row's */
+#if SHAPE_PBW_SLIM_BORDER
+			if (one_row && op.mode == 1 && !odd &&
+			    shape_pbw_border(op, up + (e0 - (int64_t)lol) * elem, j_b, up + (e0 + (int64_t)j_b) * elem, out + c * 16))
+				continue;
+#endif
+			if (!one_row) {
+				rel_b = (base + c * per) / len;
+				j_b = base + c * per - rel_b * len;
+			}
+			const int64_t e = rel_b < XPU_SHAPE_ROWS ? entry[rel_b] : -1;
+			if (shape_pbw_general(op, e, j_b, g0 + (uint64_t)c * per))
+				slow |= 1u << (k * B + b);
+		}
+#endif
+		const bool shift = shape_any(odd != 0); /* the same on every lane */
+#pragma unroll
+		for (uint32_t b = 0; b < B; b++) {
+			uint4 v = x[b];
+			if (shift) {
+				const uint4 next = shape_shfl16(x[b], (int)lane + 1);
+				const uint4 first = b + 1 < B ? shape_shfl16(x[b + 1 < B ? b + 1 : b], 0) : xe;
+				if (odd >> b & 1)
+					v = shape_shift16(x[b], lane == 31 ? first : next, offs >> (4 * b) & 15);
+			}
+			if (plain >> b & 1)
+				shape_st16<ST>(out + (c0 + 32 * b) * 16, v);
+		}
+#if !SHAPE_PBW_REST_FIRST
+		slow |= (~plain & ((1u << B) - 1)) << (k * B);
+#endif
+	}
+#if !SHAPE_PBW_REST_FIRST
+	/* the chunks the batches left, a few at a time: the general way, or marked for the element walk */
+	uint32_t rest = slow;
+	slow = 0;
+	for (; rest; rest &= rest - 1) {
+		const uint32_t u = __ffs(rest) - 1, c = shape_pbw_chunk(u / B, u % B, t);
+		if (c >= chunks)
+			continue;
+		const uint32_t at_b = base + c * per, rel_b = at_b / len;
+		const int64_t e = rel_b < XPU_SHAPE_ROWS ? entry[rel_b] : -1;
+		if (shape_pbw_general(op, e, at_b - rel_b * len, g0 + (uint64_t)c * per))
+			slow |= 1u << u;
+	}
+#endif
+	for (; slow; slow &= slow - 1) {
+		const uint32_t u = __ffs(slow) - 1;
+		const uint64_t i0 = g0 + (uint64_t)shape_pbw_chunk(u / B, u % B, t) * per;
+		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+	}
+}
+
 /* The walk of pad_backward: each chunk's upstream row worked out per chunk, or (ROWS) once a
  * group (shape_rows_walk). */
 template <bool ROWS>
 static __device__ __forceinline__ void shape_pad_bwd_walk_all(const shape_pad_bwd_op &op)
 {
 	if (ROWS)
-		shape_rows_walk<true>(op);
+		shape_pbw_rows_walk(op);
 	else
 		shape_chunks(op);
 }
@@ -1059,7 +1255,9 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PA
 	shape_pad_bwd<false>(grad, up, geom, SHAPE_PAD_ARGS);
 }
 
-/* pad_backward with each gradient row's upstream row found once a group. */
+/* pad_backward with each gradient row's upstream row found once a group (shape_pbw_rows_walk).
+ * SHAPE_PBW_ROWS_BLOCKS: blocks an SM (3: 80 registers; at 4 its batch of 8 spilled, 2374-2812
+ * GB/s). */
 #ifndef SHAPE_PBW_ROWS_BLOCKS
 #define SHAPE_PBW_ROWS_BLOCKS 3
 #endif
