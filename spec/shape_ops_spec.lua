@@ -820,9 +820,12 @@ describe("contiguize_tiles", function()
     local c, plain, tiles = C["contiguize." .. backend], d:kernel "contiguize", d:kernel "contiguize_tiles"
     local built = d:kernel_available "contiguize_tiles"
     assert.equal(backend ~= "cpu", built, "contiguize_tiles built on " .. backend)
-    local data = random_bytes(4000 * 4)
+    local data = random_bytes(128 * 193 * 4)
     for _, v in ipairs {
       { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true },
+      -- whole 64 x 64 tiles on 16-byte rows (Vulkan moves them as 16-byte words), and off them
+      { shape = { 128, 192 }, strides = { 1, 128 }, offset = 0, transpose = true },
+      { shape = { 128, 192 }, strides = { 1, 128 }, offset = 1, transpose = true },
       { shape = { 6, 48 }, strides = { 64, 1 }, offset = 3, transpose = false },
       { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7, transpose = false },
     } do
