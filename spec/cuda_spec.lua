@@ -376,18 +376,7 @@ describe("a CUDA module from a file", function()
     local built = io.open("build/cuda/xpu.fatbin", "rb")
     if not built then return pending("skipped: no build/cuda/xpu.fatbin (the build tree's module)") end
     built:close()
-    local body = [[
-      local xpu = require "xpu"
-      local cu, err = xpu.device "cuda:0"
-      if not cu then print("refused: " .. err) return end
-      local src, out = {}, cu:buffer(("\165"):rep(64))
-      for i = 1, 16 do src[i] = string.pack("<I4", i) end
-      cu:kernel("triu"):launch(nil, 1, 256, out, cu:buffer(table.concat(src)), 1, 4, 4, 0, 4)
-      local got = out:download()
-      local t = {}
-      for i = 0, 15 do t[#t + 1] = string.unpack("<I4", got, 4 * i + 1) end
-      print(xpu.kernel_hash, table.concat(t, " "))
-    ]]
+    local body = fx.triu_child "cuda:0"
     local plain, file = fx.child("", body), fx.child("XPULUA_CUDA_FATBIN=build/cuda/xpu.fatbin", body)
     assert.matches("^%x+\t1 2 3 4 0 6 7 8 0 0 11 12 0 0 0 16\n$", plain)
     assert.matches("cuda: module from build/cuda/xpu%.fatbin\n", file)

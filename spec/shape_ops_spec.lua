@@ -716,6 +716,19 @@ local function on_each_backend(title, body)
   end
 end
 
+-- Runs launch() (it returns the output bytes and the call's result) and checks that exactly one
+-- of kernel `plain` and its variant ran on d, the variant where `fired`, and that the result
+-- names the one that ran. Returns what launch returned.
+local function expect_variant(d, plain, variant, fired, what, launch)
+  local pk, vk = d:kernel(plain), d:kernel(variant)
+  local p0, v0 = pk.launches, vk.launches
+  local got, r = launch()
+  assert.equal(fired and variant or plain, r.kernel, "the kernel the result names, " .. what)
+  assert.equal(fired and 1 or 0, vk.launches - v0, variant .. " launches, " .. what)
+  assert.equal(fired and 0 or 1, pk.launches - p0, plain .. " launches, " .. what)
+  return got, r
+end
+
 -- write_slice_rotating's kernel: a ring of whole rows under one-wide outer axes goes to
 -- write_slice_rotating_rows where the device has it (CUDA here; HIP builds the same bodies)
 -- and fires nowhere else; a ring under a wide outer axis (a cache of several heads) goes to
@@ -723,7 +736,6 @@ end
 describe("write_slice_rotating_rows", function()
   on_each_backend("fires for a ring of whole rows where built, not for a ring under a wide outer axis", function(d, backend)
     local c = C["write_slice_rotating." .. backend]
-    local plain, rows = d:kernel "write_slice_rotating", d:kernel "write_slice_rotating_rows"
     local built = d:kernel_available "write_slice_rotating_rows"
     assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
     for _, case in ipairs {
@@ -735,17 +747,15 @@ describe("write_slice_rotating_rows", function()
       local src, dest = random_bytes(prod(w) * 4), poison(prod(case.dest) * 4)
       local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
       local out = d:buffer(dest)
-      local p0, r0 = plain.launches, rows.launches
-      local r = c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
-                            position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
-                            dest = { dtype = "f32", shape = case.dest, buffer = out } },
-                 params = { axis = 1, modulus = 8, ranges = case.ranges } }
+      local what = "ring pos " .. case.pos
+      expect_variant(d, "write_slice_rotating", "write_slice_rotating_rows", case.rows and built, what, function()
+        return nil, c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
+                                          position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
+                                          dest = { dtype = "f32", shape = case.dest, buffer = out } },
+                               params = { axis = 1, modulus = 8, ranges = case.ranges } }
+      end)
       d:default_stream():sync()
-      same_bytes(want, out:download(), 4, "ring pos " .. case.pos)
-      local fired = case.rows and built
-      assert.equal(fired and "write_slice_rotating_rows" or "write_slice_rotating", r.kernel)
-      assert.equal(fired and 1 or 0, rows.launches - r0, "write_slice_rotating_rows launches")
-      assert.equal(fired and 0 or 1, plain.launches - p0, "write_slice_rotating launches")
+      same_bytes(want, out:download(), 4, what)
     end
   end)
 end)
@@ -758,7 +768,7 @@ end)
 describe("pad_rows and pad_backward_rows", function()
   on_each_backend("fire for rows of 128 items where built, not for rows of 127 or 130", function(d, backend)
     for _, kn in ipairs { "pad", "pad_backward" } do
-      local c, plain, rows = C[kn .. "." .. backend], d:kernel(kn), d:kernel(kn .. "_rows")
+      local c = C[kn .. "." .. backend]
       local built = d:kernel_available(kn .. "_rows")
       assert.equal(backend == "cuda" or (backend == "vulkan" and kn == "pad_backward"), built, kn .. "_rows built on " .. backend)
       for _, len in ipairs { 128, 127, 130 } do
@@ -779,14 +789,12 @@ describe("pad_rows and pad_backward_rows", function()
           for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
           want = table.concat(want)
         end
-        local p0, r0 = plain.launches, rows.launches
-        local got, r = run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
-          data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
-        same_bytes(want, got, 4, ("%s rows of %d"):format(kn, len))
-        local fired = built and len >= 128 and len * 4 % 16 == 0
-        assert.equal(fired and kn .. "_rows" or kn, r.kernel, "the kernel the result names")
-        assert.equal(fired and 1 or 0, rows.launches - r0, kn .. "_rows launches, rows of " .. len)
-        assert.equal(fired and 0 or 1, plain.launches - p0, kn .. " launches, rows of " .. len)
+        local what = ("%s rows of %d"):format(kn, len)
+        local got = expect_variant(d, kn, kn .. "_rows", built and len >= 128 and len * 4 % 16 == 0, what, function()
+          return run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
+            data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
+        end)
+        same_bytes(want, got, 4, what)
       end
     end
   end)
@@ -817,7 +825,7 @@ end)
 -- kernel everywhere. Both write what the CPU reference says.
 describe("contiguize_tiles", function()
   on_each_backend("fires for a transpose where built, not for strided rows or a view with no unit axis", function(d, backend)
-    local c, plain, tiles = C["contiguize." .. backend], d:kernel "contiguize", d:kernel "contiguize_tiles"
+    local c = C["contiguize." .. backend]
     local built = d:kernel_available "contiguize_tiles"
     assert.equal(backend ~= "cpu", built, "contiguize_tiles built on " .. backend)
     local data = random_bytes(128 * 193 * 4)
@@ -830,14 +838,11 @@ describe("contiguize_tiles", function()
       { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7, transpose = false },
     } do
       local want = ref.view(elements(data, 4), v.shape, v.strides, v.offset)
-      local p0, t0 = plain.launches, tiles.launches
-      local got, r = run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
-      local what = "strides " .. table.concat(v.strides, ",")
+      local what = ("strides %s offset %d"):format(table.concat(v.strides, ","), v.offset)
+      local got = expect_variant(d, "contiguize", "contiguize_tiles", built and v.transpose, what, function()
+        return run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
+      end)
       same_bytes(want, got, 4, what)
-      local fired = built and v.transpose
-      assert.equal(fired and "contiguize_tiles" or "contiguize", r.kernel, "the kernel the result names, " .. what)
-      assert.equal(fired and 1 or 0, tiles.launches - t0, "contiguize_tiles launches, " .. what)
-      assert.equal(fired and 0 or 1, plain.launches - p0, "contiguize launches, " .. what)
     end
   end)
 
@@ -863,7 +868,7 @@ end)
 describe("cumsum_vec4", function()
   local cpu = devices_of("cpu")[1]
   on_each_backend("fires for f32 with inner % 4 == 0 where built, not for inner 21 or f16", function(d, backend)
-    local c, plain, vec = C["cumsum." .. backend], d:kernel "cumsum", d:kernel "cumsum_vec4"
+    local c = C["cumsum." .. backend]
     local built = d:kernel_available "cumsum_vec4"
     assert.equal(backend == "vulkan", built, "cumsum_vec4 built on " .. backend)
     for _, v in ipairs {
@@ -875,14 +880,11 @@ describe("cumsum_vec4", function()
       local data = encode(v.dt, random_values(prod(v.shape), v.dt))
       local inputs, params = { input = { dtype = v.dt, shape = v.shape, data = data } }, { axis = v.axis }
       local want = run(C["cumsum.cpu"], cpu, inputs, params, #data)
-      local p0, v0 = plain.launches, vec.launches
-      local got, r = run(c, d, inputs, params, #data)
       local what = ("%s %s axis %d"):format(v.dt, table.concat(v.shape, "x"), v.axis)
+      local got = expect_variant(d, "cumsum", "cumsum_vec4", built and v.fires, what, function()
+        return run(c, d, inputs, params, #data)
+      end)
       same_bytes(want, got, BYTES[v.dt], what)
-      local fired = built and v.fires
-      assert.equal(fired and "cumsum_vec4" or "cumsum", r.kernel, "the kernel the result names, " .. what)
-      assert.equal(fired and 1 or 0, vec.launches - v0, "cumsum_vec4 launches, " .. what)
-      assert.equal(fired and 0 or 1, plain.launches - p0, "cumsum launches, " .. what)
     end
   end)
 

@@ -193,18 +193,7 @@ describe("vulkan modules from a directory", function()
     f:write(built:read("a"))
     f:close()
     built:close()
-    local body = [[
-      local xpu = require "xpu"
-      local vk, err = xpu.device "vulkan:0"
-      if not vk then print("refused: " .. err) return end
-      local src, out = {}, vk:buffer(("\165"):rep(64))
-      for i = 1, 16 do src[i] = string.pack("<I4", i) end
-      vk:kernel("triu"):launch(nil, 1, 256, out, vk:buffer(table.concat(src)), 1, 4, 4, 0, 4)
-      local got = out:download()
-      local t = {}
-      for i = 0, 15 do t[#t + 1] = string.unpack("<I4", got, 4 * i + 1) end
-      print(xpu.kernel_hash, table.concat(t, " "))
-    ]]
+    local body = fx.triu_child "vulkan:0"
     local plain, swapped = child("", body), child("XPULUA_VULKAN_SPV=" .. dir, body)
     local at = dir:gsub("%p", "%%%0") -- the path as a pattern
     assert.matches("^%x+\t1 2 3 4 0 6 7 8 0 0 11 12 0 0 0 16\n$", plain)

@@ -30,33 +30,30 @@ layout(push_constant) uniform Args {
 	acc = t + (k) != 0u ? acc + v[k] : v[k];                        \
 	shape_store_f(pc.off_out + at + (k) * step, dt, acc)
 
-/* Lane `lane`'s scan, dtype dt a constant in each call, in batches of eight steps: a batch's
- * eight loads are issued before the adds and stores of the batch before it, so a lane has up
- * to sixteen loads in flight and never waits on a batch with none. The adds keep the CPU's
- * order. */
+/* The scan's batches of eight steps (LOAD8 issues a batch's loads into v or w, STEP(k) adds and
+ * stores step k): a batch's eight loads are issued before the adds and stores of the batch
+ * before it, so a lane has up to sixteen loads in flight and never waits on a batch with none. */
+#define CUMSUM_BATCHES(LOAD8, STEP)                                                      \
+	if (dim >= 8u) {                                                                 \
+		LOAD8(v, at);                                                            \
+	}                                                                                \
+	for (; t + 8u <= dim; t += 8u, at += 8u * step) {                                 \
+		if (t + 16u <= dim) {                                                    \
+			LOAD8(w, at + 8u * step);                                        \
+		}                                                                        \
+		STEP(0u); STEP(1u); STEP(2u); STEP(3u); STEP(4u); STEP(5u); STEP(6u); STEP(7u); \
+		v = w;                                                                   \
+	}
+
+/* Lane `lane`'s scan, dtype dt a constant in each call, in CUMSUM_BATCHES; the adds keep the
+ * CPU's order. */
 void cumsum_lane(uint lane, uint dim, uint inner, uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u, base = (lane / inner) * dim * inner + lane % inner;
 	uint step = inner * elem, t = 0u, at = base * elem;
 	precise float acc = 0.0;
 	float v[8], w[8];
-	if (dim >= 8u) {
-		CUMSUM_LOAD8(v, at);
-	}
-	for (; t + 8u <= dim; t += 8u, at += 8u * step) {
-		if (t + 16u <= dim) {
-			CUMSUM_LOAD8(w, at + 8u * step);
-		}
-		CUMSUM_STEP(0u);
-		CUMSUM_STEP(1u);
-		CUMSUM_STEP(2u);
-		CUMSUM_STEP(3u);
-		CUMSUM_STEP(4u);
-		CUMSUM_STEP(5u);
-		CUMSUM_STEP(6u);
-		CUMSUM_STEP(7u);
-		v = w;
-	}
+	CUMSUM_BATCHES(CUMSUM_LOAD8, CUMSUM_STEP);
 	for (; t < dim; t++, at += step) {
 		float x = shape_load_f(pc.off_in + at, dt);
 		acc = t != 0u ? acc + x : x;
@@ -82,23 +79,7 @@ void cumsum_lane4(uint lane4, uint dim, uint inner)
 	uint q = inner / 4u, step = q, at = (lane4 / q) * dim * q + lane4 % q, t = 0u;
 	precise vec4 acc = vec4(0.0);
 	vec4 v[8], w[8];
-	if (dim >= 8u) {
-		CUMSUM_LOAD4_8(v, at);
-	}
-	for (; t + 8u <= dim; t += 8u, at += 8u * step) {
-		if (t + 16u <= dim) {
-			CUMSUM_LOAD4_8(w, at + 8u * step);
-		}
-		CUMSUM_STEP4(0u);
-		CUMSUM_STEP4(1u);
-		CUMSUM_STEP4(2u);
-		CUMSUM_STEP4(3u);
-		CUMSUM_STEP4(4u);
-		CUMSUM_STEP4(5u);
-		CUMSUM_STEP4(6u);
-		CUMSUM_STEP4(7u);
-		v = w;
-	}
+	CUMSUM_BATCHES(CUMSUM_LOAD4_8, CUMSUM_STEP4);
 	for (; t < dim; t++, at += step) {
 		vec4 x = uintBitsToFloat(src4[(pc.off_in >> 4) + at]);
 		acc = t != 0u ? acc + x : x;

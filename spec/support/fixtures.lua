@@ -176,4 +176,22 @@ function M.child(env, body)
   return out
 end
 
+-- A child script (for M.child) that opens device `id`, launches triu on one 4 x 4 matrix of
+-- words 1 .. 16 and prints xpu.kernel_hash, a tab and the sixteen words it wrote; where the
+-- device does not open, "refused: " and the reason.
+function M.triu_child(id)
+  return ([[
+    local xpu = require "xpu"
+    local d, err = xpu.device "%s"
+    if not d then print("refused: " .. err) return end
+    local src, out = {}, d:buffer(("\165"):rep(64))
+    for i = 1, 16 do src[i] = string.pack("<I4", i) end
+    d:kernel("triu"):launch(nil, 1, 256, out, d:buffer(table.concat(src)), 1, 4, 4, 0, 4)
+    local got = out:download()
+    local t = {}
+    for i = 0, 15 do t[#t + 1] = string.unpack("<I4", got, 4 * i + 1) end
+    print(xpu.kernel_hash, table.concat(t, " "))
+  ]]):format(id)
+end
+
 return M
