@@ -21,8 +21,8 @@
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
- * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_PBW_REST_FIRST; each is described where it is defined.
+ * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER;
+ * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -50,8 +50,8 @@
 #endif
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
  * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
- * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build against one with SHAPE_STREAMING=0 (every kernel
- * cached) in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546,
+ * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build
+ * against one with SHAPE_STREAMING=0 (every kernel cached) in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546,
  * flip 3833 / 3752, the others level (docs/PERF.md, fourth pass). 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
@@ -1009,15 +1009,15 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
  * copy: 3 groups an SM (80 registers) with 4 chunks in flight a thread, which a bare copy of the
  * same rows held to 3 blocks an SM matches (3060 GB/s; 4000 at 8 blocks), and some 110
  * instructions a warp a chunk (ncu). Here:
- * - a lane's SHAPE_PBW_BATCH chunks that lie in one row (rows of 900 f32 and more at 4) load
- *   from one source pointer, 512 bytes a chunk on, with no table reads;
+ * - a lane's SHAPE_PBW_BATCH chunks that lie in one row (they span 388 f32 items at 4 a batch,
+ *   194 f64, 776 f16) load from one source pointer, 512 bytes a chunk on, with no table reads;
  * - a chunk whose source is not 16-aligned takes its second vector from the lane that loaded it
  *   (the next chunk of the row), the last lane from lane 0's next chunk or, at the batch's end,
  *   a load of its own;
  * - every other chunk (a border with more terms, the last chunk of an unaligned row, a row with
  *   several upstream rows) goes the general way (plan_row) between its batch's loads and stores,
- *   so it waits while they are in flight (after every batch instead: 2738-2786 GB/s against
- *   3240-3269); a one-row lane's reflected borders find their mirror mask in closed form; the
+ *   so it waits while they are in flight (after every batch instead, a measured variant no
+ *   longer in the tree: 2738-2786 GB/s against 3240-3269); a one-row lane's reflected borders find their mirror mask in closed form; the
  *   element walks come last.
  * Each warp takes 32 * SHAPE_PBW_BATCH consecutive chunks a batch (lane l chunks l, l + 32, ...),
  * so rows of 32 * SHAPE_PBW_BATCH chunks or more give every warp its rows' borders.
@@ -1029,9 +1029,6 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 #endif
 #ifndef SHAPE_PBW_SLIM_BORDER
 #define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
-#endif
-#ifndef SHAPE_PBW_REST_FIRST
-#define SHAPE_PBW_REST_FIRST 1 /* 1: the general chunks between a batch's loads and stores; 0: after every batch */
 #endif
 
 /* Chunk b of batch k of thread t, in the group's chunks. */
@@ -1113,8 +1110,7 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 		uint32_t at = base + c0 * per, rel = at / len, j = at - rel * len;
 		const uint32_t j0 = j, step = 32 * per; /* items from chunk b to b + 1 */
 		const int64_t e0 = rel < XPU_SHAPE_ROWS ? entry[rel] : -1;
-		/* the lane's B chunks in one row (rows of B * 32 chunks or more, mostly): one source
-		 * pointer, 512 bytes a chunk on, and no table reads */
+		/* the lane's B chunks in one row: one source pointer, 512 bytes a chunk on, no table reads */
 		const bool one_row = j0 + (B - 1) * step + per <= len && e0 >= 0 && op.out_al && c0 + 32 * (B - 1) < chunks;
 		if (one_row) {
 			const uint8_t *src = up + (e0 + (int64_t)j0) * elem, *a = shape_floor16(src);
@@ -1131,27 +1127,26 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			odd = off ? (1u << B) - 1 : 0;
 		} else {
 #pragma unroll
-		for (uint32_t b = 0; b < B; b++) {
-			const int64_t e = rel < XPU_SHAPE_ROWS ? entry[rel] : -1;
-			const bool row = c0 + 32 * b < chunks && op.out_al && e >= 0;
-			const uint8_t *src = up + (e + (int64_t)j) * elem, *a = shape_floor16(src);
-			const uint32_t off = (uint32_t)(uintptr_t)src & 15;
-			const bool ok = row && j >= lo_edge && j + per <= hi_edge && !(off && j + per == len);
-			x[b] = row ? shape_ld16<ST>(a) : make_uint4(0, 0, 0, 0);
-			if (b == B - 1 && lane == 31 && ok && off)
-				xe = shape_ld16<ST>(a + 16);
-			offs |= off << (4 * b);
-			odd |= (uint32_t)(off != 0) << b;
-			plain |= (uint32_t)ok << b;
-			j += rb;
-			rel += qb;
-			if (j >= len) {
-				j -= len;
-				rel++;
+			for (uint32_t b = 0; b < B; b++) {
+				const int64_t e = rel < XPU_SHAPE_ROWS ? entry[rel] : -1;
+				const bool row = c0 + 32 * b < chunks && op.out_al && e >= 0;
+				const uint8_t *src = up + (e + (int64_t)j) * elem, *a = shape_floor16(src);
+				const uint32_t off = (uint32_t)(uintptr_t)src & 15;
+				const bool ok = row && j >= lo_edge && j + per <= hi_edge && !(off && j + per == len);
+				x[b] = row ? shape_ld16<ST>(a) : make_uint4(0, 0, 0, 0);
+				if (b == B - 1 && lane == 31 && ok && off)
+					xe = shape_ld16<ST>(a + 16);
+				offs |= off << (4 * b);
+				odd |= (uint32_t)(off != 0) << b;
+				plain |= (uint32_t)ok << b;
+				j += rb;
+				rel += qb;
+				if (j >= len) {
+					j -= len;
+					rel++;
+				}
 			}
 		}
-		}
-#if SHAPE_PBW_REST_FIRST
 		/* the rest of the batch, one at a time, while its loads are in flight */
 #pragma unroll 1
 		for (uint32_t rest = ~plain & ((1u << B) - 1); rest; rest &= rest - 1) {
@@ -1172,7 +1167,6 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			if (shape_pbw_general(op, e, j_b, g0 + (uint64_t)c * per))
 				slow |= 1u << (k * B + b);
 		}
-#endif
 		const bool shift = shape_any(odd != 0); /* the same on every lane */
 #pragma unroll
 		for (uint32_t b = 0; b < B; b++) {
@@ -1186,24 +1180,7 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			if (plain >> b & 1)
 				shape_st16<ST>(out + (c0 + 32 * b) * 16, v);
 		}
-#if !SHAPE_PBW_REST_FIRST
-		slow |= (~plain & ((1u << B) - 1)) << (k * B);
-#endif
 	}
-#if !SHAPE_PBW_REST_FIRST
-	/* the chunks the batches left, a few at a time: the general way, or marked for the element walk */
-	uint32_t rest = slow;
-	slow = 0;
-	for (; rest; rest &= rest - 1) {
-		const uint32_t u = __ffs(rest) - 1, c = shape_pbw_chunk(u / B, u % B, t);
-		if (c >= chunks)
-			continue;
-		const uint32_t at_b = base + c * per, rel_b = at_b / len;
-		const int64_t e = rel_b < XPU_SHAPE_ROWS ? entry[rel_b] : -1;
-		if (shape_pbw_general(op, e, at_b - rel_b * len, g0 + (uint64_t)c * per))
-			slow |= 1u << u;
-	}
-#endif
 	for (; slow; slow &= slow - 1) {
 		const uint32_t u = __ffs(slow) - 1;
 		const uint64_t i0 = g0 + (uint64_t)shape_pbw_chunk(u / B, u % B, t) * per;

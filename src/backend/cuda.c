@@ -193,7 +193,7 @@ static int probe_caps(struct xpu_device *d, struct cuda_dev *cd)
  * kernel can be changed and timed without a new binary. Kernels the file lacks are "not built";
  * xpu.kernel_hash says an override is set, so the Autotune store keeps such results apart.
  * *image owns the bytes (NULL where no override is set). */
-static int read_override(void **image, size_t *size)
+static int read_override(void **image)
 {
 	const char *path = getenv("XPULUA_CUDA_FATBIN");
 	*image = NULL;
@@ -217,7 +217,6 @@ static int read_override(void **image, size_t *size)
 	}
 	fprintf(stderr, "cuda: module from %s\n", path);
 	*image = buf;
-	*size = (size_t)n;
 	return 0;
 }
 
@@ -226,10 +225,8 @@ static int read_override(void **image, size_t *size)
 static int load_module(struct xpu_device *d, struct cuda_dev *cd)
 {
 	const struct xpu_embedded_file *f = fatbin();
-	const char *path = getenv("XPULUA_CUDA_FATBIN");
-	size_t size = f->size;
 	void *image;
-	if (read_override(&image, &size))
+	if (read_override(&image))
 		return -1;
 	const bool built = !image; /* the embedded fatbin, not a file's */
 	if (built) {
@@ -245,7 +242,7 @@ static int load_module(struct xpu_device *d, struct cuda_dev *cd)
 	xpu_cuda_check(r, "cuModuleLoadData", __FILE__, __LINE__);
 	snprintf(call, sizeof call, "%s", xpu_error());
 	if (!built)
-		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %s", path, call);
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %s", getenv("XPULUA_CUDA_FATBIN"), call);
 	if (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
 		return xpu_fail("no code object for %s in %s (it holds sm_80, sm_89, sm_90 and "
 				"compute_80 PTX): %s", d->geo.arch, FATBIN_NAME, call);
