@@ -3,58 +3,13 @@
 /* pad — out:buf! in:buf geom:u64 fill:u64 d01..d67 b01..b67 a01..a67 (kernels/table_shape.c).
  * Item e (an output element) copies the input element its coordinates map to, or the fill
  * element in a constant border; reflect and replicate map every coordinate inside. */
-layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
-layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
-layout(push_constant) uniform Args {
-	uvec2 geom, fill;
-	uvec2 w[12]; /* dims, before, after: eight u32 each */
-	uint off_out, off_in;
-} pc;
-
-#define SHAPE_DST dst
-#define SHAPE_SRC src
 /* pad's own row table, PAD_ROWS entries (1 KB) instead of shape_ops.glsl's one a group item
  * (16 KB): a group's 4096 items span PAD_ROWS rows or fewer wherever the output rows hold 17
  * items or more; shorter rows go to pad_items_direct. On the H200 (driver 580) at 1 GiB f32,
  * rows of 1056, the 16 KB table held pad at 2661-2793 GB/s, a build with 1 KB tables ran it at
- * 3214-3339 (docs/PERF.md; this form not yet measured there). */
+ * 3214-3339 (docs/PERF.md). */
 #define PAD_ROWS 256u
-#define SHAPE_ROWS pad_rows
-shared uint pad_rows[PAD_ROWS];
-#include "shape_ops.glsl"
-
-/* The input coordinate that output coordinate x of an axis (d long, lo before) reads, as the
- * CPU's pad_source; a constant border sets *border instead. */
-uint pad_from(uint x, uint d, uint lo, uint mode, inout bool border)
-{
-	if (x >= lo && x - lo < d)
-		return x - lo;
-	if (mode == 0u) {
-		border = true;
-		return 0u;
-	}
-	if (mode == 2u)
-		return x < lo ? 0u : d - 1u;
-	return x < lo ? lo - x : 2u * (d - 1u) - (x - lo);
-}
-
-uint pad_d(uint k) { return SHAPE_U32(pc.w, 0u, k); }
-uint pad_lo(uint k) { return SHAPE_U32(pc.w, 4u, k); }
-uint pad_od(uint k) { return pad_d(k) + pad_lo(k) + SHAPE_U32(pc.w, 8u, k); }
-
-/* The input row (every axis but the last) that output row `row` reads; border: a constant
- * border row. */
-uint pad_in_row(uint row, uint rank, uint mode, inout bool border)
-{
-	uint rem = row, src = 0u, stride = 1u;
-	for (int k = int(rank) - 2; k >= 0; k--) {
-		uint od = pad_od(uint(k)), x = rem % od;
-		rem /= od;
-		src += pad_from(x, pad_d(uint(k)), pad_lo(uint(k)), mode, border) * stride;
-		stride *= pad_d(uint(k));
-	}
-	return src;
-}
+#include "pad.glsl"
 
 /* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; a
  * row's input row (or a constant border: ~0) comes from the group's row table, whose first
