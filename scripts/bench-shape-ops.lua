@@ -15,13 +15,16 @@
 -- own (this script again, one --ops), as bench-matvec-kernel does and for the same reason (a
 -- kernel timed after others' allocations ran slower on NVIDIA's driver, docs/PERF.md);
 -- --one-process keeps them together.
+-- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
+-- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--no-gate] [--jsonl] [--one-process]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--one-process]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md" }
+local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant" }
+local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -30,6 +33,12 @@ while i <= #arg do
   elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
+  elseif a == "--pad-mode" then
+    opts.pad_mode = arg[i + 1]; i = i + 1
+    if not PAD_MODES[opts.pad_mode] then
+      io.stderr:write("bench-shape-ops: --pad-mode '", tostring(opts.pad_mode), "': not constant, reflect or replicate\n")
+      os.exit(2)
+    end
   elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   elseif a == "--no-gate" then opts.no_gate = true
@@ -75,7 +84,8 @@ end
 local function cases()
   local f32 = function(shape) local b = 4 for _, v in ipairs(shape) do b = b * v end return { dtype = "f32", shape = shape, bytes = b } end
   return {
-    pad = { inputs = { input = f32 { R, C } }, params = { padding = { { 1, 1 }, { 16, 16 } } }, out = (R + 2) * (C + 32) * 4 },
+    pad = { inputs = { input = f32 { R, C } }, params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = PAD_MODES[opts.pad_mode] },
+            out = (R + 2) * (C + 32) * 4 },
     pad_backward = { inputs = { upstream = f32 { R + 2, C + 32 } }, params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = 1 },
                      out = R * C * 4 },
     flip = { inputs = { input = f32 { R, C } }, params = { axis = 1 }, out = n * 4 },
@@ -144,7 +154,7 @@ if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.chi
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, c in ipairs(list) do
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
-                  "--contracts", opts.file, "--ops", c.kernel, "--child", opts.no_gate and "--no-gate" or "",
+                  "--contracts", opts.file, "--ops", c.kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
                   opts.jsonl and "--jsonl" or "" }
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
@@ -224,7 +234,8 @@ for k, c in ipairs(list) do
   records[#records + 1] = { bench = "shape-ops", kernel = c.kernel, backend = c.backend, device = d:fingerprint(),
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
-                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own }
+                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
+                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil }
   release(spec)
 end
 

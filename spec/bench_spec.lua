@@ -21,7 +21,7 @@ describe("bench-shape-ops", function()
       ", each op timed in a process of its own" or ""), function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --jsonl"):format(dev))
+      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl"):format(dev))
       assert.matches("\nexit 0\n$", out)
       for _, op in ipairs { "pad", "copy" } do
         assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
@@ -32,8 +32,11 @@ describe("bench-shape-ops", function()
           records = records + 1
           assert.matches('"bench":"shape%-ops"', line)
           assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
-          -- the kernel that ran: pad's own here (its rows variant is CUDA's), a copy kernel for copy
-          assert.matches(line:find('"kernel":"pad"', 1, true) and '"ran":"pad"' or '"ran":"[%w_]+"', line)
+          -- the kernel that ran: pad's rows variant on Vulkan (rows of 1056), pad's own on the CPU, a
+          -- copy kernel for copy; pad's border as asked, in the child process too
+          local is_pad = line:find('"kernel":"pad"', 1, true)
+          assert.matches(is_pad and ('"ran":"pad' .. (dev == "cpu:0" and '"' or '_rows"')) or '"ran":"[%w_]+"', line)
+          if is_pad then assert.matches('"pad_mode":"reflect"', line) end
           -- the copy between the op's own buffers, timed in the same process: a rate, not a blank
           local own = tonumber(line:match('"own_copy_gbs":([%d.e+-]+)'))
           assert.is_true(own and own > 0, line)
