@@ -178,46 +178,6 @@ void tile_vec4(ContigTile g, bool again)
 		dst4[out0 + (r + 16u * k) * ost4] = v[k];
 }
 
-/* tile_vec4 with a warp's accesses as kernels/cuda/shape_ops.cu's shape_tile_vec: 8 words by
- * 4 rows on either side (128 contiguous bytes a row), which with the pitch of 65 keeps every
- * shared-memory access of 32 lanes in distinct banks (the form above meets two lanes a bank on
- * both sides). The tile holds row b (along the last axis) at b * TILE_PITCH. */
-void tile_vec4_w8(ContigTile g, bool again)
-{
-	uint t = xpu_thread(), lane = t & 31u, wt = t >> 5;
-	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u, out0 = ((pc.off_out >> 2) + g.out0) / 4u;
-	uint st4 = g.stl / 4u, ost4 = g.ostp / 4u;
-	uvec4 v[4];
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint w = wt + 8u * k, a = 4u * (lane & 7u) + 32u * (w & 1u), b = (lane >> 3) + 4u * (w >> 1);
-		v[k] = src4[in0 + a / 4u + b * st4];
-	}
-	if (again)
-		barrier();
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint w = wt + 8u * k, a = 4u * (lane & 7u) + 32u * (w & 1u), b = (lane >> 3) + 4u * (w >> 1);
-		uint at = b * TILE_PITCH + a;
-		tile[at] = v[k].x;
-		tile[at + 1u] = v[k].y;
-		tile[at + 2u] = v[k].z;
-		tile[at + 3u] = v[k].w;
-	}
-	barrier();
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint w = wt + 8u * k, b = 4u * (lane & 7u) + 32u * (w & 1u), a = (lane >> 3) + 4u * (w >> 1);
-		v[k] = uvec4(tile[b * TILE_PITCH + a], tile[(b + 1u) * TILE_PITCH + a], tile[(b + 2u) * TILE_PITCH + a],
-			     tile[(b + 3u) * TILE_PITCH + a]);
-	}
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint w = wt + 8u * k, b = 4u * (lane & 7u) + 32u * (w & 1u), a = (lane >> 3) + 4u * (w >> 1);
-		dst4[out0 + a * ost4 + b / 4u] = v[k];
-	}
-}
-
-#ifndef TILE_VEC4_W8
-#define TILE_VEC4_W8 1
-#endif
-
 /* 8-byte elements as 8-byte words, in tiles of 32 along p: 8 an invocation, a = t % 32 and
  * rows t / 32 + 8k on the input side, column t % 64 of elements t / 64 + 4k on the output. */
 void tile_pairs(ContigTile g, bool again)
@@ -308,10 +268,7 @@ void contig_transpose(uint p, uint rank, uint n, uint elem)
 			tile_pairs(g, ti != xpu_group());
 		else if (elem == 4u && g.na == 64u && g.nb == 64u && ((pc.off_in | pc.off_out) & 15u) == 0u &&
 			 ((g.in0 | g.stl | g.out0 | g.ostp) & 3u) == 0u)
-			if (TILE_VEC4_W8 != 0)
-				tile_vec4_w8(g, ti != xpu_group());
-			else
-				tile_vec4(g, ti != xpu_group());
+			tile_vec4(g, ti != xpu_group());
 		else if (elem == 4u)
 			tile_words(g, ti != xpu_group());
 		else
