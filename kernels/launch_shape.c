@@ -17,9 +17,8 @@ static const char *const names[XPU_SK_COUNT] = {
 };
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
- * device has it: the CUDA bodies, and Vulkan's pad_backward_rows, contiguize_tiles and
- * cumsum_vec4), and
- * how many of the plain kernel's groups one of its groups covers. */
+ * device has it: the CUDA bodies, and Vulkan's pad_rows, pad_backward_rows, contiguize_tiles
+ * and cumsum_vec4), and how many of the plain kernel's groups one of its groups covers. */
 static const struct {
 	const char *name;
 	uint64_t groups;
@@ -273,7 +272,7 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, cons
 
 /* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items
  * and whole 16-byte chunks: pad_rows and pad_backward_rows, which find each row's source once
- * a group, move them with fewer instructions where a device has them (the CUDA bodies). Their
+ * a group, move them with fewer instructions where a device has them (CUDA, Vulkan). Their
  * walk takes every chunk of rows that are not whole chunks element by element (right, and
  * slower than the plain kernels, which move such rows' inner chunks as vectors); it steps a
  * row's place in 32 bits. */

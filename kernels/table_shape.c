@@ -218,8 +218,8 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "pad_backward", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM, .extent = pad_backward_extent,
 	  .launch = xpu_launch_pad_backward, .block = 256 },
 	/* pad and pad_backward for rows of at least XPU_SHAPE_ROW_MIN items in whole 16-byte chunks
-	 * (kernels/launch_shape.c picks them where the device has them: the CUDA bodies, and
-	 * Vulkan's pad_backward_rows); no route row names them */
+	 * (kernels/launch_shape.c picks them where the device has them: the CUDA and Vulkan
+	 * bodies); no route row names them */
 	{ .name = "pad_rows", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
 	  .launch = NULL, .block = 256 },
 	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
