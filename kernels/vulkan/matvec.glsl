@@ -111,10 +111,7 @@ layout(constant_id = 5) const uint G = 2u;
 const uint G = G_FMT;
 #endif
 #ifdef FMT_IQ4_NL
-#ifndef KV_DEFAULT
-#define KV_DEFAULT 0u
-#endif
-layout(constant_id = 6) const uint KV = KV_DEFAULT;
+layout(constant_id = 6) const uint KV = 0u;
 #endif
 layout(constant_id = 7) const uint GUARD = 0u;
 
@@ -336,7 +333,7 @@ struct Wt {
 #define KV_WORDS0 16u
 #endif
 const uint KV_COPIES = KV == 5u ? 32u : KV == 4u ? 16u : KV == 3u ? 8u : 1u;
-const uint KV_WORDS = KV == 6u ? 128u * 32u : KV >= 2u && KV <= 5u ? 256u * KV_COPIES : KV_WORDS0;
+const uint KV_WORDS = KV == 6u ? 128u * 32u : KV >= 2u ? 256u * KV_COPIES : KV_WORDS0;
 shared uint kvt[KV_WORDS];
 
 /* Codebook byte j (j < 16), unsigned: a word picked by j's top two bits (selects, no
@@ -371,7 +368,7 @@ void kv_init()
 			[[dont_unroll]] for (uint k = 0u; k < 32u; k++)
 				kvt[32u * h + ((k + h) & 31u)] = e;
 		}
-	} else if (KV >= 2u && KV <= 5u) {
+	} else if (KV >= 2u) {
 		for (uint p = gl_LocalInvocationIndex; p < 256u; p += gl_WorkGroupSize.x) {
 			uint e = kv_pair(p);
 			[[dont_unroll]] for (uint k = 0u; k < KV_COPIES; k++)
@@ -395,11 +392,10 @@ uint kv_pack(uint n)
 	       (kv_byte(n >> 24) << 24);
 }
 
-/* KV 0, 1, 7: the dot of a's four bytes with the codebook values of n's four bytes (each below
- * 16). KV 7 takes these from shared memory as KV 0 does; kv_dot_lanes the other half. */
+/* KV 0, 1: the dot of a's four bytes with the codebook values of n's four bytes (each below 16). */
 int kv_dot(uint n, uint a)
 {
-	if (KV == 1u)
+	if (KV != 0u)
 		return dot4(kv_pack(n), a);
 #ifdef DOT4
 	return dot4(kvt[n & 255u] | kvt[16u + ((n >> 8) & 255u)] | kvt[32u + ((n >> 16) & 255u)] |
@@ -409,25 +405,6 @@ int kv_dot(uint n, uint a)
 	[[unroll]] for (uint k = 0u; k < 4u; k++)
 		s += int(kvt[(n >> (8u * k)) & 255u]) * bitfieldExtract(int(a), int(8u * k), 8);
 	return s;
-#endif
-}
-
-/* KV 7 (the subgroup module): codebook byte l % 16 in every byte of lane l's kv_lane, read by
- * a subgroup shuffle a nibble, so half a block's lookups go through the shuffle unit instead of
- * shared memory. Every lane of a wave runs the walk (a lane past its row reads block 0), so the
- * lanes read from are all active. Without subgroups: kv_dot. */
-uint kv_lane;
-
-int kv_dot_lanes(uint n, uint a)
-{
-#if defined(MV_SUBGROUP) && defined(DOT4)
-	uint o = gl_SubgroupInvocationID & ~31u; /* this wave's lanes */
-	uint w = (subgroupShuffle(kv_lane, o | (n & 255u)) & 0xffu) | (subgroupShuffle(kv_lane, o | ((n >> 8) & 255u)) & 0xff00u) |
-		 (subgroupShuffle(kv_lane, o | ((n >> 16) & 255u)) & 0xff0000u) |
-		 (subgroupShuffle(kv_lane, o | (n >> 24)) & 0xff000000u);
-	return dot4(w, a);
-#else
-	return kv_dot(n, a);
 #endif
 }
 
@@ -487,10 +464,8 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #else
 		if (KV == 6u)
 			s += kv_dot_own(t.q[k], a0[k], a1[k]);
-		else if (KV >= 2u && KV <= 5u)
+		else if (KV >= 2u)
 			s += kv_dot_pairs(t.q[k], a0[k], a1[k]);
-		else if (KV == 7u)
-			s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot_lanes((t.q[k] >> 4) & LO4, a1[k]);
 		else
 			s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);
 #endif
@@ -779,7 +754,6 @@ void main()
 #ifdef FMT_IQ4_NL
 	if (KV != 1u)
 		kv_init();
-	kv_lane = kv_byte(lane_of() & 15u) * 0x01010101u;
 #endif
 	uint per = gl_WorkGroupSize.x / 32u, stride = xpu_groups() * per;
 	uint bpr = pc.cols / ELEMS;
