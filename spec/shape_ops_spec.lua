@@ -799,6 +799,39 @@ describe("pad_rows and pad_backward_rows", function()
     end
   end)
 
+  -- An output view 4 bytes past a 16-byte boundary: the rows kernels still fire (the launcher
+  -- looks at the rows, not the base) and write every chunk element by element, nothing outside
+  -- the view.
+  on_each_backend("write an output view off 16 bytes element by element, nothing outside it", function(d, backend)
+    for _, kn in ipairs { "pad", "pad_backward" } do
+      local c = C[kn .. "." .. backend]
+      local padding, shape = { { 1, 2 }, { 4, 8 } }, kn == "pad" and { 3, 140 } or { 3, 152 }
+      local out_shape = { 6, kn == "pad" and 152 or 164 }
+      local input = encode("f32", random_values(prod(kn == "pad" and shape or out_shape), "f32"))
+      local want
+      if kn == "pad" then
+        want = ref.pad(elements(input, 4), shape, padding, 1, string.pack("<I4", 0))
+      else -- constant mode: each gradient element is its one upstream term
+        local ups, terms = elements(input, 4), ref.pad_terms(shape, padding, 0)
+        want = {}
+        for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
+        want = table.concat(want)
+      end
+      local bytes = #want
+      local out = d:buffer(poison(bytes + 32))
+      local what = ("%s into bytes 4.. of its buffer"):format(kn)
+      expect_variant(d, kn, kn .. "_rows", d:kernel_available(kn .. "_rows"), what, function()
+        return nil, c:launch { inputs = { [kn == "pad" and "input" or "upstream"] = { dtype = "f32",
+          shape = kn == "pad" and shape or out_shape, buffer = d:buffer(input) } },
+          params = { padding = padding, mode_tag = kn == "pad" and 1 or 0 }, out = out:slice(4, bytes) }
+      end)
+      local got = out:download()
+      same_bytes(want, got:sub(5, 4 + bytes), 4, what)
+      assert.equal(poison(bytes + 32):sub(1, 4), got:sub(1, 4), what .. ": the bytes before the view")
+      assert.equal(poison(bytes + 32):sub(5 + bytes), got:sub(5 + bytes), what .. ": the bytes after the view")
+    end
+  end)
+
   -- Vulkan's pad_backward_rows never gets rows shorter than 128 from the launcher; launched
   -- straight on gradient rows of 4 (700 rows: more than its table holds), it sums each item
   -- by itself and writes what the plain kernel writes, bit for bit.
