@@ -252,8 +252,8 @@ if opts.child then
 end
 
 print(report.table {
-  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), GB/s from each contract's bytes_moved"):format(d.id, d.name, mib,
-    opts.reps, opts.launches),
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, GB/s from each contract's bytes_moved"):format(
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
              "of own" },
   rows = rows,
