@@ -224,10 +224,11 @@ for k, c in ipairs(list) do
   local st = report.stats(times)
   local gbs = bytes / st.median / 1e9
   local own = own_copy_gbs(c, case, spec, s)
-  -- the contract's measured cost ("judge_measured"), keyed by kernel, dtype and shape; the
-  -- store itself keys it by the device fingerprint and the kernels' code hash
-  autotune.remember_for(d, ("judge_measured.%s.f32"):format(c.kernel), case.inputs[next(case.inputs)].shape,
-    ("%.6g"):format(st.median))
+  -- the contract's measured cost ("judge_measured"), keyed by kernel, dtype (pad: and border
+  -- mode, which changes its cost) and shape; the store itself keys it by the device
+  -- fingerprint and the kernels' code hash
+  local key = ("judge_measured.%s.f32"):format(c.kernel) .. (c.kernel == "pad" and "." .. opts.pad_mode or "")
+  autotune.remember_for(d, key, case.inputs[next(case.inputs)].shape, ("%.6g"):format(st.median))
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
                       ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran, own or "-",
                       own and ("%.0f%%"):format(100 * gbs / own) or "-" }
