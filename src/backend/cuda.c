@@ -4,7 +4,6 @@
 #include "cuda_api.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,27 +195,18 @@ static int probe_caps(struct xpu_device *d, struct cuda_dev *cd)
 static int read_override(void **image)
 {
 	const char *path = getenv("XPULUA_CUDA_FATBIN");
+	size_t n;
 	*image = NULL;
 	if (!path || !*path)
 		return 0;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %s", path, strerror(errno));
-	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-	if (n < 16 || n >= (1l << 30)) {
-		fclose(f);
-		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %ld bytes is no CUDA module", path, n);
-	}
-	void *buf = xpu_malloc((size_t)n);
-	bool read = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
-	fclose(f);
-	if (!read) {
-		xpu_free(buf);
-		return xpu_fail(buf ? "XPULUA_CUDA_FATBIN: %s: could not read its %ld bytes"
-				    : "XPULUA_CUDA_FATBIN: %s: out of host memory for its %ld bytes", path, n);
+	if (xpu_read_file(path, (size_t)1 << 30, false, image, &n))
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s", xpu_error());
+	if (n < 16) {
+		xpu_free(*image);
+		*image = NULL;
+		return xpu_fail("XPULUA_CUDA_FATBIN: %s: %zu bytes is no CUDA module", path, n);
 	}
 	fprintf(stderr, "cuda: module from %s\n", path);
-	*image = buf;
 	return 0;
 }
 

@@ -122,24 +122,6 @@ static int cache_dir(char *out, size_t n)
 	return mkdir(out, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
-static void *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	void *data = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (256L << 20) &&
-	    fseek(f, 0, SEEK_SET) == 0 && (data = xpu_malloc((size_t)n)) &&
-	    fread(data, 1, (size_t)n, f) != (size_t)n) {
-		xpu_free(data);
-		data = NULL;
-	}
-	*size = data ? (size_t)n : 0;
-	fclose(f);
-	return data;
-}
-
 /* The driver checks the data's header (vendor, device, pipelineCacheUUID) and ignores data
  * of another driver; a cache it refuses outright is started empty. */
 static int open_cache(struct vk_dev *vd)
@@ -151,7 +133,7 @@ static int open_cache(struct vk_dev *vd)
 		snprintf(hex + 2 * i, 3, "%02x", vd->cache_uuid[i]);
 	if (cache_dir(dir, sizeof dir) == 0) {
 		snprintf(vd->cache_path, sizeof vd->cache_path, "%s/vulkan-pipelines-%s.bin", dir, hex);
-		data = read_file(vd->cache_path, &size);
+		(void)xpu_read_file(vd->cache_path, 256u << 20, true, &data, &size); /* none or unreadable: empty */
 	}
 	VkPipelineCacheCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
 					 .initialDataSize = size, .pInitialData = data };
@@ -379,30 +361,24 @@ static int read_override(const char *name, unsigned char **data, size_t *size)
 {
 	const char *dir = getenv("XPULUA_VULKAN_SPV");
 	char path[4096];
+	void *buf;
+	size_t n;
 	*data = NULL;
 	if (!dir || !*dir)
 		return 0;
 	if (snprintf(path, sizeof path, "%s/vk_%s.spv", dir, name) >= (int)sizeof path)
 		return xpu_fail("XPULUA_VULKAN_SPV: the path of %s's module is too long", name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return errno == ENOENT ? 0 : xpu_fail("%s: %s", path, strerror(errno));
-	long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-	if (n < 20 || n % 4 || n >= (64l << 20)) {
-		fclose(f);
-		return xpu_fail("%s: not a SPIR-V module (%ld bytes; a module is whole 4-byte words, 20 or more)", path, n);
-	}
-	unsigned char *buf = xpu_malloc((size_t)n);
-	bool read = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)n, f) == (size_t)n;
-	fclose(f);
-	if (!read || spv_word(buf) != SPIRV_MAGIC) {
+	int rc = xpu_read_file(path, 64u << 20, true, &buf, &n);
+	if (rc)
+		return rc > 0 ? 0 : -1; /* no file: the built module */
+	if (n < 20 || n % 4 || spv_word(buf) != SPIRV_MAGIC) {
 		xpu_free(buf);
-		return xpu_fail(read ? "%s: not a SPIR-V module (%ld bytes, no SPIR-V magic)" : "%s: could not read its %ld bytes",
-				path, n);
+		return xpu_fail(n < 20 || n % 4 ? "%s: not a SPIR-V module (%zu bytes; a module is whole 4-byte words, 20 or more)"
+					: "%s: not a SPIR-V module (%zu bytes, no SPIR-V magic)", path, n);
 	}
 	fprintf(stderr, "vulkan: %s's module from %s\n", name, path);
 	*data = buf;
-	*size = (size_t)n;
+	*size = n;
 	return 0;
 }
 

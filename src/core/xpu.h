@@ -1,5 +1,5 @@
 /* xpu.h — the core's common vocabulary: status codes, the per-thread error message,
- * counted allocation (with test-only fault injection) and interned names.
+ * counted allocation (with test-only fault injection), whole-file reads and interned names.
  * Uses only libc. Nothing under src/core, src/route, src/quant or src/model includes lua.h. */
 #ifndef XPU_H
 #define XPU_H
@@ -31,6 +31,13 @@ uint64_t xpu_alloc_count(void);          /* allocations made so far, by the core
 void xpu_alloc_note(void);               /* count an allocation made elsewhere (Lua's) */
 void xpu_alloc_fail_after(int64_t n);    /* n < 0: never fail; n >= 0: the (n+1)th fails */
 bool xpu_alloc_should_fail(void);        /* consumed by allocators that count */
+
+/* ---- files ----------------------------------------------------------------------------- */
+
+/* The whole file at path, at most max bytes, into *data (xpu_free it) and *size. 0 on
+ * success; -1 with the error naming the path (unreadable, too large, out of memory); where
+ * missing_ok, 1 with *data NULL when there is no such file. */
+int xpu_read_file(const char *path, size_t max, bool missing_ok, void **data, size_t *size);
 
 /* ---- interned names -------------------------------------------------------------------- */
 
