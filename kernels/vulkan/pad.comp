@@ -43,11 +43,8 @@ void pad_items_direct(uint cnt, uint rank, uint mode, uint elem)
 	for (uint t = 0u; t < cnt; t++) {
 		uint g = shape_item_at(t);
 		bool border = false;
-		uint in_row = pad_in_row(g / len, rank, mode, border), q = pad_from(g % len, dl, lol, mode, border);
-		uvec2 v = pc.fill;
-		if (!border)
-			v = shape_load(pc.off_in + (in_row * dl + q) * elem, elem);
-		shape_store(pc.off_out + g * elem, elem, v);
+		uint in_row = pad_in_row(g / len, rank, mode, border);
+		pad_element(g, g % len, in_row, border, dl, lol, mode, elem);
 	}
 }
 

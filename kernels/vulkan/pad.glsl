@@ -53,4 +53,15 @@ uint pad_in_row(uint row, uint rank, uint mode, inout bool border)
 	return src;
 }
 
+/* Output element g, column x of a row whose input row is `at` (border: a constant border row),
+ * from the input element its column maps to, or the fill. */
+void pad_element(uint g, uint x, uint at, bool border, uint dl, uint lol, uint mode, uint elem)
+{
+	uint q = pad_from(x, dl, lol, mode, border);
+	uvec2 v = pc.fill;
+	if (!border)
+		v = shape_load(pc.off_in + (at * dl + q) * elem, elem);
+	shape_store(pc.off_out + g * elem, elem, v);
+}
+
 #endif

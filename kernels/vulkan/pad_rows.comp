@@ -51,12 +51,7 @@ void pad_rows_slow(uint i0, uint cnt, uint row0, uint rank, uint mode, uint elem
 		uint g = i0 + k, row = g / len, rel = row - row0;
 		bool border = false;
 		uint at = rel < PAD_ROWS ? SHAPE_ROWS[rel] : pad_in_row(row, rank, mode, border);
-		border = border || at == PAD_BORDER_ROW;
-		uint q = pad_from(g - row * len, dl, lol, mode, border);
-		uvec2 v = pc.fill;
-		if (!border)
-			v = shape_load(pc.off_in + (at * dl + q) * elem, elem);
-		shape_store(pc.off_out + g * elem, elem, v);
+		pad_element(g, g - row * len, at, border || at == PAD_BORDER_ROW, dl, lol, mode, elem);
 	}
 }
 
