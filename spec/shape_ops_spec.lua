@@ -766,6 +766,13 @@ end)
 -- and rows of 130 f32 (520 bytes, whose chunks the CUDA rows walk would take element by
 -- element), go to the plain kernels everywhere. Both write what the CPU reference says.
 describe("pad_rows and pad_backward_rows", function()
+  -- pad_backward's gradient in constant mode: each element is its one upstream term, bit for bit
+  local function one_term_grad(up, shape, padding)
+    local ups, terms, want = elements(up, 4), ref.pad_terms(shape, padding, 0), {}
+    for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
+    return table.concat(want)
+  end
+
   on_each_backend("fire for rows of 128 items where built, not for rows of 127 or 130", function(d, backend)
     for _, kn in ipairs { "pad", "pad_backward" } do
       local c = C[kn .. "." .. backend]
@@ -781,13 +788,8 @@ describe("pad_rows and pad_backward_rows", function()
           input = random_bytes(prod(shape) * 4)
           want = ref.pad(elements(input, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
         else
-          -- constant mode: each gradient element is its one upstream term, bit for bit
           input = encode("f32", random_values(prod(out_shape), "f32"))
-          local ups = elements(input, 4)
-          local terms = ref.pad_terms(shape, padding, 0)
-          want = {}
-          for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
-          want = table.concat(want)
+          want = one_term_grad(input, shape, padding)
         end
         local what = ("%s rows of %d"):format(kn, len)
         local got = expect_variant(d, kn, kn .. "_rows", built and len >= 128 and len * 4 % 16 == 0, what, function()
@@ -808,17 +810,11 @@ describe("pad_rows and pad_backward_rows", function()
       local padding, shape = { { 1, 2 }, { 4, 8 } }, kn == "pad" and { 3, 140 } or { 3, 152 }
       local out_shape = { 6, kn == "pad" and 152 or 164 }
       local input = encode("f32", random_values(prod(kn == "pad" and shape or out_shape), "f32"))
-      local want
-      if kn == "pad" then
-        want = ref.pad(elements(input, 4), shape, padding, 1, string.pack("<I4", 0))
-      else -- constant mode: each gradient element is its one upstream term
-        local ups, terms = elements(input, 4), ref.pad_terms(shape, padding, 0)
-        want = {}
-        for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
-        want = table.concat(want)
-      end
+      local want = kn == "pad" and ref.pad(elements(input, 4), shape, padding, 1, string.pack("<I4", 0))
+        or one_term_grad(input, shape, padding)
       local bytes = #want
-      local out = d:buffer(poison(bytes + 32))
+      local fill = poison(bytes + 32)
+      local out = d:buffer(fill)
       local what = ("%s into bytes 4.. of its buffer"):format(kn)
       expect_variant(d, kn, kn .. "_rows", d:kernel_available(kn .. "_rows"), what, function()
         return nil, c:launch { inputs = { [kn == "pad" and "input" or "upstream"] = { dtype = "f32",
@@ -827,8 +823,8 @@ describe("pad_rows and pad_backward_rows", function()
       end)
       local got = out:download()
       same_bytes(want, got:sub(5, 4 + bytes), 4, what)
-      assert.equal(poison(bytes + 32):sub(1, 4), got:sub(1, 4), what .. ": the bytes before the view")
-      assert.equal(poison(bytes + 32):sub(5 + bytes), got:sub(5 + bytes), what .. ": the bytes after the view")
+      assert.equal(fill:sub(1, 4), got:sub(1, 4), what .. ": the bytes before the view")
+      assert.equal(fill:sub(5 + bytes), got:sub(5 + bytes), what .. ": the bytes after the view")
     end
   end)
 
