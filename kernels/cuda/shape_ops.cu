@@ -51,8 +51,9 @@
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
  * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
  * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build
- * against one with SHAPE_STREAMING=0 (every kernel cached) in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546,
- * flip 3833 / 3752, the others level (docs/PERF.md, fourth pass). 0: no kernel streams. */
+ * against one with SHAPE_STREAMING=0 (every kernel cached) in the same run: contiguize 2934 /
+ * 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level
+ * (docs/PERF.md, fourth pass). 0: no kernel streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
 #endif
@@ -1017,8 +1018,8 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
  * - every other chunk (a border with more terms, the last chunk of an unaligned row, a row with
  *   several upstream rows) goes the general way (plan_row) between its batch's loads and stores,
  *   so it waits while they are in flight (after every batch instead, a measured variant no
- *   longer in the tree: 2738-2786 GB/s against 3240-3269); a one-row lane's reflected borders find their mirror mask in closed form; the
- *   element walks come last.
+ *   longer in the tree: 2738-2786 GB/s against 3240-3269); a one-row lane's reflected borders
+ *   find their mirror mask in closed form; the element walks come last.
  * Each warp takes 32 * SHAPE_PBW_BATCH consecutive chunks a batch (lane l chunks l, l + 32, ...),
  * so rows of 32 * SHAPE_PBW_BATCH chunks or more give every warp its rows' borders.
  * H200, 1 GiB f32, reflect, rows of 1024: 3427-3485 GB/s at 4 chunks a batch, 3304-3350 at 8
