@@ -150,21 +150,16 @@ void tile_words(ContigTile g, bool again)
 
 /* A whole tile of 4-byte elements whose rows start on 16 bytes on both sides, in 16-byte words:
  * invocation t loads words a = 4 (t % 16) .. + 3 of input rows b = t / 16 + 16k (four 16-byte
- * loads, 256 contiguous bytes a half-warp: tile_vec4_load), writes them to the tile transposed
- * (tile[a][b]), and stores output row a = t / 16 + 16k's words b = 4 (t % 16) .. + 3 as one
- * 16-byte word (tile_vec4). */
-void tile_vec4_load(ContigTile g, out uvec4 v[4])
+ * loads, 256 contiguous bytes a half-warp), writes them to the tile transposed (tile[a][b]), and
+ * stores output row a = t / 16 + 16k's words b = 4 (t % 16) .. + 3 as one 16-byte word. */
+void tile_vec4(ContigTile g, bool again)
 {
 	uint t = xpu_thread(), q = t % 16u, r = t / 16u;
-	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u + q, st4 = g.stl / 4u;
+	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u + q, out0 = ((pc.off_out >> 2) + g.out0) / 4u + q;
+	uint st4 = g.stl / 4u, ost4 = g.ostp / 4u;
+	uvec4 v[4];
 	[[unroll]] for (uint k = 0u; k < 4u; k++)
 		v[k] = src4[in0 + (r + 16u * k) * st4];
-}
-
-void tile_vec4(ContigTile g, uvec4 v[4], bool again)
-{
-	uint t = xpu_thread(), q = t % 16u, r = t / 16u;
-	uint out0 = ((pc.off_out >> 2) + g.out0) / 4u + q, ost4 = g.ostp / 4u;
 	if (again)
 		barrier();
 	[[unroll]] for (uint k = 0u; k < 4u; k++) {
@@ -251,71 +246,33 @@ void contig_plane(uint m, uint p, uint rank, out uint in0, out uint out0)
 	}
 }
 
-/* Tile ti of a transpose along p (P along p, Q along the last axis, tp x tq tiles a plane;
- * output stride ostp along p, ta elements a tile along p). */
-ContigTile contig_tile(uint ti, uint p, uint rank, uint P, uint Q, uint tp, uint tq, uint ostp, uint ta)
-{
-	uint bq = ti % tq, ap = (ti / tq) % tp, a0 = ap * ta, b0 = bq * 64u;
-	ContigTile g;
-	contig_plane(ti / tq / tp, p, rank, g.in0, g.out0);
-	g.stl = pc.st[rank - 1u].x;
-	g.in0 += a0 + b0 * g.stl;
-	g.out0 += a0 * ostp + b0;
-	g.ostp = ostp;
-	g.na = min(P - a0, ta);
-	g.nb = min(Q - b0, 64u);
-	return g;
-}
-
-/* Whether tile g moves as 16-byte words (tile_vec4): the same for the whole group. */
-bool tile_is_vec4(ContigTile g, uint elem)
-{
-	return elem == 4u && g.na == 64u && g.nb == 64u && ((pc.off_in | pc.off_out) & 15u) == 0u &&
-	       ((g.in0 | g.stl | g.out0 | g.ostp) & 3u) == 0u;
-}
-
-#ifndef CONTIG_AHEAD
-#define CONTIG_AHEAD 1
-#endif
-
 /* Tiles numbered along the last axis fastest, then p, then the planes. The step to a group's
- * next tile is taken only while it stays below the count, which can then not wrap. Where a
- * tile and the group's next both move as 16-byte words (CONTIG_AHEAD), the next one's loads
- * are issued before this one goes through shared memory, so a group keeps loads in flight
- * through its barriers. */
+ * next tile is taken only while it stays below the count, which can then not wrap. */
 void contig_transpose(uint p, uint rank, uint n, uint elem)
 {
 	uint P = contig_d(p), Q = contig_d(rank - 1u), ostp = 1u, ta = elem == 8u ? 32u : 64u;
 	for (uint k = p + 1u; k < rank; k++)
 		ostp *= contig_d(k);
 	uint tp = (P + ta - 1u) / ta, tq = (Q + 63u) / 64u, tiles = n / (P * Q) * tp * tq, groups = xpu_groups();
-	uvec4 v[4], ahead[4];
-	bool have = false; /* ahead holds tile ti's words */
-	for (uint ti = xpu_group(); ti < tiles;) {
-		uint next = tiles - ti > groups ? ti + groups : tiles;
-		ContigTile g = contig_tile(ti, p, rank, P, Q, tp, tq, ostp, ta);
-		bool again = ti != xpu_group();
-		if (tile_is_vec4(g, elem)) {
-			if (have)
-				v = ahead;
-			else
-				tile_vec4_load(g, v);
-			have = false;
-			if (CONTIG_AHEAD != 0 && next < tiles) {
-				ContigTile h = contig_tile(next, p, rank, P, Q, tp, tq, ostp, ta);
-				if (tile_is_vec4(h, elem)) {
-					tile_vec4_load(h, ahead);
-					have = true;
-				}
-			}
-			tile_vec4(g, v, again);
-		} else if (elem == 8u)
-			tile_pairs(g, again);
+	for (uint ti = xpu_group(); ti < tiles; ti = tiles - ti > groups ? ti + groups : tiles) {
+		uint bq = ti % tq, ap = (ti / tq) % tp, a0 = ap * ta, b0 = bq * 64u;
+		ContigTile g;
+		contig_plane(ti / tq / tp, p, rank, g.in0, g.out0);
+		g.stl = pc.st[rank - 1u].x;
+		g.in0 += a0 + b0 * g.stl;
+		g.out0 += a0 * ostp + b0;
+		g.ostp = ostp;
+		g.na = min(P - a0, ta);
+		g.nb = min(Q - b0, 64u);
+		if (elem == 8u)
+			tile_pairs(g, ti != xpu_group());
+		else if (elem == 4u && g.na == 64u && g.nb == 64u && ((pc.off_in | pc.off_out) & 15u) == 0u &&
+			 ((g.in0 | g.stl | g.out0 | g.ostp) & 3u) == 0u)
+			tile_vec4(g, ti != xpu_group());
 		else if (elem == 4u)
-			tile_words(g, again);
+			tile_words(g, ti != xpu_group());
 		else
-			tile_narrow(g, elem, again);
-		ti = next;
+			tile_narrow(g, elem, ti != xpu_group());
 	}
 }
 
