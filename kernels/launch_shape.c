@@ -111,17 +111,24 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 	       pack_signed(a + base + 8, g->hi, g->rank, kn, "after");
 }
 
-/* write_slice_rotating's ring of whole dest rows, every axis before the ring one wide: the
- * slab is two contiguous runs, which write_slice_rotating_rows moves faster where a device
- * has it (the CUDA bodies, built for HIP too; it checks the same itself). */
+/* write_slice_rotating's ring of whole dest rows (every axis after the ring whole) whose outer
+ * axes make one block of rings a ring's span apart: one-wide axes, then at most one partial
+ * axis, then whole ones (a KV cache of any heads). write_slice_rotating_rows moves it as two
+ * contiguous runs a ring where a device has it (the CUDA bodies, built for HIP too). */
 static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
 {
 	int axis = (int)g->axis;
+	bool wide = false; /* an outer axis wider than one seen: the rest must be whole */
 	if (axis >= g->rank - 1)
 		return false;
-	for (int k = 0; k < g->rank; k++)
-		if ((k < axis && w[k] != 1) || (k > axis && w[k] != g->dims[k]))
+	for (int k = 0; k < g->rank; k++) {
+		if (k > axis && w[k] != g->dims[k])
 			return false;
+		if (k < axis && wide && w[k] != g->dims[k])
+			return false;
+		if (k < axis && w[k] != 1)
+			wide = true;
+	}
 	return true;
 }
 

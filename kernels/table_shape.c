@@ -242,8 +242,8 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .extent = write_slice_extent, .launch = xpu_launch_write_slice, .block = 256 },
 	{ .name = "write_slice_rotating", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = xpu_launch_write_slice_rotating, .block = 256 },
-	/* write_slice_rotating for a ring of whole rows (kernels/launch_shape.c picks it where the
-	 * device has it: the CUDA bodies, which HIP builds too); no route row names it */
+	/* write_slice_rotating for a block of rings of whole rows (kernels/launch_shape.c picks it
+	 * where the device has it: the CUDA bodies, which HIP builds too); no route row names it */
 	{ .name = "write_slice_rotating_rows", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = NULL, .block = 256 },
 	{ .name = "contiguize", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "

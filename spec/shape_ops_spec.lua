@@ -729,33 +729,44 @@ local function expect_variant(d, plain, variant, fired, what, launch)
   return got, r
 end
 
--- write_slice_rotating's kernel: a ring of whole rows under one-wide outer axes goes to
--- write_slice_rotating_rows where the device has it (CUDA here; HIP builds the same bodies)
--- and fires nowhere else; a ring under a wide outer axis (a cache of several heads) goes to
--- the plain kernel everywhere. Both write what the CPU reference says.
+-- write_slice_rotating's kernel: a ring of whole rows (every axis after the ring whole) whose
+-- outer axes make one block of rings (one-wide axes, then at most one partial axis, then whole
+-- ones: a KV cache of any heads) goes to write_slice_rotating_rows where the device has it
+-- (CUDA here; HIP builds the same bodies) and fires nowhere else; a ring of part rows, or under
+-- a partial axis inside a wide one, goes to the plain kernel everywhere. Both write what the
+-- CPU reference says: rows of 20 bytes and modulus short of the axis put chunks across the
+-- wrap and across rings (the element path), f16 tokens the one-token write.
 describe("write_slice_rotating_rows", function()
-  on_each_backend("fires for a ring of whole rows where built, not for a ring under a wide outer axis", function(d, backend)
+  on_each_backend("fires for a block of rings of whole rows where built, not for part rows or a broken block", function(d, backend)
     local c = C["write_slice_rotating." .. backend]
     local built = d:kernel_available "write_slice_rotating_rows"
     assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
     for _, case in ipairs {
       { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
-      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = false },
+      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = true },
+      { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 0, 1 }, { 0, 8 } }, pos = 21, rows = true, dtype = "f16" },
+      { dest = { 3, 8, 5 }, ranges = { { 0, 3 }, { 0, 6 }, { 0, 5 } }, pos = 5, modulus = 7, rows = true },
+      { dest = { 3, 2, 8, 16 }, ranges = { { 1, 3 }, { 0, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = true },
+      { dest = { 1, 3, 8, 4 }, ranges = { { 0, 1 }, { 1, 3 }, { 0, 4 }, { 0, 4 } }, axis = 2, pos = 7, rows = true },
+      { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = false },
+      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, pos = 13, rows = false },
+      { dest = { 2, 8 }, ranges = { { 0, 2 }, { 0, 3 } }, pos = 6, rows = false },
     } do
-      local w = {}
-      for k = 1, 3 do w[k] = case.ranges[k][2] - case.ranges[k][1] end
-      local src, dest = random_bytes(prod(w) * 4), poison(prod(case.dest) * 4)
-      local want = ref.slab(elements(dest, 4), case.dest, elements(src, 4), case.ranges, 1, 8, case.pos)
+      local axis, modulus, dtype = case.axis or 1, case.modulus or 8, case.dtype or "f32"
+      local size, w = dtype == "f16" and 2 or 4, {}
+      for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+      local src, dest = random_bytes(prod(w) * size), poison(prod(case.dest) * size)
+      local want = ref.slab(elements(dest, size), case.dest, elements(src, size), case.ranges, axis, modulus, case.pos)
       local out = d:buffer(dest)
-      local what = "ring pos " .. case.pos
+      local what = ("ring %s of %s on axis %d, pos %d"):format(dtype, table.concat(case.dest, "x"), axis, case.pos)
       expect_variant(d, "write_slice_rotating", "write_slice_rotating_rows", case.rows and built, what, function()
-        return nil, c:launch { inputs = { source = { dtype = "f32", shape = w, buffer = d:buffer(src) },
+        return nil, c:launch { inputs = { source = { dtype = dtype, shape = w, buffer = d:buffer(src) },
                                           position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
-                                          dest = { dtype = "f32", shape = case.dest, buffer = out } },
-                               params = { axis = 1, modulus = 8, ranges = case.ranges } }
+                                          dest = { dtype = dtype, shape = case.dest, buffer = out } },
+                               params = { axis = axis, modulus = modulus, ranges = case.ranges } }
       end)
       d:default_stream():sync()
-      same_bytes(want, out:download(), 4, what)
+      same_bytes(want, out:download(), size, what)
     end
   end)
 end)
@@ -957,8 +968,9 @@ describe("bound launches", function()
         local launched, kernel = bound:launch()
         local r = c:launch(call(want, wpos))
         assert.is_true(launched)
-        assert.equal(r.kernel, kernel) -- both name the same kernel (a several-head cache: the plain one)
-        assert.equal("write_slice_rotating", kernel)
+        assert.equal(r.kernel, kernel) -- both name the same kernel: the ring-of-rows one where built
+        assert.equal(d:kernel_available "write_slice_rotating_rows" and "write_slice_rotating_rows"
+          or "write_slice_rotating", kernel)
       end
       d:default_stream():sync()
       local got = dest:download()

@@ -1525,10 +1525,9 @@ struct shape_slab_op {
 	const uint8_t *src;
 	const unsigned long long *w; /* dest dims, starts, ends: read with constant indices */
 	uint64_t n, run, run0, start, modulus;
-	uint64_t head, split; /* ring2: see runs() */
 	uint32_t elem;
 	int r0, rank, axis, ka;
-	bool src_al, ring2;
+	bool src_al;
 
 	__device__ uint64_t D(int k) const { return k < r0 ? shape_u32(w, k) : 1; }
 	__device__ uint64_t S(int k) const { return k < r0 ? shape_u32(w + 4, k) : 0; }
@@ -1552,7 +1551,6 @@ struct shape_slab_op {
 
 	/* What the stores need: the runs, and the ring's start (st, mod: 32-bit, the launcher's
 	 * check; axis -1: no ring). */
-	template <bool RING2>
 	__device__ void runs(int ax, uint32_t st, uint32_t mod)
 	{
 		axis = ax;
@@ -1563,8 +1561,7 @@ struct shape_slab_op {
 		for (int k = 7; k >= 1; k--)
 			if (k == ka && k != axis && k - 1 != axis && W(k) == D(k))
 				ka = k - 1;
-		uint64_t stride = 1, inner = 1, base = 0;
-		bool outer_one = true;
+		uint64_t stride = 1;
 		run = 1;
 		run0 = 0;
 #pragma unroll
@@ -1575,23 +1572,7 @@ struct shape_slab_op {
 				run *= W(k);
 			if (k == ka)
 				run0 = S(k) * stride; /* the run's start inside its row */
-			if (k == axis)
-				inner = stride;
-			if (k < axis) {
-				base += S(k) * stride;
-				outer_one = outer_one && W(k) == 1;
-			}
 			stride *= D(k);
-		}
-		/* ring2: a ring whose rows are whole dest rows (every axis after the ring whole, every
-		 * axis before it one wide; a one-head cache, a ring over the outermost axis): the
-		 * slab is two contiguous runs, source items [0, split) from dest element head on, the
-		 * rest a ring's length (modulus rows) before that. Worked out only when it holds: a
-		 * small write is latency, and every instruction here is on its path. */
-		ring2 = RING2 && axis >= 0 && ka == axis + 1 && run == inner && outer_one;
-		if (ring2) {
-			split = (modulus - start) * run;
-			head = base + start * run;
 		}
 	}
 
@@ -1627,17 +1608,9 @@ struct shape_slab_op {
 
 	/* The loaded chunk of items [i0, i0 + per): one vector where it lies in one run and its
 	 * dest is aligned, else its elements one by one (the bytes are already here). */
-	template <bool RING2>
 	__device__ void put(uint64_t i0, uint32_t per, uint4 v) const
 	{
 		uint64_t x;
-		if (RING2 && ring2 && (i0 >= split || i0 + per <= split)) {
-			uint8_t *d = dest + (head + i0 - (i0 < split ? 0 : modulus * run)) * elem;
-			if (shape_al16(d)) {
-				shape_st16(d, v);
-				return;
-			}
-		}
 		if (ka != axis) {
 			const uint64_t r = shape_div(i0, run, &x);
 			if (x + per <= run) {
@@ -1664,7 +1637,6 @@ struct shape_slab_op {
 /* The source is dense, so a chunk's load needs no index math: the thread's loads go out first
  * (pos, the ring's start, with them), and the dest addresses are worked out while they are in
  * flight. A chunk that is not whole (the slab's end, a misaligned source) takes the walk. */
-template <bool RING2>
 static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int axis, const uint32_t *pos, uint32_t mod)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
@@ -1681,12 +1653,12 @@ static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int 
 			}
 		}
 		if (u0 == 0)
-			op.runs<RING2>(axis, pos ? *pos % mod : 0, mod);
+			op.runs(axis, pos ? *pos % mod : 0, mod);
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
 			if (got >> b & 1)
-				op.put<RING2>(i0, per, v[b]);
+				op.put(i0, per, v[b]);
 			else if (u0 + b < elem && i0 < op.n)
 				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 		}
@@ -1706,16 +1678,7 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHAPE_SL
 	const unsigned long long w[12] = SHAPE_SLAB_W;
 	shape_slab_op op;
 	op.init(dest, src, geom, w);
-	shape_slab_chunks<false>(op, -1, nullptr, 1);
-}
-
-template <bool RING2>
-static __device__ __forceinline__ void shape_ring(uint8_t *dest, const uint8_t *src, const uint32_t *pos,
-						  unsigned long long geom, const unsigned long long *w)
-{
-	shape_slab_op op;
-	op.init(dest, src, geom, w);
-	shape_slab_chunks<RING2>(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	shape_slab_chunks(op, -1, nullptr, 1);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(3)
@@ -1723,20 +1686,138 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 		     SHAPE_SLAB_PARAMS)
 {
 	const unsigned long long w[12] = SHAPE_SLAB_W;
-	shape_ring<false>(dest, src, pos, geom, w);
+	shape_slab_op op;
+	op.init(dest, src, geom, w);
+	shape_slab_chunks(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
 }
 
-/* The same op compiled with ring2 (see shape_slab_op::runs), a kernel of its own so the plain
- * one stays as small as it was: a one-token write is latency, and the plain kernel's larger
- * code cost it 0.2-0.35 us on the H200 (3.13 -> 3.35-3.48 us a write in a replayed sequence)
- * where ring2 took 1 GiB rings from 82 to 99 % of copy. kernels/launch_shape.c takes it for a
- * ring of whole rows where the device has it; ring2 is checked here all the same. */
+/* ---- write_slice_rotating_rows: a ring of whole rows ------------------------------------------ */
+
+/* The ring's rows are whole dest rows (every axis after the ring whole: rows of I items) and
+ * the axes before it make a block of rings, one dest span (the ring axis's extent times I)
+ * apart: one-wide axes, then at most one partial axis, then whole ones (a KV cache of any
+ * heads, a ring over the outermost axis; kernels/launch_shape.c's ring_of_rows). Ring o takes
+ * source items [o * seg, (o + 1) * seg) (seg = the ring's width times I) as two contiguous
+ * runs: from row `start` on, and past the ring's end from its row 0. So an item's dest is a
+ * division for its ring (none for one ring) and a compare: a one-token write is latency, and
+ * the plain kernel's per-axis decode is on its path. H200, one token into a [32, 4096, 128]
+ * f16 cache, a write in a replayed sequence: 3.12-3.13 us through the plain kernel, 1.96
+ * through this one (write_slice: 2.65); 1 GiB rings level (docs/PERF.md). */
+struct shape_ring_rows_op {
+	uint8_t *dest;
+	const uint8_t *src;
+	uint64_t n, seg, span, head, split, wrap;
+	uint32_t elem;
+	bool one_ring, src_al;
+
+	/* Everything but the start, while the loads are in flight. */
+	__device__ void init(uint8_t *de, const uint8_t *sr, uint64_t geom, const unsigned long long *w)
+	{
+		const int r0 = (int)(geom & 0xff), axis = (int)((geom >> 16) & 0xff);
+		uint64_t rows = 1, stride = 1, base = 0, outer = 1, width = 1, ring = 1;
+		dest = de;
+		src = sr;
+		elem = (uint32_t)((geom >> 8) & 0xff);
+#pragma unroll
+		for (int k = 7; k >= 0; k--) {
+			if (k >= r0)
+				continue;
+			const uint64_t d = shape_u32(w, k), s = shape_u32(w + 4, k), e = shape_u32(w + 8, k);
+			if (k > axis)
+				rows *= d;
+			if (k == axis) {
+				width = e - s;
+				ring = d;
+			}
+			if (k < axis) {
+				base += s * stride;
+				outer *= e - s;
+			}
+			stride *= d;
+		}
+		seg = width * rows;
+		span = ring * rows;
+		n = outer * seg;
+		head = base;
+		split = rows; /* times the rows left to the ring's end, below */
+		wrap = rows;  /* times the modulus, below */
+		one_ring = outer == 1;
+		src_al = shape_al16(src);
+	}
+
+	__device__ void start_at(uint32_t st, uint32_t mod)
+	{
+		head += st * split;
+		wrap *= mod;
+		split *= mod - st;
+	}
+
+	__device__ uint64_t dest_of(uint64_t e) const
+	{
+		uint64_t r = e, o = 0;
+		if (!one_ring)
+			o = shape_div(e, seg, &r);
+		return head + o * span + r - (r < split ? 0 : wrap);
+	}
+
+	/* Items [i0, i0 + per): one vector where they lie in one run of one ring and the dest is
+	 * aligned, else element by element. */
+	__device__ void put(uint64_t i0, uint32_t per, uint4 v) const
+	{
+		uint64_t r = i0, o = 0;
+		if (!one_ring)
+			o = shape_div(i0, seg, &r);
+		if (r + per <= seg && (r >= split || r + per <= split)) {
+			uint8_t *d = dest + (head + o * span + r - (r < split ? 0 : wrap)) * elem;
+			if (shape_al16(d)) {
+				shape_st16(d, v);
+				return;
+			}
+		}
+		for (uint32_t t = 0; t < per; t++)
+			shape_store_bits(dest + dest_of(i0 + t) * elem, shape_lane(v, t, elem), elem);
+	}
+
+	__device__ void slow(uint64_t i0, uint32_t count) const
+	{
+		for (uint32_t t = 0; t < count; t++)
+			shape_move(dest + dest_of(i0 + t) * elem, src + (i0 + t) * elem, elem);
+	}
+};
+
+/* shape_slab_chunks' walk, the position loaded first: the start is on every store's path. */
 extern "C" __global__ void SHAPE_BOUNDS(3)
 write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 			  SHAPE_SLAB_PARAMS)
 {
+	const uint32_t p = *pos, mod = (uint32_t)(geom >> 32);
 	const unsigned long long w[12] = SHAPE_SLAB_W;
-	shape_ring<true>(dest, src, pos, geom, w);
+	shape_ring_rows_op op;
+	op.init(dest, src, geom, w);
+	const uint32_t elem = op.elem, per = 16 / elem;
+	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
+	for (uint32_t u0 = 0; u0 < elem; u0 += SHAPE_BATCH) {
+		uint4 v[SHAPE_BATCH];
+		uint32_t got = 0;
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
+			if (u0 + b < elem && op.src_al && i0 + per <= op.n) {
+				v[b] = shape_ld16(op.src + i0 * elem);
+				got |= 1u << b;
+			}
+		}
+		if (u0 == 0)
+			op.start_at(p % mod, mod);
+#pragma unroll
+		for (int b = 0; b < SHAPE_BATCH; b++) {
+			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
+			if (got >> b & 1)
+				op.put(i0, per, v[b]);
+			else if (u0 + b < elem && i0 < op.n)
+				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+		}
+	}
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
