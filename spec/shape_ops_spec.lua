@@ -361,6 +361,9 @@ cases.write_slice = function(c, d, dt)
     { dest = { 6, 50, 40 }, ranges = { { 1, 5 }, { 3, 47 }, { 0, 40 } } },
     { dest = { 12, 1000 }, ranges = { { 2, 11 }, { 0, 1000 } } },
     { dest = { 3, 5, 3000 }, ranges = { { 0, 3 }, { 1, 4 }, { 0, 3000 } } }, -- runs of 9000: groups inside a later one
+    -- a whole group over runs of whole 16-byte chunks whose dest starts one element past 16
+    -- bytes (Vulkan's chunk walk: word stores, or element by element below 4 bytes)
+    { dest = { 6, 1028 }, ranges = { { 0, 6 }, { 1, 1025 } } },
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end

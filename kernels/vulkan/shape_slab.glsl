@@ -23,6 +23,9 @@ layout(push_constant) uniform Args {
 } pc;
 #endif
 
+layout(std430, set = 0, binding = 0) buffer Dest4 { uvec4 dst4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Src4 { uvec4 src4[]; };
+
 #define SHAPE_DST dst
 #define SHAPE_SRC src
 #include "shape_ops.glsl"
@@ -132,6 +135,42 @@ void slab_items(Slab sl, uint e, uint cnt, uint first, uint one, uint elem)
 	}
 }
 
+/* A whole group of items whose 16-byte chunks each lie in one run (every run a whole number of
+ * chunks, or the group inside one run) and whose source starts on 16 bytes: chunk u * 256 + i
+ * of the group for invocation i, every load before any store. A chunk's dest is its run's
+ * base and its offset in the run: one 16-byte store where that is on 16 bytes, else four words
+ * (elements of 4 or 8 bytes sit on words) or element by element. */
+void slab_chunks(Slab sl, uint g0, uint first, uint one, uint elem)
+{
+	uint per = 16u / elem, at0 = (pc.off_src + g0 * elem) >> 4;
+	uvec4 v[8];
+	[[unroll]] for (uint u = 0u; u < 8u; u++)
+		if (u < elem)
+			v[u] = src4[at0 + u * WG_SIZE + gl_LocalInvocationIndex];
+	[[unroll]] for (uint u = 0u; u < 8u; u++) {
+		if (u < elem) {
+			uint i0 = g0 + (u * WG_SIZE + gl_LocalInvocationIndex) * per;
+			uint r = one != 0xffffffffu ? first : i0 / sl.run;
+			uint base = one != 0xffffffffu ? one : SHAPE_ROWS[r - first];
+			uint p = pc.off_dest + (base + sl.run0 + i0 - r * sl.run) * elem;
+			if ((p & 15u) == 0u) {
+				dst4[p >> 4] = v[u];
+			} else if (elem >= 4u) {
+				dst[p >> 2] = v[u].x;
+				dst[(p >> 2) + 1u] = v[u].y;
+				dst[(p >> 2) + 2u] = v[u].z;
+				dst[(p >> 2) + 3u] = v[u].w;
+			} else {
+				for (uint t = 0u; t < per; t++) {
+					uint w = t * elem / 4u, s = (t * elem % 4u) * 8u;
+					uint bits = (v[u][w] >> s) & (elem == 1u ? 255u : 65535u);
+					shape_store(p + t * elem, elem, uvec2(bits, 0u));
+				}
+			}
+		}
+	}
+}
+
 void main()
 {
 	Slab sl = slab_of();
@@ -147,6 +186,14 @@ void main()
 	uint cnt = shape_count(sl.n); /* none past the slab, nor in a row of a 2-D block past the first */
 	if (cnt == 0u)
 		return;
+	uint g0 = xpu_group() * WG_SIZE * uint(XPU_SHAPE_GRAIN);
+	if (sl.ka != sl.axis && (one != 0xffffffffu || sl.run * sl.elem % 16u == 0u) && (pc.off_src & 15u) == 0u &&
+	    sl.n - g0 >= WG_SIZE * uint(XPU_SHAPE_GRAIN)) { /* the same for the whole group */
+#define CHUNKS(E) slab_chunks(sl, g0, span.x, one, E)
+		SHAPE_PER_ELEM(sl.elem, CHUNKS);
+#undef CHUNKS
+		return;
+	}
 	uint e = shape_item_at(0u);
 #define SLAB(E) slab_items(sl, e, cnt, span.x, one, E)
 	SHAPE_PER_ELEM(sl.elem, SLAB);
