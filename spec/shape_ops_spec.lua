@@ -500,6 +500,9 @@ cases.pad_backward = function(c, d, dt)
     -- next lane's vector, the last lane's own) and aligned
     { in_shape = { 3, 1100 }, padding = { { 1, 1 }, { 5, 7 } } },
     { in_shape = { 2, 2100 }, padding = { { 1, 0 }, { 16, 16 } }, big = true },
+    -- Vulkan's quads (f32 rows on 16 bytes both sides) over two rows groups, the second from
+    -- the middle of a row
+    { in_shape = { 40, 500 }, padding = { { 1, 1 }, { 4, 4 } }, big = true },
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local in_shape, padding = case.in_shape, case.padding

@@ -62,6 +62,48 @@ void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint af
 	}
 }
 
+layout(std430, set = 0, binding = 0) buffer Grad4 { uvec4 dst4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
+
+/* f32 rows where every 16-byte word of both sides sits on 16 bytes (the quads' condition in
+ * main): the group's work is quads of four columns by batches of eight rows, item w of them
+ * (w = batch * quads + quad). A quad whose four columns each have one term moves a row as one
+ * 16-byte load and store, the loads of its eight rows before the stores; rows with more terms,
+ * and quads with a border column (reflect's mirrors, replicate's edges), go item by item. The
+ * bits move as they are: a lone term's sum is the term. */
+void pad_bwd_quad(uint w, uint quads, uint lo, uint hi, uint base, uint d, uint b, uint after, uint rank, uint mode)
+{
+	uint j0 = (w % quads) * 4u, r = (w / quads) * 8u;
+	/* lo and hi sit on multiples of four items (d % 4 == 0): a quad's rows are its columns' */
+	uint r0 = j0 < lo - base ? 1u : 0u, r_end = hi - base > j0 ? (hi - base - 1u - j0) / d + 1u : 0u;
+	r = max(r, r0);
+	uint r8 = min((w / quads) * 8u + 8u, r_end);
+	bool one = pad_bwd_single(j0, d, b, after, mode) && pad_bwd_single(j0 + 1u, d, b, after, mode) &&
+		   pad_bwd_single(j0 + 2u, d, b, after, mode) && pad_bwd_single(j0 + 3u, d, b, after, mode);
+	uint slow = 0u;
+	uvec4 v[8];
+	[[unroll]] for (uint k = 0u; k < 8u; k++) {
+		uint at = one && r + k < r8 ? SHAPE_ROWS[r + k] : 0xffffffffu;
+		v[k] = uvec4(0u);
+		if (at != 0xffffffffu)
+			v[k] = src4[(pc.off_up >> 4u) + ((at + j0 + b) >> 2u)];
+		slow |= r + k < r8 && at == 0xffffffffu ? 1u << k : 0u;
+	}
+	[[unroll]] for (uint k = 0u; k < 8u; k++)
+		if (r + k < r8 && (slow & (1u << k)) == 0u)
+			dst4[(pc.off_grad >> 4u) + ((base + (r + k) * d + j0) >> 2u)] = v[k];
+	for (; slow != 0u; slow &= slow - 1u) {
+		uint k = uint(findLSB(slow));
+		for (uint c = 0u; c < 4u; c++) {
+			uint at = SHAPE_ROWS[r + k];
+			if (pad_bwd_single(j0 + c, d, b, after, mode) && at != 0xffffffffu)
+				dst[(pc.off_grad >> 2u) + base + (r + k) * d + j0 + c] = src[(pc.off_up >> 2u) + at + j0 + c + b];
+			else
+				pad_bwd_slow(base + (r + k) * d + j0 + c, at, j0 + c, d, b, after, rank, mode, 0u, 4u);
+		}
+	}
+}
+
 void main()
 {
 	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
@@ -83,6 +125,13 @@ void main()
 	}
 	pad_bwd_fill(first, rows, rank, mode);
 	uint base = first * d;
+	if (dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u && (pc.off_up & 15u) == 0u &&
+	    (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
+		uint quads = d / 4u, work = quads * ((rows + 7u) / 8u);
+		for (uint w = gl_LocalInvocationIndex; w < work; w += WG_SIZE)
+			pad_bwd_quad(w, quads, lo, hi, base, d, b, after, rank, mode);
+		return;
+	}
 #define COLUMNS(MODE, DT)                                                              \
 	for (uint j = gl_LocalInvocationIndex; j < d; j += WG_SIZE)                   \
 		pad_bwd_column(j, lo, hi, base, d, b, after, rank, MODE, DT)
