@@ -11,7 +11,8 @@
  * edges, both mirrors, rows with several terms on an outer axis) are summed after their
  * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
  * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
- * alternated in one call. */
+ * alternated in one call. f32 rows on 16 bytes on both sides go as quads of four columns
+ * instead (pad_bwd_quads, below), the column walk taking only their border columns. */
 #define PAD_BWD_ROWS_KERNEL
 #include "pad_backward.glsl"
 
@@ -23,15 +24,15 @@
 		shape_store_f(pc.off_grad + (g0 + (k) * d) * elem, dt, s);                      \
 	}
 
-/* Column j of the rows whose items lie in [lo, hi); base is the first table row's first item.
- * d, b, after: the last axis's dim, before, after. */
-void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint after, uint rank, uint mode, uint dt)
+/* Column j of table rows [r, r_end); base is the first table row's first item. d, b, after:
+ * the last axis's dim, before, after. */
+void pad_bwd_column_rows(uint j, uint r, uint r_end, uint base, uint d, uint b, uint after, uint rank, uint mode,
+			 uint dt)
 {
 	uint elem = dt == 0u ? 4u : 2u;
 	bool lm = pad_bwd_left(j, b, mode), rm = pad_bwd_right(j, d, after, mode);
 	bool one = pad_bwd_single(j, d, b, after, mode), pair = lm != rm;
 	uint mo = lm ? b - j : b + 2u * (d - 1u) - j; /* the mirror, from the row's start */
-	uint r = j < lo - base ? 1u : 0u, r_end = hi - base > j ? (hi - base - 1u - j) / d + 1u : 0u;
 	for (; r < r_end; r += 8u) {
 		uint slow = 0u, g0 = base + r * d + j;
 		float v[8], m[8];
@@ -62,45 +63,78 @@ void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint af
 	}
 }
 
+/* Column j of the rows whose items lie in [lo, hi). */
+void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint after, uint rank, uint mode, uint dt)
+{
+	uint r = j < lo - base ? 1u : 0u, r_end = hi - base > j ? (hi - base - 1u - j) / d + 1u : 0u;
+	pad_bwd_column_rows(j, r, r_end, base, d, b, after, rank, mode, dt);
+}
+
 layout(std430, set = 0, binding = 0) buffer Grad4 { uvec4 dst4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
 
-/* f32 rows where every 16-byte word of both sides sits on 16 bytes (the quads' condition in
- * main): the group's work is quads of four columns by batches of eight rows, item w of them
- * (w = batch * quads + quad). A quad whose four columns each have one term moves a row as one
- * 16-byte load and store, the loads of its eight rows before the stores; rows with more terms,
- * and quads with a border column (reflect's mirrors, replicate's edges), go item by item. The
- * bits move as they are: a lone term's sum is the term. */
-void pad_bwd_quad(uint w, uint quads, uint lo, uint hi, uint base, uint d, uint b, uint after, uint rank, uint mode)
+/* f32 rows where every 16-byte word of both sides sits on 16 bytes (main's condition): the
+ * interior columns go as quads of four (q) by batches of PBW_QB rows, a row of a quad as one
+ * 16-byte load and store, the batch's loads before its stores; the bits move as they are (a
+ * lone term's sum is the term). A row of several terms goes by the odometer. The border
+ * quads' columns (reflect's mirrors, replicate's edges) are main's second phase. */
+/* PBW_QUADS 0 leaves every row to the column walk; PBW_QB is the quads' rows a batch. H200
+ * (driver 580), 1 GiB f32, rows of 1024, reflect 16, three processes each, one binary with the
+ * module swapped (XPULUA_VULKAN_SPV): the column walk 3028-3200 GB/s (79-83 % of the process's
+ * copy), quads of 4 rows a batch 3338-3361 (88-89 %), of 8 rows 2711-2813 (80 registers and
+ * less in flight where the 4-row form holds 80 too). With the border quads inside the quad
+ * walk (element by element, or by the column walk inlined there) it ran 1458-2197: the border
+ * columns are a second phase of their own. */
+#ifndef PBW_QUADS
+#define PBW_QUADS 1
+#endif
+#ifndef PBW_QB
+#define PBW_QB 4u
+#endif
+void pad_bwd_quad(uint q, uint batch, uint lo, uint hi, uint base, uint d, uint b, uint rank, uint mode)
 {
-	uint j0 = (w % quads) * 4u, r = (w / quads) * 8u;
+	uint j0 = q * 4u;
 	/* lo and hi sit on multiples of four items (d % 4 == 0): a quad's rows are its columns' */
 	uint r0 = j0 < lo - base ? 1u : 0u, r_end = hi - base > j0 ? (hi - base - 1u - j0) / d + 1u : 0u;
-	r = max(r, r0);
-	uint r8 = min((w / quads) * 8u + 8u, r_end);
-	bool one = pad_bwd_single(j0, d, b, after, mode) && pad_bwd_single(j0 + 1u, d, b, after, mode) &&
-		   pad_bwd_single(j0 + 2u, d, b, after, mode) && pad_bwd_single(j0 + 3u, d, b, after, mode);
+	uint r = max(batch * PBW_QB, r0), re = min(batch * PBW_QB + PBW_QB, r_end);
 	uint slow = 0u;
-	uvec4 v[8];
-	[[unroll]] for (uint k = 0u; k < 8u; k++) {
-		uint at = one && r + k < r8 ? SHAPE_ROWS[r + k] : 0xffffffffu;
+	uvec4 v[PBW_QB];
+	[[unroll]] for (uint k = 0u; k < PBW_QB; k++) {
+		uint at = r + k < re ? SHAPE_ROWS[r + k] : 0xffffffffu;
 		v[k] = uvec4(0u);
 		if (at != 0xffffffffu)
 			v[k] = src4[(pc.off_up >> 4u) + ((at + j0 + b) >> 2u)];
-		slow |= r + k < r8 && at == 0xffffffffu ? 1u << k : 0u;
+		slow |= r + k < re && at == 0xffffffffu ? 1u << k : 0u;
 	}
-	[[unroll]] for (uint k = 0u; k < 8u; k++)
-		if (r + k < r8 && (slow & (1u << k)) == 0u)
+	[[unroll]] for (uint k = 0u; k < PBW_QB; k++)
+		if (r + k < re && (slow & (1u << k)) == 0u)
 			dst4[(pc.off_grad >> 4u) + ((base + (r + k) * d + j0) >> 2u)] = v[k];
 	for (; slow != 0u; slow &= slow - 1u) {
 		uint k = uint(findLSB(slow));
-		for (uint c = 0u; c < 4u; c++) {
-			uint at = SHAPE_ROWS[r + k];
-			if (pad_bwd_single(j0 + c, d, b, after, mode) && at != 0xffffffffu)
-				dst[(pc.off_grad >> 2u) + base + (r + k) * d + j0 + c] = src[(pc.off_up >> 2u) + at + j0 + c + b];
-			else
-				pad_bwd_slow(base + (r + k) * d + j0 + c, at, j0 + c, d, b, after, rank, mode, 0u, 4u);
-		}
+		for (uint c = 0u; c < 4u; c++)
+			pad_bwd_terms(base + (r + k) * d + j0 + c, rank, 0u, mode, 4u);
+	}
+}
+
+/* The group's f32 columns on 16 bytes: quads [ql, qr) by pad_bwd_quad, then the border
+ * quads' columns (those of quads below ql and from qr on: every column pad read into more
+ * than one place, and their neighbours) by the column walk, each a batch of eight rows. The
+ * two phases share one numbering of work items, so an invocation with fewer quads takes
+ * more columns. */
+void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint after, uint rank, uint mode)
+{
+	uint quads = d / 4u, batches = (rows + PBW_QB - 1u) / PBW_QB;
+	uint ql = mode == 0u ? 0u : min(quads, (b + 4u) / 4u);
+	uint qr = mode == 0u ? quads : max(ql, (d - 1u - min(after, d - 1u)) / 4u);
+	uint inner = qr - ql, w1 = inner * batches, cols = 4u * (quads - inner), w2 = cols * ((rows + 7u) / 8u);
+	uint w = gl_LocalInvocationIndex;
+	for (; w < w1; w += WG_SIZE)
+		pad_bwd_quad(ql + w % inner, w / inner, lo, hi, base, d, b, rank, mode);
+	for (; w < w1 + w2; w += WG_SIZE) {
+		uint k = (w - w1) % cols, rb = (w - w1) / cols * 8u;
+		uint j = k < 4u * ql ? k : 4u * qr + (k - 4u * ql);
+		uint r0 = j < lo - base ? 1u : 0u, r_end = hi - base > j ? (hi - base - 1u - j) / d + 1u : 0u;
+		pad_bwd_column_rows(j, max(rb, r0), min(rb + 8u, r_end), base, d, b, after, rank, mode, 0u);
 	}
 }
 
@@ -125,11 +159,9 @@ void main()
 	}
 	pad_bwd_fill(first, rows, rank, mode);
 	uint base = first * d;
-	if (dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u && (pc.off_up & 15u) == 0u &&
-	    (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
-		uint quads = d / 4u, work = quads * ((rows + 7u) / 8u);
-		for (uint w = gl_LocalInvocationIndex; w < work; w += WG_SIZE)
-			pad_bwd_quad(w, quads, lo, hi, base, d, b, after, rank, mode);
+	if (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u &&
+	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
+		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
 		return;
 	}
 #define COLUMNS(MODE, DT)                                                              \
