@@ -1515,6 +1515,23 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 
 /* ---- write_slice, write_slice_rotating ------------------------------------------------------- */
 
+/* What both slab ops (shape_slab_op, shape_ring_rows_op: OP) do element by element, each
+ * element's dest from op.dest_of: a loaded chunk's items [i0, i0 + per), or count items of the
+ * source from i0. */
+template <class OP>
+static __device__ __forceinline__ void shape_slab_scatter(const OP &op, uint64_t i0, uint32_t per, uint4 v)
+{
+	for (uint32_t t = 0; t < per; t++)
+		shape_store_bits(op.dest + op.dest_of(i0 + t) * op.elem, shape_lane(v, t, op.elem), op.elem);
+}
+
+template <class OP>
+static __device__ __forceinline__ void shape_slab_slow(const OP &op, uint64_t i0, uint32_t count)
+{
+	for (uint32_t t = 0; t < count; t++)
+		shape_move(op.dest + op.dest_of(i0 + t) * op.elem, op.src + (i0 + t) * op.elem, op.elem);
+}
+
 /* The slab's runs: the last axis, joined by each axis before it while the axis after is whole
  * in dest, so a run is contiguous on both sides (the source is dense). The ring axis neither
  * joins a run nor is joined. Run r's dest row base comes from decoding r over the axes before
@@ -1525,20 +1542,26 @@ struct shape_slab_op {
 	const uint8_t *src;
 	const unsigned long long *w; /* dest dims, starts, ends: read with constant indices */
 	uint64_t n, run, run0, start, modulus;
-	uint32_t elem;
-	int r0, rank, axis, ka;
+	const uint32_t *pos; /* the ring's position (begin()), or none */
+	uint32_t elem, mod;
+	int r0, rank, axis, ka, ring_axis;
 	bool src_al;
 
 	__device__ uint64_t D(int k) const { return k < r0 ? shape_u32(w, k) : 1; }
 	__device__ uint64_t S(int k) const { return k < r0 ? shape_u32(w + 4, k) : 0; }
 	__device__ uint64_t W(int k) const { return k < r0 ? shape_u32(w + 8, k) - shape_u32(w + 4, k) : 1; }
 
-	/* What the loads need: the slab's size and where the source starts. */
-	__device__ void init(uint8_t *de, const uint8_t *sr, uint64_t geom, const unsigned long long *wp)
+	/* What the loads need: the slab's size and where the source starts; the ring (axis -1:
+	 * none) is read at begin(). */
+	__device__ void init(uint8_t *de, const uint8_t *sr, uint64_t geom, const unsigned long long *wp, int ax,
+			     const uint32_t *p, uint32_t m)
 	{
 		dest = de;
 		src = sr;
 		w = wp;
+		ring_axis = ax;
+		pos = p;
+		mod = m;
 		r0 = (int)(geom & 0xff);
 		elem = (uint32_t)((geom >> 8) & 0xff);
 		rank = r0 > 0 ? r0 : 1; /* a scalar: one axis of one element */
@@ -1574,6 +1597,12 @@ struct shape_slab_op {
 				run0 = S(k) * stride; /* the run's start inside its row */
 			stride *= D(k);
 		}
+	}
+
+	/* What the stores need, worked out while the loads are in flight. */
+	__device__ void begin()
+	{
+		runs(ring_axis, pos ? *pos % mod : 0, mod);
 	}
 
 	__device__ uint64_t wrap(uint64_t x) const
@@ -1623,21 +1652,17 @@ struct shape_slab_op {
 				return;
 			}
 		}
-		for (uint32_t t = 0; t < per; t++)
-			shape_store_bits(dest + dest_of(i0 + t) * elem, shape_lane(v, t, elem), elem);
+		shape_slab_scatter(*this, i0, per, v);
 	}
 
-	__device__ void slow(uint64_t i0, uint32_t count) const
-	{
-		for (uint32_t t = 0; t < count; t++)
-			shape_move(dest + dest_of(i0 + t) * elem, src + (i0 + t) * elem, elem);
-	}
 };
 
-/* The source is dense, so a chunk's load needs no index math: the thread's loads go out first
- * (pos, the ring's start, with them), and the dest addresses are worked out while they are in
- * flight. A chunk that is not whole (the slab's end, a misaligned source) takes the walk. */
-static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int axis, const uint32_t *pos, uint32_t mod)
+/* The source is dense, so a chunk's load needs no index math: the thread's loads go out first,
+ * and the dest addresses are worked out while they are in flight (op.begin()). A chunk that is
+ * not whole (the slab's end, a misaligned source) takes the walk. OP: shape_slab_op or
+ * shape_ring_rows_op. */
+template <class OP>
+static __device__ __forceinline__ void shape_slab_chunks(OP &op)
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
 	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
@@ -1653,14 +1678,14 @@ static __device__ __forceinline__ void shape_slab_chunks(shape_slab_op &op, int 
 			}
 		}
 		if (u0 == 0)
-			op.runs(axis, pos ? *pos % mod : 0, mod);
+			op.begin();
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
 			if (got >> b & 1)
 				op.put(i0, per, v[b]);
 			else if (u0 + b < elem && i0 < op.n)
-				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+				shape_slab_slow(op, i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
 		}
 	}
 }
@@ -1677,8 +1702,8 @@ write_slice(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHAPE_SL
 {
 	const unsigned long long w[12] = SHAPE_SLAB_W;
 	shape_slab_op op;
-	op.init(dest, src, geom, w);
-	shape_slab_chunks(op, -1, nullptr, 1);
+	op.init(dest, src, geom, w, -1, nullptr, 1);
+	shape_slab_chunks(op);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(3)
@@ -1687,8 +1712,8 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 {
 	const unsigned long long w[12] = SHAPE_SLAB_W;
 	shape_slab_op op;
-	op.init(dest, src, geom, w);
-	shape_slab_chunks(op, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	op.init(dest, src, geom, w, (int)((geom >> 16) & 0xff), pos, (uint32_t)(geom >> 32));
+	shape_slab_chunks(op);
 }
 
 /* ---- write_slice_rotating_rows: a ring of whole rows ------------------------------------------ */
@@ -1707,7 +1732,7 @@ struct shape_ring_rows_op {
 	uint8_t *dest;
 	const uint8_t *src;
 	uint64_t n, seg, span, head, split, wrap;
-	uint32_t elem;
+	uint32_t elem, pos, mod; /* the ring's position, as loaded, and modulus */
 	bool one_ring, src_al;
 
 	/* Everything but the start, while the loads are in flight. */
@@ -1745,8 +1770,10 @@ struct shape_ring_rows_op {
 		src_al = shape_al16(src);
 	}
 
-	__device__ void start_at(uint32_t st, uint32_t mod)
+	/* The start, once the position is in. */
+	__device__ void begin()
 	{
+		const uint32_t st = pos % mod;
 		head += st * split;
 		wrap *= mod;
 		split *= mod - st;
@@ -1774,50 +1801,23 @@ struct shape_ring_rows_op {
 				return;
 			}
 		}
-		for (uint32_t t = 0; t < per; t++)
-			shape_store_bits(dest + dest_of(i0 + t) * elem, shape_lane(v, t, elem), elem);
+		shape_slab_scatter(*this, i0, per, v);
 	}
 
-	__device__ void slow(uint64_t i0, uint32_t count) const
-	{
-		for (uint32_t t = 0; t < count; t++)
-			shape_move(dest + dest_of(i0 + t) * elem, src + (i0 + t) * elem, elem);
-	}
 };
 
-/* shape_slab_chunks' walk, the position loaded first: the start is on every store's path. */
+/* The position is loaded first: the start is on every store's path. */
 extern "C" __global__ void SHAPE_BOUNDS(3)
 write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 			  SHAPE_SLAB_PARAMS)
 {
-	const uint32_t p = *pos, mod = (uint32_t)(geom >> 32);
+	const uint32_t p = *pos;
 	const unsigned long long w[12] = SHAPE_SLAB_W;
 	shape_ring_rows_op op;
 	op.init(dest, src, geom, w);
-	const uint32_t elem = op.elem, per = 16 / elem;
-	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
-	for (uint32_t u0 = 0; u0 < elem; u0 += SHAPE_BATCH) {
-		uint4 v[SHAPE_BATCH];
-		uint32_t got = 0;
-#pragma unroll
-		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
-			if (u0 + b < elem && op.src_al && i0 + per <= op.n) {
-				v[b] = shape_ld16(op.src + i0 * elem);
-				got |= 1u << b;
-			}
-		}
-		if (u0 == 0)
-			op.start_at(p % mod, mod);
-#pragma unroll
-		for (int b = 0; b < SHAPE_BATCH; b++) {
-			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
-			if (got >> b & 1)
-				op.put(i0, per, v[b]);
-			else if (u0 + b < elem && i0 < op.n)
-				op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
-		}
-	}
+	op.pos = p;
+	op.mod = (uint32_t)(geom >> 32);
+	shape_slab_chunks(op);
 }
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
