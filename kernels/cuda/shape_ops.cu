@@ -40,8 +40,8 @@
  * 3548 / 2963, roll 2789 / 3016 / 1729, cumsum 3773 / 3772 / 3454, triu 3565 / 3778 / 3788,
  * tril 3609 / 3837 / 3820, write_slice 3273 / 3430 / 3390, write_slice_rotating 3132 / 3206 /
  * 3253, contiguize 2905 / 2406 / 2084 (roll's figures are its vector walk's: its item walk
- * holds 16 values and takes 3, spilling at 4); write_slice_rotating_rows takes 3 (at 4 it spilled);
- * pad_backward_rows 3 (3043-3070 GB/s against 2966-2976 at 4 and 1958-1975 at 5, where it spills).
+ * holds 16 values and takes 3, spilling at 4); write_slice_rotating_rows takes 3 (76
+ * registers; its first body spilled at 4); pad_backward_rows 3 (3043-3070 GB/s against 2966-2976 at 4 and 1958-1975 at 5, where it spills).
  * SHAPE_MIN_BLOCKS=N sets every kernel's. */
 #ifdef SHAPE_MIN_BLOCKS
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
