@@ -2,7 +2,8 @@
  * e, a source element of the slab, goes to its dest element; on the ring axis the slab starts
  * at pos % modulus and wraps modulo modulus. Nothing outside the slab is written. The slab's
  * runs are found once per invocation and walked by a cursor, so an item costs adds and
- * compares (divisions only where its run changes). */
+ * compares (divisions only where its run changes); a whole group whose 16-byte chunks each lie
+ * in one run moves them as 16-byte words instead (slab_chunks). */
 #ifndef XPU_SHAPE_SLAB_GLSL
 #define XPU_SHAPE_SLAB_GLSL
 
