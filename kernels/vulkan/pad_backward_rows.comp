@@ -81,8 +81,8 @@ layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
 /* PBW_QUADS 0 leaves every row to the column walk; PBW_QB is the quads' rows a batch. H200
  * (driver 580), 1 GiB f32, rows of 1024, reflect 16, three processes each, one binary with the
  * module swapped (XPULUA_VULKAN_SPV): the column walk 3028-3200 GB/s (79-83 % of the process's
- * copy), quads of 4 rows a batch 3338-3361 (88-89 %), of 8 rows 2711-2813 (80 registers and
- * less in flight where the 4-row form holds 80 too). With the border quads inside the quad
+ * copy), quads of 4 rows a batch 3338-3361 (88-89 %), of 8 rows 2711-2813 (both forms at 80
+ * registers, scripts/manifest.lua). With the border quads inside the quad
  * walk (element by element, or by the column walk inlined there) it ran 1458-2197: the border
  * columns are a second phase of their own. */
 #ifndef PBW_QUADS
