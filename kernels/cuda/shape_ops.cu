@@ -41,7 +41,8 @@
  * tril 3609 / 3837 / 3820, write_slice 3273 / 3430 / 3390, write_slice_rotating 3132 / 3206 /
  * 3253, contiguize 2905 / 2406 / 2084 (roll's figures are its vector walk's: its item walk
  * holds 16 values and takes 3, spilling at 4); write_slice_rotating_rows takes 3 (76
- * registers; its first body spilled at 4); pad_backward_rows 3 (3043-3070 GB/s against 2966-2976 at 4 and 1958-1975 at 5, where it spills).
+ * registers; its first body spilled at 4); pad_backward_rows 3 (3043-3070 GB/s against
+ * 2966-2976 at 4 and 1958-1975 at 5, where it spills).
  * SHAPE_MIN_BLOCKS=N sets every kernel's. */
 #ifdef SHAPE_MIN_BLOCKS
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, SHAPE_MIN_BLOCKS)
@@ -1764,8 +1765,8 @@ struct shape_ring_rows_op {
 		span = ring * rows;
 		n = outer * seg;
 		head = base;
-		split = rows; /* times the rows left to the ring's end, below */
-		wrap = rows;  /* times the modulus, below */
+		split = rows; /* times the rows left to the ring's end at begin(), once the start is in */
+		wrap = rows;  /* times the modulus at begin() */
 		one_ring = outer == 1;
 		src_al = shape_al16(src);
 	}

@@ -73,24 +73,25 @@ void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint af
 layout(std430, set = 0, binding = 0) buffer Grad4 { uvec4 dst4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
 
-/* f32 rows where every 16-byte word of both sides sits on 16 bytes (main's condition): the
- * interior columns go as quads of four (q) by batches of PBW_QB rows, a row of a quad as one
- * 16-byte load and store, the batch's loads before its stores; the bits move as they are (a
- * lone term's sum is the term). A row of several terms goes by the odometer. The border
- * quads' columns (reflect's mirrors, replicate's edges) are main's second phase. */
 /* PBW_QUADS 0 leaves every row to the column walk; PBW_QB is the quads' rows a batch. H200
  * (driver 580), 1 GiB f32, rows of 1024, reflect 16, three processes each, one binary with the
  * module swapped (XPULUA_VULKAN_SPV): the column walk 3028-3200 GB/s (79-83 % of the process's
  * copy), quads of 4 rows a batch 3338-3361 (88-89 %), of 8 rows 2711-2813 (both forms at 80
- * registers, scripts/manifest.lua). With the border quads inside the quad
- * walk (element by element, or by the column walk inlined there) it ran 1458-2197: the border
- * columns are a second phase of their own. */
+ * registers, scripts/manifest.lua). With the border quads inside the quad walk (element by
+ * element, or by the column walk inlined there) it ran 1458-2197: the border columns are a
+ * second phase of their own. */
 #ifndef PBW_QUADS
 #define PBW_QUADS 1
 #endif
 #ifndef PBW_QB
 #define PBW_QB 4u
 #endif
+
+/* f32 rows where every 16-byte word of both sides sits on 16 bytes (main's condition): quad q's
+ * four interior columns, batch `batch` of PBW_QB rows, a row as one 16-byte load and store, the
+ * batch's loads before its stores; the bits move as they are (a lone term's sum is the term).
+ * A row of several terms goes by the odometer. The border quads' columns (reflect's mirrors,
+ * replicate's edges) are pad_bwd_quads' second phase. */
 void pad_bwd_quad(uint q, uint batch, uint lo, uint hi, uint base, uint d, uint b, uint rank, uint mode)
 {
 	uint j0 = q * 4u;
