@@ -5,12 +5,16 @@
 -- caches, as xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
---          [--n N] [--distinct R] [--grid rows|resident|N] [--tsv] [--one-process]
+--          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--one-process]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --grid times on that grid
 -- (xpu.decode.groups: a wave per row, the default; the groups the device keeps resident; or N
--- groups). --tsv prints one line per kernel and shape instead of the table: kernel, shape,
+-- groups). --outputs one (the default): every launch of a batch writes the same output, so
+-- each waits for the one before and the figure is one kernel's time; --outputs each: each
+-- weight copy has its own output, the launches are independent (a decode step's q, k and v
+-- projections), and a backend that records no wait between independent launches (Vulkan)
+-- overlaps them; the note then says how many launches of a batch waited. --tsv prints one line per kernel and shape instead of the table: kernel, shape,
 -- median us, min us, GB/s, registers, spill bytes, note ("-" where the driver does not say); a
 -- kernel that fails its gate prints "GATE FAILED" in the median's place, the others still run,
 -- and the exit status is 1.
@@ -18,7 +22,7 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
 
-local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256 }
+local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256, outputs = "one" }
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
@@ -31,6 +35,9 @@ while i <= #arg do
   elseif a == "--n" then opts.n = tonumber(v)
   elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
   elseif a == "--grid" then opts.grid = v
+  elseif a == "--outputs" then
+    if v ~= "one" and v ~= "each" then io.stderr:write("bench-matvec-kernel: --outputs takes one or each, not '", tostring(v), "'\n"); os.exit(2) end
+    opts.outputs = v
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
   elseif a == "--one-process" then opts.one_process = true; i = i - 1
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
@@ -81,20 +88,27 @@ local function weights(fmt, rows, cols)
   return held[key]
 end
 
+-- Returns the stats, the weight bytes a launch reads, and the launches of one batch that
+-- waited for the ones before (nil where the backend does not say).
 local function time(k, fmt, rows, cols)
   local wt = weights(fmt, rows, cols)
-  local y, s = d:buffer(rows * 4), d:stream()
+  local s, ys = d:stream(), {}
+  for b = 1, opts.outputs == "each" and #wt.ws or 1 do ys[b] = d:buffer(rows * 4) end
   s:set_deferred(true)
   local times, batch = {}, #wt.ws
   local groups = decode.groups(d, k, rows, opts.grid or "rows")
+  local waits
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()
-    for b = 1, batch do k:launch(s, groups, 256, y, wt.ws[b], wt.x, rows, cols, 0) end
+    local before = s:counts().waits
+    for b = 1, batch do k:launch(s, groups, 256, ys[b] or ys[1], wt.ws[b], wt.x, rows, cols, 0) end
     local sec = s:timer_end(m) / batch
+    waits = before and s:counts().waits - before
     if r > 3 then times[#times + 1] = sec end
   end
   s:release()
-  return report.stats(times), wt.bytes
+  for _, y in ipairs(ys) do y:release() end
+  return report.stats(times), wt.bytes, waits and ("%d of %d launches waited"):format(waits, batch)
 end
 
 local rows, failed = {}, false
@@ -117,7 +131,7 @@ if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
-                  "--kernel", name, opts.grid and "--grid", opts.grid }
+                  "--outputs", opts.outputs, "--kernel", name, opts.grid and "--grid", opts.grid }
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
@@ -145,14 +159,17 @@ for _, name in ipairs(opts.kernels) do
     emit { name, "-", "GATE FAILED", "-", "-", regs, spill, m.note or "" }
   else
     for _, shape in ipairs(opts.shapes) do
-      local st, bytes = time(k, fmt, shape[1], shape[2])
+      local st, bytes, waited = time(k, fmt, shape[1], shape[2])
+      local note = m.note or ""
+      if opts.outputs == "each" then note = (note ~= "" and note .. "; " or "") .. (waited or "waits not counted") end
       emit { name, ("%dx%d"):format(shape[1], shape[2]), st.median * 1e6, st.min * 1e6,
-             bytes / st.median / 1e9, regs, spill, m.note or "" }
+             bytes / st.median / 1e9, regs, spill, note }
     end
   end
 end
 if not opts.tsv then
-  print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated"):format(d.id, d.name),
+  print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated, %s"):format(d.id, d.name,
+                         opts.outputs == "each" and "an output per launch" or "one output"),
                        header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers",
                                   "spill", "note" }, rows = rows })
 end

@@ -172,6 +172,7 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 	memset(r, 0, sizeof *r);
 	if (check_launch(vd, kn, grid, block) || xpu_vk_pipeline(vd, kn, block, &r->pipe))
 		return -1;
+	r->wait = 1;
 	r->layout = kn->layout;
 	r->dsl = kn->dsl;
 	memcpy(r->grid, grid, sizeof r->grid);
@@ -181,6 +182,8 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 		uint32_t off = kn->push_off[i], u32 = (uint32_t)a->u, rest;
 		switch (a->kind) {
 		case XPU_ARG_BUF:
+			if (k->args[i].writes)
+				r->writes |= 1u << r->nbuf;
 			if (bind_buffer(vd, k, i, a, &r->desc[r->nbuf++], &rest))
 				return -1;
 			put(r->push, off, &rest, 4);
@@ -197,8 +200,6 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 
 /* ---- recording --------------------------------------------------------------------------- */
 
-/* Each launch first waits for every earlier launch and copy on the queue (in-order streams,
- * and an order across streams as the CPU backend has). */
 static void record_stamp(struct vk_dev *vd, VkCommandBuffer cb, VkQueryPool qp, uint32_t query)
 {
 	vd->fn.vkCmdResetQueryPool(cb, qp, query, 1);
@@ -225,10 +226,11 @@ static int record_one(struct vk_dev *vd, struct vk_batch *b, const struct vk_lau
 				   .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .pBufferInfo = info };
 	if (r->nbuf)
 		vd->fn.vkUpdateDescriptorSets(vd->device, 1, &w, 0, NULL);
-	xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-		       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-		       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-		       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+	if (r->wait)
+			xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+			       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+			       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+			       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 	vd->fn.vkCmdBindPipeline(b->cb, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipe);
 	vd->fn.vkCmdBindDescriptorSets(b->cb, VK_PIPELINE_BIND_POINT_COMPUTE, r->layout, 0, 1, &set, 0, NULL);
 	if (r->push_bytes)
@@ -263,7 +265,63 @@ static int record_batch(struct vk_dev *vd, struct vk_batch *b, const struct vk_l
  * as one command buffer, recorded the first time the sequence is seen (pipelines, grids,
  * descriptors, push constants, byte for byte) and resubmitted as it is when it comes again. */
 
-static int defer(struct vk_stream *vs, const struct vk_launch *r)
+/* ---- waits ---------------------------------------------------------------------------------
+ * A barrier before a dispatch makes it wait for all earlier work on the queue; on NVIDIA's
+ * driver (H200, 580) that wait costs about 2 us a launch whatever its access masks say
+ * (docs/PERF.md), as much as a small kernel. So in a deferred sequence a launch waits only
+ * where it must: its first launch and the first after a timer mark always (they order against
+ * earlier submissions and the mark), any other where one of its buffers was written by a
+ * launch since the last barrier, or where it writes a buffer one of them read. Buffers are
+ * whole allocations: a kernel may read outside its view (a strided view's reach, the word past
+ * the end), so views of one allocation count as the same buffer. Eager launches always wait. */
+
+static bool touched_by(const struct vk_stream *vs, VkBuffer buf, bool writes)
+{
+	for (uint32_t i = 0; i < vs->ntouched; i++)
+		if (vs->touched[i].buf == buf && (writes || vs->touched[i].wrote))
+			return true;
+	return false;
+}
+
+static bool must_wait(const struct vk_stream *vs, const struct vk_launch *r)
+{
+	if (vs->ntouched == 0 || vs->ntouched + r->nbuf > XPU_VK_TOUCHED)
+		return true;
+	for (uint32_t i = 0; i < r->nbuf; i++)
+		if (touched_by(vs, r->desc[i].buf, r->writes >> i & 1))
+			return true;
+	return false;
+}
+
+static void touch(struct vk_stream *vs, const struct vk_launch *r)
+{
+	for (uint32_t i = 0; i < r->nbuf; i++) {
+		const bool wrote = r->writes >> i & 1;
+		uint32_t j = 0;
+		while (j < vs->ntouched && vs->touched[j].buf != r->desc[i].buf)
+			j++;
+		if (j == vs->ntouched)
+			vs->touched[vs->ntouched++] = (struct vk_touch){ r->desc[i].buf, wrote };
+		else
+			vs->touched[j].wrote |= wrote;
+	}
+}
+
+/* Decides record r's wait from the records before it in the sequence (r comes zeroed but for
+ * its contents, so the decision is part of what a repeated sequence is compared on). */
+static void place_wait(struct vk_stream *vs, struct vk_launch *r)
+{
+	if (!r->pipe) { /* a timer mark: the next launch waits for everything before it */
+		vs->ntouched = 0;
+		return;
+	}
+	r->wait = must_wait(vs, r);
+	if (r->wait)
+		vs->ntouched = 0;
+	touch(vs, r);
+}
+
+static int defer(struct vk_stream *vs, struct vk_launch *r)
 {
 	if (vs->nrec == vs->caprec) {
 		uint32_t cap = vs->caprec ? vs->caprec * 2 : 32;
@@ -273,6 +331,7 @@ static int defer(struct vk_stream *vs, const struct vk_launch *r)
 		vs->rec = n;
 		vs->caprec = cap;
 	}
+	place_wait(vs, r);
 	vs->rec[vs->nrec++] = *r;
 	return 0;
 }
@@ -360,6 +419,7 @@ static int flush(struct vk_dev *vd, struct vk_stream *vs)
 		rc = xpu_vk_batch_submit(vd, b);
 	}
 	vs->nrec = 0; /* submitted or failed: a failed sequence is not retried at the next point */
+	vs->ntouched = 0; /* the next command buffer's first launch waits for this one */
 	return rc;
 }
 
@@ -407,6 +467,8 @@ int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t gri
 		rc = !(b = ring_take(vd, vs)) ||
 		     record_batch(vd, b, &r, 1, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) ||
 		     xpu_vk_batch_submit(vd, b) ? -1 : 0;
+	if (rc == 0)
+		s->waits += r.wait;
 	pthread_mutex_unlock(&vd->lock);
 	return rc;
 }
@@ -418,6 +480,7 @@ int xpu_vk_stream_open(struct xpu_stream *s)
 	if (!vs)
 		return -1;
 	vs->vd = vd;
+	s->waits = 0;
 	VkCommandPoolCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
 				       .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
 				       .queueFamilyIndex = vd->family };

@@ -218,6 +218,10 @@ void *xpu_buffer_host(const struct xpu_buffer *b);
 struct xpu_stream {
 	struct xpu_device *dev;
 	bool deferred;
+	uint64_t launches; /* launches that reached the backend */
+	/* Launches recorded behind a wait for all earlier work on the queue; -1 where the backend
+	 * does not say (it waits before every launch, or runs them in order on the host). */
+	int64_t waits;
 	void *impl;
 };
 

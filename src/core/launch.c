@@ -11,6 +11,7 @@ struct xpu_stream *xpu_stream_new(struct xpu_device *d)
 	if (!s)
 		return NULL;
 	s->dev = d;
+	s->waits = -1;
 	if (d->ops->stream_open(s)) {
 		xpu_fail("%s: cannot open a stream: %s", d->id, xpu_error());
 		xpu_free(s);
@@ -108,6 +109,7 @@ int xpu_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t grid[3
 				? (char *)local[i].b.buf->alloc->host + local[i].b.offset : NULL;
 	if (d->ops->launch(s, k, grid, block, local))
 		return xpu_fail("kernel '%s' on %s: %s", k->def->name, d->id, xpu_error());
+	s->launches++;
 	__atomic_add_fetch(&k->launches, 1, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -251,6 +251,21 @@ static int s_timer_end(lua_State *L)
 	return 1;
 }
 
+/* s:counts() -> { launches = n, waits = n | nil }: launches that reached the backend, and of
+ * them those recorded behind a wait for all earlier work (nil: the backend does not say). */
+static int s_counts(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	lua_createtable(L, 0, 2);
+	lua_pushinteger(L, (lua_Integer)s->launches);
+	lua_setfield(L, -2, "launches");
+	if (s->waits >= 0) {
+		lua_pushinteger(L, (lua_Integer)s->waits);
+		lua_setfield(L, -2, "waits");
+	}
+	return 1;
+}
+
 static int s_release(lua_State *L)
 {
 	struct lstream *u = luaL_checkudata(L, 1, XPU_STREAM_MT);
@@ -332,7 +347,7 @@ static const luaL_Reg buffer_meta[] = {
 
 static const luaL_Reg stream_methods[] = {
 	{ "sync", s_sync }, { "set_deferred", s_set_deferred }, { "timer_begin", s_timer_begin },
-	{ "timer_end", s_timer_end }, { "release", s_release }, { NULL, NULL },
+	{ "timer_end", s_timer_end }, { "counts", s_counts }, { "release", s_release }, { NULL, NULL },
 };
 
 static const luaL_Reg stream_meta[] = {
