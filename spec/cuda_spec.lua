@@ -336,6 +336,16 @@ describe("timer marks on cuda:0", function()
   end)
 end)
 
+describe("deferred graphs on cuda:0", function()
+  cuda_it("make a launch depend on the ones before only where it touches what they wrote, or writes what they read", function()
+    fx.deferred_waits(cuda, cpu)
+  end)
+
+  cuda_it("keep a chain of deferred copies in order: each reads what the one before wrote", function()
+    fx.deferred_chain(cuda)
+  end)
+end)
+
 -- ---- refusals ------------------------------------------------------------------------------------
 
 describe("launches on cuda:0 are refused before the driver", function()

@@ -594,77 +594,12 @@ describe("vulkan streams", function()
     s:release()
   end)
 
-  -- A deferred launch waits for the work before it only where it must (vulkan_cmd.c, waits):
-  -- the counts say which launches were recorded behind a barrier, the bytes that each one that
-  -- needed its wait had it (on a GPU that runs dispatches side by side, a missed wait is a race).
   vk_it("records a barrier only before a deferred launch that depends on the launches since the last one", function()
-    local n = 1 << 20
-    local copy = vk:kernel "copy_bytes"
-    local data = {}
-    local function buf(i) data[i] = pattern(4096, 40 + i):rep(n // 4096) return vk:buffer(data[i]) end
-    local a, b, c, d, e, f = buf(1), buf(2), buf(3), buf(4), buf(5), buf(6)
-    local c2, x = vk:buffer(n), vk:buffer(POISON:rep(n // 8))
-    local s = vk:stream()
-    local function cp(dst, src, bytes) copy:launch(s, ((bytes or n) + 255) // 256, 256, dst, src, bytes or n) end
-    local function sequence()
-      cp(b, a)                      -- waits: the first of the command buffer
-      cp(d, c)                      -- no wait: touches nothing the first did
-      cp(c2, b)                     -- waits: reads b, written above
-      cp(e, a)                      -- no wait: a was only read since the barrier
-      cp(a, f)                      -- waits: writes a, read since the barrier (by the line above)
-      cp(x:slice(0, n // 4), c, n // 4)       -- no wait
-      cp(x:slice(n // 4, n // 4), f, n // 4)  -- waits: another view of the allocation written above
-    end
-    s:set_deferred(true)
-    local before = s:counts()
-    assert.same({ launches = 0, waits = 0 }, before)
-    for rep = 1, 2 do -- the second time the sequence is resubmitted as recorded
-      for i, src in ipairs { a, b, c, d, e, f } do src:upload(data[i]) end
-      c2:upload(POISON:rep(n // 4)); x:upload(POISON:rep(n // 8))
-      sequence()
-      s:sync()
-      assert.same({ launches = 7 * rep, waits = 4 * rep }, s:counts())
-      same_bytes(data[1], b:download(), "b = a")
-      same_bytes(data[3], d:download(), "d = c")
-      same_bytes(data[1], c2:download(), "c2 = b, after b = a")
-      same_bytes(data[1], e:download(), "e = a, before a = f")
-      same_bytes(data[6], a:download(), "a = f")
-      same_bytes(data[3]:sub(1, n // 4) .. data[6]:sub(1, n // 4), x:download(), "x's two quarters")
-    end
-    -- a timer mark: the launch after it waits, though it depends on nothing
-    local m = s:timer_begin()
-    cp(e, f)
-    s:timer_end(m)
-    assert.same({ launches = 15, waits = 9 }, s:counts())
-    -- eager launches each wait
-    s:set_deferred(false)
-    cp(b, c); cp(d, e)
-    s:sync()
-    assert.same({ launches = 17, waits = 11 }, s:counts())
-    same_bytes(data[3], b:download(), "eager b = c")
-    same_bytes(data[6], d:download(), "eager d = e, after e = f")
-    s:release()
-    -- the CPU runs launches in order on the host: it counts launches and says nothing of waits
-    local cs = cpu:stream()
-    cpu:kernel("copy_bytes"):launch(cs, 1, 256, cpu:buffer(256), cpu:buffer(pattern(256, 1)), 256)
-    cs:sync()
-    assert.same({ launches = 1 }, cs:counts())
-    cs:release()
+    fx.deferred_waits(vk, cpu)
   end)
 
   vk_it("keeps a chain of deferred copies in order: each reads what the one before wrote", function()
-    local n = 8 << 20
-    local copy = vk:kernel "copy_bytes"
-    local src = pattern(4096, 77):rep(n // 4096)
-    local bufs = { vk:buffer(src) }
-    for i = 2, 6 do bufs[i] = vk:buffer(POISON:rep(n // 4)) end
-    local s = vk:stream()
-    s:set_deferred(true)
-    for i = 2, 6 do copy:launch(s, (n + 255) // 256, 256, bufs[i], bufs[i - 1], n) end
-    s:sync()
-    assert.same({ launches = 5, waits = 5 }, s:counts())
-    same_bytes(src, bufs[6]:download(), "the chain's last copy")
-    s:release()
+    fx.deferred_chain(vk)
   end)
 
   vk_it("moves data through a staging buffer as on a discrete GPU (XPULUA_VULKAN_STAGED=1)", function()

@@ -139,6 +139,92 @@ function M.deferred_marks_skip_host_time(dev)
 end
 
 -- 64 marks open on a stream, the 65th refused; a mark ended twice, or on another stream, refused.
+-- The first byte where two strings differ, named.
+local function same_bytes(dev, want, got, what)
+  if want == got then return end
+  assert.equal(#want, #got, what .. ": lengths differ")
+  for i = 1, #want do
+    if want:byte(i) ~= got:byte(i) then
+      error(("%s: %s: byte %d is %d, want %d"):format(dev.id, what, i - 1, got:byte(i), want:byte(i)), 2)
+    end
+  end
+end
+
+-- A deferred launch waits for the work before it only where it must (core waits.c): the counts
+-- say which launches were recorded behind a wait, the bytes that each one that needed its wait
+-- had it (on a GPU that runs launches side by side, a missed wait is a race). `cpu` is cpu:0,
+-- whose streams count launches and no waits.
+function M.deferred_waits(dev, cpu)
+  local n = 1 << 20
+  local copy = dev:kernel "copy_bytes"
+  local data = {}
+  local function buf(i) data[i] = M.pattern(4096, 40 + i):rep(n // 4096) return dev:buffer(data[i]) end
+  local a, b, c, d, e, f = buf(1), buf(2), buf(3), buf(4), buf(5), buf(6)
+  local c2, x = dev:buffer(n), dev:buffer(M.POISON:rep(n // 8))
+  local s = dev:stream()
+  local function cp(dst, src, bytes) copy:launch(s, ((bytes or n) + 255) // 256, 256, dst, src, bytes or n) end
+  local function sequence()
+    cp(b, a)                      -- waits: the first of the sequence
+    cp(d, c)                      -- no wait: touches nothing the first did
+    cp(c2, b)                     -- waits: reads b, written above
+    cp(e, a)                      -- no wait: a was only read since the last wait
+    cp(a, f)                      -- waits: writes a, read since the last wait (by the line above)
+    cp(x:slice(0, n // 4), c, n // 4)       -- no wait
+    cp(x:slice(n // 4, n // 4), f, n // 4)  -- waits: another view of the allocation written above
+  end
+  s:set_deferred(true)
+  assert.same({ launches = 0, waits = 0 }, s:counts())
+  for rep = 1, 2 do -- the second time the sequence is replayed as recorded
+    for i, src in ipairs { a, b, c, d, e, f } do src:upload(data[i]) end
+    c2:upload(M.POISON:rep(n // 4)); x:upload(M.POISON:rep(n // 8))
+    sequence()
+    s:sync()
+    assert.same({ launches = 7 * rep, waits = 4 * rep }, s:counts())
+    same_bytes(dev, data[1], b:download(), "b = a")
+    same_bytes(dev, data[3], d:download(), "d = c")
+    same_bytes(dev, data[1], c2:download(), "c2 = b, after b = a")
+    same_bytes(dev, data[1], e:download(), "e = a, before a = f")
+    same_bytes(dev, data[6], a:download(), "a = f")
+    same_bytes(dev, data[3]:sub(1, n // 4) .. data[6]:sub(1, n // 4), x:download(), "x's two quarters")
+  end
+  -- a timer mark: the launch after it waits, though it depends on nothing
+  local m = s:timer_begin()
+  cp(e, f)
+  s:timer_end(m)
+  assert.same({ launches = 15, waits = 9 }, s:counts())
+  -- eager launches each wait
+  s:set_deferred(false)
+  cp(b, c); cp(d, e)
+  s:sync()
+  assert.same({ launches = 17, waits = 11 }, s:counts())
+  same_bytes(dev, data[3], b:download(), "eager b = c")
+  same_bytes(dev, data[6], d:download(), "eager d = e, after e = f")
+  s:release()
+  -- the CPU runs launches in order on the host: it counts launches and says nothing of waits
+  local cs = cpu:stream()
+  cpu:kernel("copy_bytes"):launch(cs, 1, 256, cpu:buffer(256), cpu:buffer(M.pattern(256, 1)), 256)
+  cs:sync()
+  assert.same({ launches = 1 }, cs:counts())
+  cs:release()
+end
+
+-- Five deferred copies of 8 MiB, each from the one before: every one waits, and the last holds
+-- the first's bytes.
+function M.deferred_chain(dev)
+  local n = 8 << 20
+  local copy = dev:kernel "copy_bytes"
+  local src = M.pattern(4096, 77):rep(n // 4096)
+  local bufs = { dev:buffer(src) }
+  for i = 2, 6 do bufs[i] = dev:buffer(M.POISON:rep(n // 4)) end
+  local s = dev:stream()
+  s:set_deferred(true)
+  for i = 2, 6 do copy:launch(s, (n + 255) // 256, 256, bufs[i], bufs[i - 1], n) end
+  s:sync()
+  assert.same({ launches = 5, waits = 5 }, s:counts())
+  same_bytes(dev, src, bufs[6]:download(), "the chain's last copy")
+  s:release()
+end
+
 function M.mark_limits(dev)
   local s, other = dev:stream(), dev:stream()
   local marks = {}

@@ -72,8 +72,11 @@ static const char *load_symbols(void *lib)
 	if (!(*(void **)&xpu_cu.name = dlsym(lib, #name)) &&                             \
 	    !(*(void **)&xpu_cu.name = dlsym(lib, #old)))                                \
 		return #old;
+#define XPU_CUDA_SYM_MAYBE(name, params) *(void **)&xpu_cu.name = dlsym(lib, #name);
 	XPU_CUDA_FUNCS(XPU_CUDA_SYM)
 	XPU_CUDA_FUNCS_OPT(XPU_CUDA_SYM_OPT)
+	XPU_CUDA_FUNCS_MAYBE(XPU_CUDA_SYM_MAYBE)
+#undef XPU_CUDA_SYM_MAYBE
 #undef XPU_CUDA_SYM
 #undef XPU_CUDA_SYM_OPT
 	return NULL;
@@ -363,6 +366,7 @@ static int cuda_stream_open(struct xpu_stream *s)
 	cd->streams = cs;
 	pthread_mutex_unlock(&cd->lock);
 	s->impl = cs;
+	s->waits = 0;
 	return 0;
 }
 
@@ -501,9 +505,12 @@ static int cuda_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_
 	pack_args(k, args, l.slot);
 	if (bind(s->dev))
 		return -1;
-	if (s->deferred)
-		return xpu_cuda_record(simpl(s), &l);
-	return xpu_cuda_issue(simpl(s)->s, &l);
+	/* eager: each launch waits for the ones before it, as the stream runs them in order */
+	l.wait = !s->deferred || !xpu_cuda_can_overlap() || xpu_waits_next(&simpl(s)->waits, k, args);
+	int rc = s->deferred ? xpu_cuda_record(simpl(s), &l) : xpu_cuda_issue(simpl(s)->s, &l);
+	if (rc == 0)
+		s->waits += l.wait;
+	return rc;
 }
 
 /* ---- manifest ---------------------------------------------------------------------------- */
@@ -572,6 +579,8 @@ static int put_mark(struct xpu_stream *s, uint32_t q)
 	struct xpu_cuda_launch l;
 	memset(&l, 0, sizeof l);
 	l.slot[0] = (uint64_t)(uintptr_t)cs->marks[q];
+	l.wait = 1; /* a mark follows everything before it, and the next launch follows the mark */
+	xpu_waits_reset(&cs->waits);
 	return xpu_cuda_record(cs, &l);
 }
 

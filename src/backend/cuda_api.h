@@ -16,6 +16,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct { char bytes[16]; } CUuuid;
 
 enum {
@@ -54,6 +55,7 @@ enum { CU_STREAM_NON_BLOCKING = 1 };
 enum { CU_EVENT_DEFAULT = 0 };
 enum { CU_EVENT_RECORD_EXTERNAL = 1 }; /* an event record inside a stream capture becomes a graph node */
 enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
+enum { CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1 };
 
 /* Every entry point, by the exported symbol name (the _v2 names where the ABI moved). */
 #define XPU_CUDA_FUNCS(X)                                                                      \
@@ -103,11 +105,20 @@ enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 	X(cuDeviceGetUuid_v2, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev))                   \
 	X(cuEventElapsedTime_v2, cuEventElapsedTime, (float *ms, CUevent a, CUevent b))
 
+/* Entry points the backend does without (NULL when the driver lacks them): the capture
+ * dependencies that let independent launches of a graph overlap (without them a deferred
+ * sequence stays a chain). */
+#define XPU_CUDA_FUNCS_MAYBE(X)                                                                \
+	X(cuStreamGetCaptureInfo_v2, (CUstream s, int *status, unsigned long long *id, CUgraph *g, \
+				      const CUgraphNode **deps, size_t *n))                      \
+	X(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *deps, size_t n, unsigned flags))
+
 #define XPU_CUDA_PTR(name, params) CUresult (*name) params;
 #define XPU_CUDA_PTR_OPT(name, old, params) CUresult (*name) params;
 struct xpu_cuda_api {
 	XPU_CUDA_FUNCS(XPU_CUDA_PTR)
 	XPU_CUDA_FUNCS_OPT(XPU_CUDA_PTR_OPT)
+	XPU_CUDA_FUNCS_MAYBE(XPU_CUDA_PTR)
 };
 #undef XPU_CUDA_PTR
 #undef XPU_CUDA_PTR_OPT
@@ -131,7 +142,8 @@ struct xpu_cuda_launch {
 	CUfunction fn;
 	uint32_t grid[3], block[3];
 	uint32_t nargs;
-	uint32_t zero;               /* no padding anywhere: records compare as bytes */
+	uint32_t wait;               /* depends on every node before it (core waits.c); else only on
+					those before the last launch that waited */
 	uint64_t slot[XPU_MAX_ARGS]; /* each argument in 8 bytes, 4-byte kinds in the low half */
 };
 
@@ -152,6 +164,7 @@ struct xpu_cuda_stream {
 	struct xpu_cuda_stream *next; /* the device's list of streams */
 	struct xpu_cuda_launch *rec;  /* launches recorded while deferred */
 	uint32_t nrec, caprec;
+	struct xpu_waits waits;       /* the recorded launches since the last one that waits */
 	uint64_t tick;
 	struct xpu_cuda_graph graphs[XPU_CUDA_GRAPHS];
 	CUevent marks[XPU_CUDA_MARKS + 1]; /* made when first used; the last for end marks */
@@ -163,6 +176,8 @@ int xpu_cuda_issue(CUstream s, const struct xpu_cuda_launch *l);
  * the same sequence was seen before, else a new capture); free the cached graphs. */
 int xpu_cuda_record(struct xpu_cuda_stream *cs, const struct xpu_cuda_launch *l);
 int xpu_cuda_flush(struct xpu_cuda_stream *cs);
+/* Whether the driver lets a captured launch depend on chosen nodes (else sequences are chains). */
+bool xpu_cuda_can_overlap(void);
 void xpu_cuda_graphs_free(struct xpu_cuda_stream *cs);
 
 #endif

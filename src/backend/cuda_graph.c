@@ -67,6 +67,44 @@ static struct xpu_cuda_graph *free_slot(struct xpu_cuda_stream *cs)
 	return old;
 }
 
+bool xpu_cuda_can_overlap(void)
+{
+	return xpu_cu.cuStreamGetCaptureInfo_v2 && xpu_cu.cuStreamUpdateCaptureDependencies;
+}
+
+/* The nodes captured so far, for the edges of the next one: a launch that waits depends on
+ * every node since the last launch that waited (`level`: they depend on all before them); one
+ * that does not, on what that launch depended on (`before`), so it runs beside the launches
+ * of its level. */
+struct capture_deps {
+	CUgraphNode before[XPU_WAITS_TRACKED], level[XPU_WAITS_TRACKED];
+	size_t nbefore, nlevel;
+};
+
+static int capture_one(struct xpu_cuda_stream *cs, struct capture_deps *d, const struct xpu_cuda_launch *l,
+		       bool first)
+{
+	if (!xpu_cuda_can_overlap())
+		return xpu_cuda_issue(cs->s, l);
+	if (l->wait) {
+		memcpy(d->before, d->level, sizeof *d->level * d->nlevel);
+		d->nbefore = d->nlevel;
+		d->nlevel = 0;
+	}
+	if (!first && CU(cuStreamUpdateCaptureDependencies, cs->s, d->before, d->nbefore,
+			 CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+		return -1;
+	const CUgraphNode *now = NULL;
+	size_t n = 0;
+	if (xpu_cuda_issue(cs->s, l) ||
+	    CU(cuStreamGetCaptureInfo_v2, cs->s, &(int){ 0 }, &(unsigned long long){ 0 }, &(CUgraph){ NULL }, &now, &n))
+		return -1;
+	if (n != 1 || d->nlevel == XPU_WAITS_TRACKED) /* the node just captured; at most a level of them */
+		return xpu_fail("stream capture: %zu nodes after a launch, %zu in its level", n, d->nlevel);
+	d->level[d->nlevel++] = now[0];
+	return 0;
+}
+
 /* Capture the recorded launches on the stream into an executable graph. The capture is
  * always ended, so a launch that fails inside it leaves the stream usable. */
 static int capture(struct xpu_cuda_stream *cs, CUgraphExec *exec)
@@ -74,8 +112,12 @@ static int capture(struct xpu_cuda_stream *cs, CUgraphExec *exec)
 	if (CU(cuStreamBeginCapture_v2, cs->s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
 		return -1;
 	int rc = 0;
+	struct capture_deps *deps = xpu_calloc(1, sizeof *deps);
+	if (!deps)
+		rc = -1;
 	for (uint32_t i = 0; i < cs->nrec && rc == 0; i++)
-		rc = xpu_cuda_issue(cs->s, &cs->rec[i]);
+		rc = capture_one(cs, deps, &cs->rec[i], i == 0);
+	xpu_free(deps);
 	CUgraph graph = NULL;
 	CUresult end = xpu_cu.cuStreamEndCapture(cs->s, &graph);
 	if (rc == 0)
@@ -119,6 +161,7 @@ int xpu_cuda_flush(struct xpu_cuda_stream *cs)
 		rc = CU(cuGraphLaunch, g->exec, cs->s);
 	}
 	cs->nrec = 0; /* submitted or failed: a failed sequence is not retried at the next point */
+	xpu_waits_reset(&cs->waits);
 	return rc;
 }
 

@@ -80,7 +80,6 @@ const char *xpu_vk_result_name(VkResult r);
 #define XPU_VK_BLOCK_HOST ((VkDeviceSize)32 << 20) /* the same where device memory is host memory */
 #define XPU_VK_MARKS 64  /* timer marks open at once per stream (a timestamp query each) */
 #define XPU_VK_PUSH 128  /* the push constant bytes every device has */
-#define XPU_VK_TOUCHED 64 /* buffers tracked between barriers; past them a launch waits */
 #define XPU_VK_SLACK 16  /* bytes past every allocation: a kernel may read the next word */
 #define XPU_VK_WAVE_BLOCK_MAX 256 /* wave kernels: shared memory is sized for 8 waves at most */
 
@@ -148,7 +147,6 @@ struct vk_launch {
 	VkDescriptorSetLayout dsl;
 	uint32_t grid[3];
 	uint32_t nbuf, push_bytes;
-	uint32_t writes; /* bit i: the kernel stores through desc[i] */
 	struct vk_desc desc[XPU_MAX_ARGS];
 	uint8_t push[XPU_VK_PUSH];
 };
@@ -174,12 +172,7 @@ struct vk_stream {
 	uint32_t ring_next;
 	struct vk_launch *rec; /* deferred launches since the last submit point */
 	uint32_t nrec, caprec;
-	/* The buffers the deferred launches since the last barrier touched (vulkan_cmd.c). */
-	struct vk_touch {
-		VkBuffer buf;
-		bool wrote;
-	} touched[XPU_VK_TOUCHED];
-	uint32_t ntouched;
+	struct xpu_waits waits; /* the deferred launches since the last barrier */
 	struct vk_batch seqs[XPU_VK_SEQS];
 	uint64_t tick;
 	VkQueryPool stamps;    /* XPU_VK_MARKS timestamp queries, made at the first mark */

@@ -182,8 +182,6 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 		uint32_t off = kn->push_off[i], u32 = (uint32_t)a->u, rest;
 		switch (a->kind) {
 		case XPU_ARG_BUF:
-			if (k->args[i].writes)
-				r->writes |= 1u << r->nbuf;
 			if (bind_buffer(vd, k, i, a, &r->desc[r->nbuf++], &rest))
 				return -1;
 			put(r->push, off, &rest, 4);
@@ -200,6 +198,12 @@ static int make_record(struct vk_dev *vd, struct vk_kern *kn, const uint32_t gri
 
 /* ---- recording --------------------------------------------------------------------------- */
 
+/* A launch's barrier makes it wait for all earlier work on the queue. On NVIDIA's driver
+ * (H200, 580) that wait costs about 2 us a launch whatever its access masks say (docs/PERF.md),
+ * as much as a small kernel, so in a deferred sequence a launch waits only where it depends on
+ * the launches since the last barrier (core waits.c), and always as the first of a command
+ * buffer or after a timer mark (ordering it after earlier submissions and the mark). Eager
+ * launches always wait. */
 static void record_stamp(struct vk_dev *vd, VkCommandBuffer cb, VkQueryPool qp, uint32_t query)
 {
 	vd->fn.vkCmdResetQueryPool(cb, qp, query, 1);
@@ -265,63 +269,7 @@ static int record_batch(struct vk_dev *vd, struct vk_batch *b, const struct vk_l
  * as one command buffer, recorded the first time the sequence is seen (pipelines, grids,
  * descriptors, push constants, byte for byte) and resubmitted as it is when it comes again. */
 
-/* ---- waits ---------------------------------------------------------------------------------
- * A barrier before a dispatch makes it wait for all earlier work on the queue; on NVIDIA's
- * driver (H200, 580) that wait costs about 2 us a launch whatever its access masks say
- * (docs/PERF.md), as much as a small kernel. So in a deferred sequence a launch waits only
- * where it must: its first launch and the first after a timer mark always (they order against
- * earlier submissions and the mark), any other where one of its buffers was written by a
- * launch since the last barrier, or where it writes a buffer one of them read. Buffers are
- * whole allocations: a kernel may read outside its view (a strided view's reach, the word past
- * the end), so views of one allocation count as the same buffer. Eager launches always wait. */
-
-static bool touched_by(const struct vk_stream *vs, VkBuffer buf, bool writes)
-{
-	for (uint32_t i = 0; i < vs->ntouched; i++)
-		if (vs->touched[i].buf == buf && (writes || vs->touched[i].wrote))
-			return true;
-	return false;
-}
-
-static bool must_wait(const struct vk_stream *vs, const struct vk_launch *r)
-{
-	if (vs->ntouched == 0 || vs->ntouched + r->nbuf > XPU_VK_TOUCHED)
-		return true;
-	for (uint32_t i = 0; i < r->nbuf; i++)
-		if (touched_by(vs, r->desc[i].buf, r->writes >> i & 1))
-			return true;
-	return false;
-}
-
-static void touch(struct vk_stream *vs, const struct vk_launch *r)
-{
-	for (uint32_t i = 0; i < r->nbuf; i++) {
-		const bool wrote = r->writes >> i & 1;
-		uint32_t j = 0;
-		while (j < vs->ntouched && vs->touched[j].buf != r->desc[i].buf)
-			j++;
-		if (j == vs->ntouched)
-			vs->touched[vs->ntouched++] = (struct vk_touch){ r->desc[i].buf, wrote };
-		else
-			vs->touched[j].wrote |= wrote;
-	}
-}
-
-/* Decides record r's wait from the records before it in the sequence (r comes zeroed but for
- * its contents, so the decision is part of what a repeated sequence is compared on). */
-static void place_wait(struct vk_stream *vs, struct vk_launch *r)
-{
-	if (!r->pipe) { /* a timer mark: the next launch waits for everything before it */
-		vs->ntouched = 0;
-		return;
-	}
-	r->wait = must_wait(vs, r);
-	if (r->wait)
-		vs->ntouched = 0;
-	touch(vs, r);
-}
-
-static int defer(struct vk_stream *vs, struct vk_launch *r)
+static int defer(struct vk_stream *vs, const struct vk_launch *r)
 {
 	if (vs->nrec == vs->caprec) {
 		uint32_t cap = vs->caprec ? vs->caprec * 2 : 32;
@@ -331,7 +279,6 @@ static int defer(struct vk_stream *vs, struct vk_launch *r)
 		vs->rec = n;
 		vs->caprec = cap;
 	}
-	place_wait(vs, r);
 	vs->rec[vs->nrec++] = *r;
 	return 0;
 }
@@ -419,7 +366,7 @@ static int flush(struct vk_dev *vd, struct vk_stream *vs)
 		rc = xpu_vk_batch_submit(vd, b);
 	}
 	vs->nrec = 0; /* submitted or failed: a failed sequence is not retried at the next point */
-	vs->ntouched = 0; /* the next command buffer's first launch waits for this one */
+	xpu_waits_reset(&vs->waits); /* the next command buffer's first launch waits for this one */
 	return rc;
 }
 
@@ -461,8 +408,10 @@ int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t gri
 	struct vk_batch *b;
 	pthread_mutex_lock(&vd->lock);
 	int rc = make_record(vd, s->dev->entries[k->id], grid, block, args, &r);
-	if (rc == 0 && s->deferred)
+	if (rc == 0 && s->deferred) {
+		r.wait = xpu_waits_next(&vs->waits, k, args);
 		rc = defer(vs, &r);
+	}
 	else if (rc == 0)
 		rc = !(b = ring_take(vd, vs)) ||
 		     record_batch(vd, b, &r, 1, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) ||
@@ -592,6 +541,7 @@ static int stamp(struct vk_dev *vd, struct vk_stream *vs, bool deferred, uint32_
 		memset(&r, 0, sizeof r);
 		r.stamps = vs->stamps;
 		r.stamp = query;
+		xpu_waits_reset(&vs->waits); /* the next launch waits for what came before the mark */
 		return defer(vs, &r);
 	}
 	VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,

@@ -225,6 +225,22 @@ struct xpu_stream {
 	void *impl;
 };
 
+/* Waits in a deferred sequence (waits.c): launch by launch, whether it must wait for the
+ * launches since the last wait (it touches a buffer one of them wrote, or writes one they
+ * read; the first launch, and the first after xpu_waits_reset, always). Buffers are whole
+ * allocations. At most XPU_WAITS_TRACKED buffers and launches between two waits. */
+#define XPU_WAITS_TRACKED 64
+struct xpu_waits {
+	const struct xpu_alloc *alloc[XPU_WAITS_TRACKED];
+	bool wrote[XPU_WAITS_TRACKED];
+	uint32_t n, since;
+};
+bool xpu_waits_next(struct xpu_waits *w, const struct xpu_kernel *k, const struct xpu_karg *args);
+static inline void xpu_waits_reset(struct xpu_waits *w)
+{
+	w->n = w->since = 0;
+}
+
 struct xpu_stream *xpu_stream_new(struct xpu_device *d);
 void xpu_stream_release(struct xpu_stream *s);
 int xpu_stream_sync(struct xpu_stream *s);
