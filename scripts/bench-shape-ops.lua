@@ -18,12 +18,17 @@
 -- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
 -- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--one-process]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--one-process] [--warm-ms N]
+-- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
+-- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
+-- about half the bandwidth for a few milliseconds, and processes timed without this warm-up
+-- landed now and then in a slower mode for all their passes (docs/PERF.md).
 local xpu = require "xpu"
 local report = require "xpu.report"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant" }
+local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant",
+               warm_ms = 200 }
 local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
 local i = 1
 while i <= #arg do
@@ -31,6 +36,7 @@ while i <= #arg do
   if a == "--device" then opts.device = arg[i + 1]; i = i + 1
   elseif a == "--mib" then opts.mib = tonumber(arg[i + 1]); i = i + 1
   elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
+  elseif a == "--warm-ms" then opts.warm_ms = math.max(0, tonumber(arg[i + 1]) or 200); i = i + 1
   elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
   elseif a == "--pad-mode" then
@@ -154,6 +160,7 @@ if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.chi
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, c in ipairs(list) do
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
+                  "--warm-ms", opts.warm_ms,
                   "--contracts", opts.file, "--ops", c.kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
                   opts.jsonl and "--jsonl" or "" }
     local p = assert(io.popen(report.command(cmd)))
@@ -211,6 +218,9 @@ for k, c in ipairs(list) do
   local spec = spec_on(d, case, case.out)
   spec.stream = s
   local times, bytes, ran = {}, 0, "-"
+  local t0 = xpu.now()
+  repeat c:launch(spec) until xpu.now() - t0 >= opts.warm_ms / 1000 -- the queue bounds how far ahead
+  s:sync()
   for r = 1, opts.reps + 2 do
     local m = s:timer_begin()
     for _ = 1, opts.launches do

@@ -47,6 +47,30 @@ describe("bench-shape-ops", function()
   end
 end)
 
+describe("bench-matvec-kernel --outputs", function()
+  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
+    it(dev .. ": each launch its own output, the note saying how many launches waited (the CPU does not say)", function()
+      local d, why = xpu.device(dev)
+      if not d then return pending("skipped: " .. tostring(why)) end
+      local out = run(("scripts/bench-matvec-kernel.lua --device %s --kernel q4_0_q8k_wave --shape 2048x4096 --n 1 "
+                       .. "--distinct 8 --outputs each --tsv"):format(dev))
+      assert.matches("\nexit 0\n$", out)
+      local line = out:match("q4_0_q8k_wave\t2048x4096\t[^\n]+")
+      assert.is_truthy(line, out)
+      if dev == "cpu:0" then
+        assert.matches("waits not counted$", line)
+      else -- 55 weight copies (256 MiB), 64 buffers between barriers: a wait every 31 launches
+        local waited, of = line:match("(%d+) of (%d+) launches waited$")
+        assert.is_truthy(waited, line)
+        assert.is_true(tonumber(waited) >= 1 and tonumber(waited) * 16 <= tonumber(of), line)
+      end
+    end)
+  end
+  it("refuses an --outputs that is neither one nor each", function()
+    assert.matches("exit 2\n$", run("scripts/bench-matvec-kernel.lua --outputs some"))
+  end)
+end)
+
 describe("report.command", function()
   it("quotes each word for the shell and leaves empty words out", function()
     local report = require "xpu.report"
