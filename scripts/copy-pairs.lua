@@ -1,0 +1,29 @@
+-- copy-pairs.lua — pairs of 1 GiB buffers made one after another in one process, each pair's
+-- copy rate timed when it is made (with the first pair's again beside it), then every pair's
+-- again at the end: whether a rate belongs to the buffers, to the process, or to the moment.
+--   xpulua scripts/copy-pairs.lua [DEVICE] [PAIRS]
+local xpu = require "xpu"
+local d = assert(xpu.device(arg[1] or "vulkan:0"))
+local bytes, npairs = 1 << 30, tonumber(arg[2] or 6)
+local k, s = d:kernel "stream_copy", d:default_stream()
+local chunk = ("xpulua bandwidth"):rep(1 << 22)
+local function rate(p)
+  local t = {}
+  for r = 1, 7 do
+    local m = s:timer_begin(); k:launch(s, bytes // 65536, 256, p.dst, p.src, bytes); local sec = s:timer_end(m)
+    if r > 2 then t[#t + 1] = sec end
+  end
+  table.sort(t)
+  return 2 * bytes / t[3] / 1e9
+end
+local pairs_, first = {}, {}
+for i = 1, npairs do
+  local p = { src = d:buffer(bytes), dst = d:buffer(bytes) }
+  for off = 0, bytes - 1, #chunk do p.src:upload(chunk, off) end
+  pairs_[i] = p
+  first[i] = ("%.0f"):format(rate(p))
+  if i > 1 then first[i] = first[i] .. "(p1 " .. ("%.0f"):format(rate(pairs_[1])) .. ")" end
+end
+local again = {}
+for i = 1, npairs do again[i] = ("%.0f"):format(rate(pairs_[i])) end
+print(d.id .. " new pairs: " .. table.concat(first, " ") .. " | all again: " .. table.concat(again, " "))
