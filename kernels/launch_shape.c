@@ -17,8 +17,9 @@ static const char *const names[XPU_SK_COUNT] = {
 };
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
- * device has it: the CUDA bodies, and Vulkan's pad_rows, pad_backward_rows, contiguize_tiles
- * and cumsum_vec4), and how many of the plain kernel's groups one of its groups covers. */
+ * device has it: the CUDA bodies, and Vulkan's pad_rows, pad_backward_rows, contiguize_tiles,
+ * cumsum_vec4 and write_slice_rotating_rows), and how many of the plain kernel's groups one of
+ * its groups covers. */
 static const struct {
 	const char *name;
 	uint64_t groups;
@@ -114,7 +115,7 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 /* write_slice_rotating's ring of whole dest rows (every axis after the ring whole) whose outer
  * axes make one block of rings a ring's span apart: one-wide axes, then at most one partial
  * axis, then whole ones (a KV cache of any heads). write_slice_rotating_rows moves it as two
- * contiguous runs a ring where a device has it (the CUDA bodies, built for HIP too). */
+ * contiguous runs a ring where a device has it (the CUDA bodies, built for HIP too; Vulkan). */
 static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
 {
 	int axis = (int)g->axis;

@@ -738,7 +738,7 @@ end
 -- write_slice_rotating's kernel: a ring of whole rows (every axis after the ring whole) whose
 -- outer axes make one block of rings (one-wide axes, then at most one partial axis, then whole
 -- ones: a KV cache of any heads) goes to write_slice_rotating_rows where the device has it
--- (CUDA here; HIP builds the same bodies) and fires nowhere else; a ring of part rows, or under
+-- (CUDA and Vulkan here; HIP builds the CUDA bodies) and fires nowhere else; a ring of part rows, or under
 -- a partial axis inside a wide one, goes to the plain kernel everywhere. Both write what the
 -- CPU reference says: rows of 20 bytes and modulus short of the axis put chunks across the
 -- wrap and across rings (the element path), f16 tokens the one-token write.
@@ -746,12 +746,14 @@ describe("write_slice_rotating_rows", function()
   on_each_backend("fires for a block of rings of whole rows where built, not for part rows or a broken block", function(d, backend)
     local c = C["write_slice_rotating." .. backend]
     local built = d:kernel_available "write_slice_rotating_rows"
-    assert.equal(backend == "cuda", built, "write_slice_rotating_rows built on " .. backend)
+    assert.equal(backend == "cuda" or backend == "vulkan", built, "write_slice_rotating_rows built on " .. backend)
     for _, case in ipairs {
       { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = true },
       { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 0, 1 }, { 0, 8 } }, pos = 21, rows = true, dtype = "f16" },
       { dest = { 3, 8, 5 }, ranges = { { 0, 3 }, { 0, 6 }, { 0, 5 } }, pos = 5, modulus = 7, rows = true },
+      -- rows of 8 bytes from row 2 of 7: the third 16-byte chunk is on 16 bytes and across the wrap
+      { dest = { 1, 8, 2 }, ranges = { { 0, 1 }, { 0, 6 }, { 0, 2 } }, pos = 2, modulus = 7, rows = true },
       { dest = { 3, 2, 8, 16 }, ranges = { { 1, 3 }, { 0, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = true },
       { dest = { 1, 3, 8, 4 }, ranges = { { 0, 1 }, { 1, 3 }, { 0, 4 }, { 0, 4 } }, axis = 2, pos = 7, rows = true },
       { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = false },
