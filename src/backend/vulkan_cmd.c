@@ -231,7 +231,7 @@ static int record_one(struct vk_dev *vd, struct vk_batch *b, const struct vk_lau
 	if (r->nbuf)
 		vd->fn.vkUpdateDescriptorSets(vd->device, 1, &w, 0, NULL);
 	if (r->wait)
-			xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+		xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
 			       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 			       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
 			       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
@@ -411,11 +411,11 @@ int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t gri
 	if (rc == 0 && s->deferred) {
 		r.wait = xpu_waits_next(&vs->waits, k, args);
 		rc = defer(vs, &r);
-	}
-	else if (rc == 0)
+	} else if (rc == 0) {
 		rc = !(b = ring_take(vd, vs)) ||
 		     record_batch(vd, b, &r, 1, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) ||
 		     xpu_vk_batch_submit(vd, b) ? -1 : 0;
+	}
 	if (rc == 0)
 		s->waits += r.wait;
 	pthread_mutex_unlock(&vd->lock);
