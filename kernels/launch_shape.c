@@ -18,14 +18,15 @@ static const char *const names[XPU_SK_COUNT] = {
 
 /* Each kernel's variant where it has one (taken below for the shapes it suits, where the
  * device has it: the CUDA bodies, and Vulkan's pad_rows, pad_backward_rows, contiguize_tiles,
- * cumsum_vec4 and write_slice_rotating_rows), and how many of the plain kernel's groups one of
- * its groups covers. */
+ * cumsum_vec4, write_slice_rows and write_slice_rotating_rows), and how many of the plain
+ * kernel's groups one of its groups covers. */
 static const struct {
 	const char *name;
 	uint64_t groups;
 } variants[XPU_SK_COUNT] = {
 	[XPU_SK_PAD] = { "pad_rows", XPU_SHAPE_ROW_GROUPS },
 	[XPU_SK_PAD_BACKWARD] = { "pad_backward_rows", XPU_SHAPE_ROW_GROUPS },
+	[XPU_SK_WRITE_SLICE] = { "write_slice_rows", 1 },
 	[XPU_SK_WRITE_SLICE_ROTATING] = { "write_slice_rotating_rows", 1 },
 	[XPU_SK_CONTIGUIZE] = { "contiguize_tiles", XPU_SHAPE_TILE_GROUPS },
 	[XPU_SK_CUMSUM] = { "cumsum_vec4", 4 }, /* four lanes an invocation */
@@ -115,10 +116,11 @@ static int pack_pad(const struct xpu_shape_geom *g, struct xpu_karg *a, int *nar
 /* write_slice_rotating's ring of whole dest rows (every axis after the ring whole) whose outer
  * axes make one block of rings a ring's span apart: one-wide axes, then at most one partial
  * axis, then whole ones (a KV cache of any heads). write_slice_rotating_rows moves it as two
- * contiguous runs a ring where a device has it (the CUDA bodies, built for HIP too; Vulkan). */
-static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w)
+ * contiguous runs a ring where a device has it (the CUDA bodies, built for HIP too; Vulkan).
+ * write_slice's slab is the same block about its last partial axis (axis 0 where every axis is
+ * whole), with the start fixed and no wrap: write_slice_rows. */
+static bool ring_of_rows(const struct xpu_shape_geom *g, const uint64_t *w, int axis)
 {
-	int axis = (int)g->axis;
 	bool wide = false; /* an outer axis wider than one seen: the rest must be whole */
 	if (axis >= g->rank - 1)
 		return false;
@@ -148,9 +150,15 @@ static int pack_slab(const struct xpu_shape_geom *g, struct xpu_karg *a, int *na
 			return xpu_fail("kernel '%s': modulus %llu does not fit 32 bits", kn, (unsigned long long)g->modulus);
 		a[2] = g->aux;
 	}
-	a[base - 1] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8 |
-			      (ring ? (uint64_t)g->axis << 16 | g->modulus << 32 : 0));
-	*rows = ring && ring_of_rows(g, w);
+	int axis = ring ? (int)g->axis : 0; /* write_slice: its last partial axis */
+	for (int k = 0; !ring && k < g->rank; k++)
+		if (w[k] != g->dims[k])
+			axis = k;
+	*rows = ring_of_rows(g, w, axis);
+	/* the ring's axis and modulus; write_slice_rows': the axis and the slab's start on it (the
+	 * plain write_slice reads neither) */
+	uint64_t at = ring ? g->modulus : *rows ? (uint64_t)g->lo[axis] : 0;
+	a[base - 1] = u64_arg((uint64_t)g->rank | (uint64_t)g->elem << 8 | (ring || *rows ? (uint64_t)axis << 16 | at << 32 : 0));
 	*nargs = base + 12;
 	*items = prod(w, g->rank);
 	return pack_pairs(a + base, g->dims, g->rank, kn, "dest dims") || pack_signed(a + base + 4, g->lo, g->rank, kn, "start") ||

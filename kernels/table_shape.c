@@ -242,8 +242,14 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .extent = write_slice_extent, .launch = xpu_launch_write_slice, .block = 256 },
 	{ .name = "write_slice_rotating", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = xpu_launch_write_slice_rotating, .block = 256 },
+	/* write_slice for a block of whole rows: geom's bits 16-23 the slab's last partial axis,
+	 * its high word the slab's start on it (kernels/launch_shape.c picks it where the device
+	 * has it: the CUDA bodies, which HIP builds too, and Vulkan); no route row names it */
+	{ .name = "write_slice_rows", .signature = "dest:buf! src:buf geom:u64 " SLAB_GEOM,
+	  .extent = write_slice_extent, .launch = NULL, .block = 256 },
 	/* write_slice_rotating for a block of rings of whole rows (kernels/launch_shape.c picks it
-	 * where the device has it: the CUDA bodies, which HIP builds too); no route row names it */
+	 * where the device has it: the CUDA bodies, which HIP builds too, and Vulkan); no route row
+	 * names it */
 	{ .name = "write_slice_rotating_rows", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = NULL, .block = 256 },
 	{ .name = "contiguize", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "

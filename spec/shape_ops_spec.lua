@@ -779,6 +779,49 @@ describe("write_slice_rotating_rows", function()
   end)
 end)
 
+-- write_slice's kernel: a slab that is a block of whole dest rows about its last partial axis
+-- (every axis after it whole; before it one-wide axes, then at most one partial, then whole
+-- ones: a one-token write into a KV cache of any heads; every axis whole counts as about axis 0)
+-- goes to write_slice_rows where the device has it (CUDA and Vulkan here; HIP builds the CUDA
+-- bodies), the plain kernel everywhere else: a partial last axis, a partial axis inside a wide
+-- one, a rank-1 slab. Both write what the CPU reference says; rows of 20 and 8 bytes put chunks
+-- across rings, one of them on 16 bytes (the element path).
+describe("write_slice_rows", function()
+  on_each_backend("fires for a block of whole rows where built, not for part rows or a broken block", function(d, backend)
+    local c = C["write_slice." .. backend]
+    local built = d:kernel_available "write_slice_rows"
+    assert.equal(backend == "cuda" or backend == "vulkan", built, "write_slice_rows built on " .. backend)
+    for _, case in ipairs {
+      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 2, 7 }, { 0, 32 } }, rows = true },
+      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 3, 4 }, { 0, 32 } }, rows = true },
+      { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 5, 6 }, { 0, 8 } }, rows = true, dtype = "f16" },
+      { dest = { 3, 8, 5 }, ranges = { { 0, 3 }, { 1, 7 }, { 0, 5 } }, rows = true },
+      { dest = { 3, 8, 2 }, ranges = { { 0, 3 }, { 2, 7 }, { 0, 2 } }, rows = true },
+      { dest = { 3, 2, 8, 16 }, ranges = { { 1, 3 }, { 0, 2 }, { 2, 5 }, { 0, 16 } }, rows = true },
+      { dest = { 1, 3, 8, 4 }, ranges = { { 0, 1 }, { 1, 3 }, { 0, 4 }, { 0, 4 } }, rows = true },
+      { dest = { 4, 8 }, ranges = { { 0, 4 }, { 0, 8 } }, rows = true },
+      { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, rows = false },
+      { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, rows = false },
+      { dest = { 40 }, ranges = { { 3, 29 } }, rows = false },
+    } do
+      local dtype = case.dtype or "f32"
+      local size, w = dtype == "f16" and 2 or 4, {}
+      for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+      local src, dest = random_bytes(prod(w) * size), poison(prod(case.dest) * size)
+      local want = ref.slab(elements(dest, size), case.dest, elements(src, size), case.ranges)
+      local out = d:buffer(dest)
+      local what = ("slab %s of %s"):format(dtype, table.concat(case.dest, "x"))
+      expect_variant(d, "write_slice", "write_slice_rows", case.rows and built, what, function()
+        return nil, c:launch { inputs = { source = { dtype = dtype, shape = w, buffer = d:buffer(src) },
+                                          dest = { dtype = dtype, shape = case.dest, buffer = out } },
+                               params = { ranges = case.ranges } }
+      end)
+      d:default_stream():sync()
+      same_bytes(want, out:download(), size, what)
+    end
+  end)
+end)
+
 -- pad's and pad_backward's kernels: output rows of XPU_SHAPE_ROW_MIN (128) items or more, in
 -- whole 16-byte chunks, go to pad_rows / pad_backward_rows where the device has them (CUDA
 -- and Vulkan; HIP builds the CUDA bodies) and nowhere else; shorter rows,

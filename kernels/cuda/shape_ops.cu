@@ -1821,6 +1821,20 @@ write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos
 	shape_slab_chunks(op);
 }
 
+/* write_slice's block of whole rows (kernels/launch_shape.c's ring_of_rows about the slab's last
+ * partial axis): the same walk with the start from the geometry's high word (no load first) and
+ * a modulus no start reaches, so the run never wraps. */
+extern "C" __global__ void SHAPE_BOUNDS(3)
+write_slice_rows(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHAPE_SLAB_PARAMS)
+{
+	const unsigned long long w[12] = SHAPE_SLAB_W;
+	shape_ring_rows_op op;
+	op.init(dest, src, geom, w);
+	op.pos = (uint32_t)(geom >> 32);
+	op.mod = 0xffffffffu;
+	shape_slab_chunks(op);
+}
+
 /* ---- contiguize -------------------------------------------------------------------------------- */
 
 /* 1: full tiles on 16-byte boundaries move 16-byte vectors on both sides of a transpose; 0:
