@@ -4,6 +4,7 @@
 -- many processes, it asks whether the order of the two allocations puts a Vulkan process in the
 -- slow mode of docs/PERF.md (it did not in ten).
 --   xpulua scripts/copy-order.lua sd|ds [MIB]
+local xpu = require "xpu"
 local d = assert(xpu.device(os.getenv("XPULUA_DEVICE") or "vulkan:0"))
 local order, half = arg[1] or "sd", (tonumber(arg[2]) or 512) << 20
 local k, s = d:kernel "stream_copy", d:default_stream()
