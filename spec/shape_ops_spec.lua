@@ -735,6 +735,39 @@ local function expect_variant(d, plain, variant, fired, what, launch)
   return got, r
 end
 
+-- A write_slice* fire / no-fire list on d (op "write_slice" or "write_slice_rotating", its variant
+-- op .. "_rows", built on CUDA and Vulkan): each case's bytes == the CPU reference's, the variant
+-- launched exactly where case.rows (and built), the plain kernel elsewhere. ring: the cases carry
+-- pos, axis (default 1) and modulus (default 8).
+local function slab_cases(d, backend, op, cases, ring)
+  local c, variant = C[op .. "." .. backend], op .. "_rows"
+  local built = d:kernel_available(variant)
+  assert.equal(backend == "cuda" or backend == "vulkan", built, variant .. " built on " .. backend)
+  for _, case in ipairs(cases) do
+    local axis, modulus, dtype = case.axis or 1, case.modulus or 8, case.dtype or "f32"
+    local size, w = dtype == "f16" and 2 or 4, {}
+    for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
+    local src, dest = random_bytes(prod(w) * size), poison(prod(case.dest) * size)
+    local want = ref.slab(elements(dest, size), case.dest, elements(src, size), case.ranges,
+                          ring and axis or nil, ring and modulus or nil, ring and case.pos or nil)
+    local out = d:buffer(dest)
+    local what = ring and ("ring %s of %s on axis %d, pos %d"):format(dtype, table.concat(case.dest, "x"), axis, case.pos)
+      or ("slab %s of %s"):format(dtype, table.concat(case.dest, "x"))
+    local inputs = { source = { dtype = dtype, shape = w, buffer = d:buffer(src) },
+                     dest = { dtype = dtype, shape = case.dest, buffer = out } }
+    local params = { ranges = case.ranges }
+    if ring then
+      inputs.position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) }
+      params.axis, params.modulus = axis, modulus
+    end
+    expect_variant(d, op, variant, case.rows and built, what, function()
+      return nil, c:launch { inputs = inputs, params = params }
+    end)
+    d:default_stream():sync()
+    same_bytes(want, out:download(), size, what)
+  end
+end
+
 -- write_slice_rotating's kernel: a ring of whole rows (every axis after the ring whole) whose
 -- outer axes make one block of rings (one-wide axes, then at most one partial axis, then whole
 -- ones: a KV cache of any heads) goes to write_slice_rotating_rows where the device has it
@@ -744,10 +777,7 @@ end
 -- wrap and across rings (the element path), f16 tokens the one-token write.
 describe("write_slice_rotating_rows", function()
   on_each_backend("fires for a block of rings of whole rows where built, not for part rows or a broken block", function(d, backend)
-    local c = C["write_slice_rotating." .. backend]
-    local built = d:kernel_available "write_slice_rotating_rows"
-    assert.equal(backend == "cuda" or backend == "vulkan", built, "write_slice_rotating_rows built on " .. backend)
-    for _, case in ipairs {
+    slab_cases(d, backend, "write_slice_rotating", {
       { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = true },
       { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 0, 1 }, { 0, 8 } }, pos = 21, rows = true, dtype = "f16" },
@@ -759,23 +789,7 @@ describe("write_slice_rotating_rows", function()
       { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = false },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, pos = 13, rows = false },
       { dest = { 2, 8 }, ranges = { { 0, 2 }, { 0, 3 } }, pos = 6, rows = false },
-    } do
-      local axis, modulus, dtype = case.axis or 1, case.modulus or 8, case.dtype or "f32"
-      local size, w = dtype == "f16" and 2 or 4, {}
-      for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
-      local src, dest = random_bytes(prod(w) * size), poison(prod(case.dest) * size)
-      local want = ref.slab(elements(dest, size), case.dest, elements(src, size), case.ranges, axis, modulus, case.pos)
-      local out = d:buffer(dest)
-      local what = ("ring %s of %s on axis %d, pos %d"):format(dtype, table.concat(case.dest, "x"), axis, case.pos)
-      expect_variant(d, "write_slice_rotating", "write_slice_rotating_rows", case.rows and built, what, function()
-        return nil, c:launch { inputs = { source = { dtype = dtype, shape = w, buffer = d:buffer(src) },
-                                          position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) },
-                                          dest = { dtype = dtype, shape = case.dest, buffer = out } },
-                               params = { axis = axis, modulus = modulus, ranges = case.ranges } }
-      end)
-      d:default_stream():sync()
-      same_bytes(want, out:download(), size, what)
-    end
+    }, true)
   end)
 end)
 
@@ -788,10 +802,7 @@ end)
 -- across rings, one of them on 16 bytes (the element path).
 describe("write_slice_rows", function()
   on_each_backend("fires for a block of whole rows where built, not for part rows or a broken block", function(d, backend)
-    local c = C["write_slice." .. backend]
-    local built = d:kernel_available "write_slice_rows"
-    assert.equal(backend == "cuda" or backend == "vulkan", built, "write_slice_rows built on " .. backend)
-    for _, case in ipairs {
+    slab_cases(d, backend, "write_slice", {
       { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 2, 7 }, { 0, 32 } }, rows = true },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 3, 4 }, { 0, 32 } }, rows = true },
       { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 5, 6 }, { 0, 8 } }, rows = true, dtype = "f16" },
@@ -803,22 +814,7 @@ describe("write_slice_rows", function()
       { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, rows = false },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, rows = false },
       { dest = { 40 }, ranges = { { 3, 29 } }, rows = false },
-    } do
-      local dtype = case.dtype or "f32"
-      local size, w = dtype == "f16" and 2 or 4, {}
-      for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
-      local src, dest = random_bytes(prod(w) * size), poison(prod(case.dest) * size)
-      local want = ref.slab(elements(dest, size), case.dest, elements(src, size), case.ranges)
-      local out = d:buffer(dest)
-      local what = ("slab %s of %s"):format(dtype, table.concat(case.dest, "x"))
-      expect_variant(d, "write_slice", "write_slice_rows", case.rows and built, what, function()
-        return nil, c:launch { inputs = { source = { dtype = dtype, shape = w, buffer = d:buffer(src) },
-                                          dest = { dtype = dtype, shape = case.dest, buffer = out } },
-                               params = { ranges = case.ranges } }
-      end)
-      d:default_stream():sync()
-      same_bytes(want, out:download(), size, what)
-    end
+    })
   end)
 end)
 

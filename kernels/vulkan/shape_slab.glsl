@@ -7,25 +7,7 @@
 #ifndef XPU_SHAPE_SLAB_GLSL
 #define XPU_SHAPE_SLAB_GLSL
 
-layout(std430, set = 0, binding = 0) buffer Dest { uint dst[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Src { uint src[]; };
-#ifdef RING
-layout(std430, set = 0, binding = 2) readonly buffer Pos { uint posw[]; };
-layout(push_constant) uniform Args {
-	uvec2 geom;
-	uvec2 w[12]; /* dest dims, start, end: eight u32 each */
-	uint off_dest, off_src, off_pos;
-} pc;
-#else
-layout(push_constant) uniform Args {
-	uvec2 geom;
-	uvec2 w[12];
-	uint off_dest, off_src;
-} pc;
-#endif
-
-layout(std430, set = 0, binding = 0) buffer Dest4 { uvec4 dst4[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Src4 { uvec4 src4[]; };
+#include "slab_args.glsl"
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
