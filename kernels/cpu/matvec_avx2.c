@@ -450,13 +450,16 @@ AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, floa
 	return (d * xs) * (float)hsum8(isum) - (dmin * xs) * (float)hsum8(msum);
 }
 
-/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one. */
+/* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one.
+ * Unlike the other formats' rows, q4_K's rows shorter than a page prefetch too: 14336x4096 on
+ * two cores, rotated, 1033-1445 us against 1196-1746 with the hardware alone, faster in each of
+ * seven alternated rounds (docs/PERF.md); q4_0, iq4_nl and q6_K ran level or slower with it. */
 AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t bpr, dot_fn wdot)
 {
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
 	const uint8_t *payload = row + (uint64_t)bpr * 4;
-	const bool ahead = (uint64_t)bpr * 144 > AHEAD;
+	const bool ahead = true;
 	prefetch_prefix(row, (uint64_t)bpr * 4);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
