@@ -13,8 +13,9 @@
 -- groups). --outputs one (the default): every launch of a batch writes the same output, so
 -- each waits for the one before and the figure is one kernel's time; --outputs each: each
 -- weight copy has its own output, the launches are independent (a decode step's q, k and v
--- projections), and a backend that records no wait between independent launches (Vulkan)
--- overlaps them; the note then says how many launches of a batch waited. --tsv prints one line per kernel and shape instead of the table: kernel, shape,
+-- projections), and the GPU backends, which record no wait between independent launches,
+-- overlap them; the note then says how many launches of a batch waited. --tsv prints one line
+-- per kernel and shape instead of the table: kernel, shape,
 -- median us, min us, GB/s, registers, spill bytes, note ("-" where the driver does not say); a
 -- kernel that fails its gate prints "GATE FAILED" in the median's place, the others still run,
 -- and the exit status is 1.

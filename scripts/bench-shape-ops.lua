@@ -21,8 +21,9 @@
 --          [--pad-mode M] [--no-gate] [--jsonl] [--one-process] [--warm-ms N]
 -- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
 -- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
--- about half the bandwidth for a few milliseconds, and processes timed without this warm-up
--- landed now and then in a slower mode for all their passes (docs/PERF.md).
+-- about half the bandwidth for a few milliseconds; the warm-up takes that out of the timed
+-- passes (it does not keep a process out of the slower mode the own-copy column shows;
+-- docs/PERF.md).
 local xpu = require "xpu"
 local report = require "xpu.report"
 local autotune = require "xpu.autotune"
