@@ -71,6 +71,22 @@ describe("bench-matvec-kernel --outputs", function()
   end)
 end)
 
+describe("bench-kv-write", function()
+  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
+    it(dev .. ": both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function()
+      local d, why = xpu.device(dev)
+      if not d then return pending("skipped: " .. tostring(why)) end
+      local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
+      assert.matches("\nexit 0\n$", out)
+      for _, op in ipairs { "write_slice", "write_slice_rotating" } do
+        assert.matches("\n" .. op .. " +128 +[%d.]+", out)
+        -- K and V touch different caches: on Vulkan the V write of a step does not wait
+        assert.matches("\n" .. op .. " +2 +[%d.]+ +" .. (dev == "cpu:0" and "%-" or "1%.00"), out)
+      end
+    end)
+  end
+end)
+
 describe("report.command", function()
   it("quotes each word for the shell and leaves empty words out", function()
     local report = require "xpu.report"
