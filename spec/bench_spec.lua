@@ -47,44 +47,47 @@ describe("bench-shape-ops", function()
   end
 end)
 
-describe("bench-matvec-kernel --outputs", function()
+-- it() on cpu:0 and vulkan:0 (lavapipe in CI), pending with the reason where the device is absent.
+local function on_devices(title, body)
   for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": each launch its own output, the note saying how many launches waited (the CPU does not say)", function()
+    it(dev .. ": " .. title, function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-matvec-kernel.lua --device %s --kernel q4_0_q8k_wave --shape 2048x4096 --n 1 "
-                       .. "--distinct 8 --outputs each --tsv"):format(dev))
-      assert.matches("\nexit 0\n$", out)
-      local line = out:match("q4_0_q8k_wave\t2048x4096\t[^\n]+")
-      assert.is_truthy(line, out)
-      if dev == "cpu:0" then
-        assert.matches("waits not counted$", line)
-      else -- 55 weight copies (256 MiB), 64 buffers between barriers: a wait every 31 launches
-        local waited, of = line:match("(%d+) of (%d+) launches waited$")
-        assert.is_truthy(waited, line)
-        assert.is_true(tonumber(waited) >= 1 and tonumber(waited) * 16 <= tonumber(of), line)
-      end
+      body(dev)
     end)
   end
+end
+
+describe("bench-matvec-kernel --outputs", function()
+  on_devices("each launch its own output, the note saying how many launches waited (the CPU does not say)", function(dev)
+    local out = run(("scripts/bench-matvec-kernel.lua --device %s --kernel q4_0_q8k_wave --shape 2048x4096 --n 1 "
+                     .. "--distinct 8 --outputs each --tsv"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local line = out:match("q4_0_q8k_wave\t2048x4096\t[^\n]+")
+    assert.is_truthy(line, out)
+    if dev == "cpu:0" then
+      assert.matches("waits not counted$", line)
+    else -- 55 weight copies (256 MiB), 64 buffers between barriers: a wait every 31 launches
+      local waited, of = line:match("(%d+) of (%d+) launches waited$")
+      assert.is_truthy(waited, line)
+      assert.is_true(tonumber(waited) >= 1 and tonumber(waited) * 16 <= tonumber(of), line)
+    end
+  end)
   it("refuses an --outputs that is neither one nor each", function()
     assert.matches("exit 2\n$", run("scripts/bench-matvec-kernel.lua --outputs some"))
   end)
 end)
 
 describe("bench-kv-write", function()
-  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function()
-      local d, why = xpu.device(dev)
-      if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
-      assert.matches("\nexit 0\n$", out)
-      for _, op in ipairs { "write_slice", "write_slice_rotating" } do
-        assert.matches("\n" .. op .. " +128 +[%d.]+", out)
-        -- K and V touch different caches: on Vulkan the V write of a step does not wait
-        assert.matches("\n" .. op .. " +2 +[%d.]+ +" .. (dev == "cpu:0" and "%-" or "1%.00"), out)
-      end
-    end)
-  end
+  on_devices("both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function(dev)
+    local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    for _, op in ipairs { "write_slice", "write_slice_rotating" } do
+      assert.matches("\n" .. op .. " +128 +[%d.]+", out)
+      -- K and V touch different caches: on Vulkan the V write of a step does not wait
+      assert.matches("\n" .. op .. " +2 +[%d.]+ +" .. (dev == "cpu:0" and "%-" or "1%.00"), out)
+    end
+  end)
 end)
 
 describe("report.command", function()
