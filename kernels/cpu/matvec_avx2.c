@@ -43,7 +43,7 @@ static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
 
 /* Rows longer than a page also prefetch their weights a page ahead of the n bytes about to
  * be read (through the row's end into the next: rows are back to back). Shorter rows leave
- * it to the hardware, which streams them faster alone. */
+ * it to the hardware, which streams them faster alone, but for q4_K's (row_q4_K). */
 #define AHEAD 4096
 
 static inline void prefetch_ahead(const uint8_t *p, uint32_t n, bool on)
@@ -452,21 +452,20 @@ AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, floa
 
 /* Eight blocks at a time go to lanes 8 (b / 8 % 4) ..; blocks past the last eight one by one.
  * Unlike the other formats' rows, q4_K's rows shorter than a page prefetch too: 14336x4096 on
- * two cores, rotated, 1033-1445 us against 1196-1746 with the hardware alone, faster in each of
- * seven alternated rounds (docs/PERF.md); q4_0, iq4_nl and q6_K ran level or slower with it. */
+ * two cores, rotated, a median of 1346 us against 1526 with the hardware alone, faster in 13 of
+ * 16 alternated rounds (docs/PERF.md); q4_0, iq4_nl and q6_K ran level or slower with it. */
 AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t bpr, dot_fn wdot)
 {
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
 	const uint8_t *payload = row + (uint64_t)bpr * 4;
-	const bool ahead = true;
 	prefetch_prefix(row, (uint64_t)bpr * 4);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
 		__m256i is[8], ms[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			prefetch_ahead(payload + (uint64_t)(b + k) * 140, 140, ahead);
+			prefetch_ahead(payload + (uint64_t)(b + k) * 140, 140, true);
 			q4_K_sums(payload + (uint64_t)(b + k) * 140, xv_values(X, b + k), xv_sums(X, b + k),
 				  wdot, &is[k], &ms[k]);
 		}
