@@ -45,10 +45,11 @@
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
  * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
  * kernels each timed in a process of its own, docs/PERF.md: q4_0 2, q8_0 1, q4_K 3, q6_K 2;
- * iq4_nl 1 with its codebook in shared memory, KV below), VEC_FMT whether it loads 16 bytes
- * at a time where the layout allows (q4_K's 140-byte payloads never start on 16 bytes from
- * block to block; q6_K's 208 do, for its scales). G (lanes per block) is fixed by the layout
- * except for q8_0's, a tuning constant below. */
+ * iq4_nl 1 with its codebook in shared memory, KV below; q4_K and q6_K kept at 3 and 2 after
+ * their lanes took 16 consecutive bytes each), VEC_FMT whether it loads 16 bytes at a time where
+ * the layout allows (q4_K's 140-byte payloads never start on 16 bytes from block to block, so
+ * only its activation loads are wide; q6_K's 208 do). G (lanes per block) is fixed by the
+ * layout except for q8_0's, a tuning constant below. */
 #if defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
 #define ELEMS 32u
 #define SCALE 2u
@@ -72,7 +73,7 @@
 #define PAYW 35u
 #define G_FMT 8u
 #define U_FMT 3u
-#define VEC_FMT false
+#define VEC_FMT true /* the activation's loads */
 #elif defined(FMT_Q6_K)
 #define ELEMS 256u
 #define SCALE 2u
@@ -511,9 +512,11 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 }
 
 #elif defined(FMT_Q4_K)
-/* Eight lanes per block. Lane p reads qs words 8k + p (k = 0..3): their low nibbles are
- * elements 64k + 4p.. (sub-block 2k), high nibbles 64k + 32 + 4p.. (sub-block 2k + 1); lane
- * p also takes sub-block p's min term. All eight read the 12 scale bytes. */
+/* Eight lanes per block. Lane p = 2k + m reads qs words 8k + 4m .. + 3, bytes 32k + l with
+ * l = 16m ..16m + 15: their low nibbles are elements 64k + l (sub-block 2k), their high
+ * nibbles 64k + 32 + l (sub-block 2k + 1), each against 16 consecutive activation bytes (one
+ * 16-byte load where VEC allows; the 140-byte payloads keep the weights to 4-byte loads).
+ * Lane p also takes sub-block p's min term. All eight read the 12 scale bytes. */
 struct Wt {
 	uvec4 qs;
 	uvec3 sc;
@@ -527,8 +530,8 @@ Wt wt_none()
 
 Wt wt_load(Row r, uint b, uint sub, bool vec)
 {
-	uint blk = r.pay + PAYW * b, q = blk + 3u + sub;
-	return Wt(uvec4(w[q], w[q + 8u], w[q + 16u], w[q + 24u]), uvec3(w[blk], w[blk + 1u], w[blk + 2u]),
+	uint blk = r.pay + PAYW * b, q = blk + 3u + 4u * sub;
+	return Wt(uvec4(w[q], w[q + 1u], w[q + 2u], w[q + 3u]), uvec3(w[blk], w[blk + 1u], w[blk + 2u]),
 		  w[r.w0 + b]);
 }
 
@@ -539,18 +542,19 @@ uint byte_of(uint v, uint i)
 
 float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 {
-	uint xq = r.x0 + b * Q8K_WORDS;
+	uint xq = r.x0 + b * Q8K_WORDS, k = sub >> 1, xa = xq + 16u * k + 4u * (sub & 1u);
+	uvec4 alo = xload4(xa, vec), ahi = xload4(xa + 8u, vec);
 	/* ggml's get_scale_min_k4, four bytes at a time: scales and mins of sub-blocks 0..3, 4..7 */
 	uint sc_lo = t.sc.x & 0x3F3F3F3Fu, m_lo = t.sc.y & 0x3F3F3F3Fu;
 	uint sc_hi = (t.sc.z & LO4) | ((t.sc.x >> 2) & 0x30303030u);
 	uint m_hi = ((t.sc.z >> 4) & LO4) | ((t.sc.y >> 2) & 0x30303030u);
-	int isum = 0;
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint sw = k < 2u ? sc_lo : sc_hi;
-		int s0 = dot4(t.qs[k] & LO4, x[xq + 16u * k + sub]);
-		int s1 = dot4((t.qs[k] >> 4) & LO4, x[xq + 16u * k + 8u + sub]);
-		isum += int(byte_of(sw, (2u * k) % 4u)) * s0 + int(byte_of(sw, (2u * k + 1u) % 4u)) * s1;
+	int slo = 0, shi = 0;
+	[[unroll]] for (uint j = 0u; j < 4u; j++) {
+		slo += dot4(t.qs[j] & LO4, alo[j]);
+		shi += dot4((t.qs[j] >> 4) & LO4, ahi[j]);
 	}
+	uint sw = k < 2u ? sc_lo : sc_hi;
+	int isum = int(byte_of(sw, (2u * k) % 4u)) * slo + int(byte_of(sw, (2u * k + 1u) % 4u)) * shi;
 	int msum = int(byte_of(mix(m_hi, m_lo, sub < 4u), sub % 4u)) * int(x[xq + 64u + sub]);
 	isum = group_sum(isum);
 	msum = group_sum(msum);
@@ -560,47 +564,53 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 }
 
 #else
-/* q6_K: eight lanes per block. For half h, lane p takes l = 4p..4p+3: ql words 16h + p and
- * 16h + 8 + p, the qh word 32 + 8h + p; its group s = 0..3 is elements 128h + 32s + l, scale
- * sc[8h + p/4 + 2s]. Values are q - 32, packed as signed bytes. The 208-byte payload keeps a
- * block's sixteen scales (words 48..51) on 16 bytes when the row's payloads start there: one
- * 16-byte load where VEC allows. */
+/* q6_K: eight lanes per block; lane p = 4h + 2c + m takes half h's ql words 16h + 8c + 4m ..
+ * + 3 (one 16-byte load where VEC allows): byte l' = 16m + 4j + i of them is ql[64h + 32c +
+ * l'], whose low nibble is element 128h + 32c + l' (group s = c) and high nibble element
+ * 128h + 32(c + 2) + l' (group c + 2), with their top bits in qh[32h + l'] (qh words 32 + 8h +
+ * 4m.., bits 2s, 2s + 1). A lane's two groups have one scale each: sc[8h + m + 2s], byte m + 2c
+ * of scale words 2h and 2h + 1; their activations are 16 consecutive bytes each. Values are
+ * q - 32, packed as signed bytes. The 208-byte payload keeps every 16-byte piece on 16 bytes
+ * when the row's payloads start there. */
 struct Wt {
-	uvec4 ql; /* halves 0, 0, 1, 1 */
-	uvec2 qh;
-	uvec4 sc; /* the sixteen int8 scales */
+	uvec4 ql;
+	uvec4 qh;
+	uvec2 sc; /* scale words 2h, 2h + 1 (a vector indexed by h would sit in local memory) */
 	uint d;
 };
 
 Wt wt_none()
 {
-	return Wt(uvec4(0u), uvec2(0u), uvec4(0u), 0u);
+	return Wt(uvec4(0u), uvec4(0u), uvec2(0u), 0u);
 }
 
 Wt wt_load(Row r, uint b, uint sub, bool vec)
 {
-	uint blk = r.pay + PAYW * b, q = blk + sub;
-	return Wt(uvec4(w[q], w[q + 8u], w[q + 16u], w[q + 24u]), uvec2(w[q + 32u], w[q + 40u]),
-		  wload4(blk + 48u, vec), scale16(r, b));
+	uint blk = r.pay + PAYW * b, h = sub >> 2, m = sub & 1u, sc = blk + 48u + 2u * h;
+	return Wt(wload4(blk + 4u * sub, vec), wload4(blk + 32u + 8u * h + 4u * m, vec), uvec2(w[sc], w[sc + 1u]),
+		  scale16(r, b));
+}
+
+/* bytewise q - 32 with no borrow between bytes: (q + 128 - 32) ^ 128 */
+uint q6_signed(uint q)
+{
+	return ((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
 }
 
 float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 {
-	uint xq = r.x0 + b * Q8K_WORDS;
-	int isum = 0;
-	[[unroll]] for (uint h = 0u; h < 2u; h++) {
-		uint la = t.ql[2u * h], lb = t.ql[2u * h + 1u], qh = t.qh[h];
-		uvec4 q = uvec4((la & LO4) | ((qh << 4) & 0x30303030u), (lb & LO4) | ((qh << 2) & 0x30303030u),
-				((la >> 4) & LO4) | (qh & 0x30303030u), ((lb >> 4) & LO4) | ((qh >> 2) & 0x30303030u));
-		[[unroll]] for (uint s = 0u; s < 4u; s++) {
-			/* bytewise q - 32 with no borrow between bytes: (q + 128 - 32) ^ 128 */
-			uint qs = ((q[s] | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
-			/* sc[8h + p/4 + 2s]: word 2h + s/2, byte p/4 + 2 (s % 2) */
-			int sc = bitfieldExtract(int(t.sc[2u * h + s / 2u]), int(8u * (sub / 4u + 2u * (s % 2u))), 8);
-			isum += sc * dot4(qs, x[xq + 32u * h + 8u * s + sub]);
-		}
+	uint h = sub >> 2, c = (sub >> 1) & 1u, m = sub & 1u;
+	uint xa = r.x0 + b * Q8K_WORDS + 32u * h + 8u * c + 4u * m;
+	uvec4 alo = xload4(xa, vec), ahi = xload4(xa + 16u, vec);
+	int slo = 0, shi = 0;
+	[[unroll]] for (uint j = 0u; j < 4u; j++) {
+		uint q = t.ql[j], qh = t.qh[j];
+		slo += dot4(q6_signed((q & LO4) | ((qh << (4u - 2u * c)) & 0x30303030u)), alo[j]);
+		shi += dot4(q6_signed(((q >> 4) & LO4) | ((qh >> (2u * c)) & 0x30303030u)), ahi[j]);
 	}
-	return value32(t.d, group_sum(isum), xq);
+	int sl = bitfieldExtract(int(t.sc.x), int(8u * (m + 2u * c)), 8);
+	int sh = bitfieldExtract(int(t.sc.y), int(8u * (m + 2u * c)), 8);
+	return value32(t.d, group_sum(sl * slo + sh * shi), r.x0 + b * Q8K_WORDS);
 }
 #endif
 
