@@ -192,22 +192,14 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
 }
 
-/* The four words of a uint4, by index (unrolled loops index it with constants). */
-static __device__ __forceinline__ uint32_t word_of(const uint4 &v, int j)
-{
-	return j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-}
-
-/* Q4_K: eight lanes per 256-element block. Lane j = 2k + m reads qs bytes 32k + l, l = 16m ..
- * 16m + 15: their low nibbles are elements 64k + l (sub-block 2k), their high nibbles 64k + 32
- * + l (sub-block 2k + 1), each against 16 consecutive activation bytes (one 16-byte load where
- * VEC allows; the 140-byte payloads keep the weights to 4-byte loads). Lane j also takes
- * sub-block j's min term. */
+/* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
+ * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
+ * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
 struct mv_q4_K {
 	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
-	static constexpr bool VEC = true;
+	static constexpr bool VEC = false;
 	struct W {
 		uint32_t qs[4], sc[3], dm;
 	};
@@ -220,8 +212,8 @@ struct mv_q4_K {
 		for (int i = 0; i < 3; i++)
 			w.sc[i] = xpu_ldw32(blk + 4 * i);
 #pragma unroll
-		for (int j = 0; j < 4; j++)
-			w.qs[j] = xpu_ldw32(blk + 12 + 16 * sub + 4 * j);
+		for (int k = 0; k < 4; k++)
+			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
 		w.dm = xpu_ldw32(row + 4 * b);
 		return w;
 	}
@@ -229,20 +221,18 @@ struct mv_q4_K {
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
-		const int k = sub / 2;
-		const uint4 alo = ld16<V>(xb + 64 * k + 16 * (sub % 2)), ahi = ld16<V>(xb + 64 * k + 32 + 16 * (sub % 2));
 		/* ggml's get_scale_min_k4 on four bytes at once */
 		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
 		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
 		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
-		int slo = 0, shi = 0;
+		int isum = 0;
 #pragma unroll
-		for (int j = 0; j < 4; j++) {
-			slo = xpu_dp4a(w.qs[j] & MV_LO4, word_of(alo, j), slo);
-			shi = xpu_dp4a((w.qs[j] >> 4) & MV_LO4, word_of(ahi, j), shi);
+		for (int k = 0; k < 4; k++) {
+			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
+			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
+			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		}
-		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
-		int isum = byte_u(sw, (2 * k) % 4) * slo + byte_u(sw, (2 * k + 1) % 4) * shi;
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
 		isum = group_sum<G>(isum);
 		msum = group_sum<G>(msum);
@@ -252,31 +242,31 @@ struct mv_q4_K {
 	}
 };
 
-/* Q6_K: eight lanes per block; lane j = 4h + 2c + m takes ql bytes 64h + 32c + l', l' = 16m ..
- * 16m + 15 (one 16-byte load where VEC allows): the low nibble of each is element 128h + 32c +
- * l' (group s = c), the high nibble element 128h + 32(c + 2) + l' (group c + 2), their top bits
- * in qh byte 32h + l' (bits 2s, 2s + 1; one 16-byte load). Each of the lane's two groups has one
- * scale, sc[8h + m + 2s]: byte m + 2c of scale words 2h and 2h + 1. Values are q - 32, signed
- * bytes. */
+/* Q6_K: eight lanes per block. For half h, lane j takes l = 4j..4j+3: ql words at 64h + 4j
+ * and 64h + 32 + 4j, the qh word at 128 + 32h + 4j; their four 4-element groups are elements
+ * 128h + 32s + l (s = 0..3), scale sc[8h + j/4 + 2s]. Values are q - 32, signed bytes. */
 struct mv_q6_K {
 	static constexpr int G = 8, U = 2 * MV_UMUL;
 	static constexpr bool STREAM = false;
 	static constexpr uint32_t ELEMS = 256, SCALE = 2, PAY = 208;
-	static constexpr bool VEC = true;
+	static constexpr bool VEC = false;
 	struct W {
-		uint4 ql, qh;
-		uint32_t sc[2], d;
+		uint32_t ql[4], qh[2], sc[4], d;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
 		const uint8_t *blk = pay + (uint64_t)b * PAY;
-		const int h = sub / 4, m = sub % 2;
 		W w;
-		w.ql = ldw16<V>(blk + 16 * sub);
-		w.qh = ldw16<V>(blk + 128 + 32 * h + 16 * m);
-		w.sc[0] = xpu_ldw32(blk + 192 + 8 * h);
-		w.sc[1] = xpu_ldw32(blk + 196 + 8 * h);
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.ql[i] = xpu_ldw32(blk + 32 * i + 4 * sub);
+#pragma unroll
+		for (int h = 0; h < 2; h++)
+			w.qh[h] = xpu_ldw32(blk + 128 + 32 * h + 4 * sub);
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			w.sc[i] = xpu_ldw32(blk + 192 + 4 * i);
 		w.d = xpu_ldw16(row + 2 * b);
 		return w;
 	}
@@ -284,19 +274,24 @@ struct mv_q6_K {
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
-		const int h = sub / 4, c = (sub / 2) % 2, m = sub % 2;
-		const uint4 alo = ld16<V>(xb + 128 * h + 32 * c + 16 * m), ahi = ld16<V>(xb + 128 * h + 32 * c + 64 + 16 * m);
-		int slo = 0, shi = 0;
+		const int is = sub / 4;
+		int isum = 0;
 #pragma unroll
-		for (int j = 0; j < 4; j++) {
-			const uint32_t q = word_of(w.ql, j), qh = word_of(w.qh, j);
-			const uint32_t lo = (q & MV_LO4) | ((qh << (4 - 2 * c)) & 0x30303030u);
-			const uint32_t hi = ((q >> 4) & MV_LO4) | ((qh >> (2 * c)) & 0x30303030u);
-			/* bytewise q - 32, in range */
-			slo = xpu_dp4a(__vsub4(lo, 0x20202020u), word_of(alo, j), slo);
-			shi = xpu_dp4a(__vsub4(hi, 0x20202020u), word_of(ahi, j), shi);
+		for (int h = 0; h < 2; h++) {
+			const uint32_t la = w.ql[2 * h], lb = w.ql[2 * h + 1], qh = w.qh[h];
+			uint32_t q[4];
+			q[0] = (la & MV_LO4) | ((qh << 4) & 0x30303030u);
+			q[1] = (lb & MV_LO4) | ((qh << 2) & 0x30303030u);
+			q[2] = ((la >> 4) & MV_LO4) | (qh & 0x30303030u);
+			q[3] = ((lb >> 4) & MV_LO4) | ((qh >> 2) & 0x30303030u);
+#pragma unroll
+			for (int s = 0; s < 4; s++) {
+				const uint32_t qs = __vsub4(q[s], 0x20202020u); /* bytewise q - 32, in range */
+				const int dot = xpu_dp4a(qs, xpu_ld32(xb + 128 * h + 32 * s + 4 * sub), 0);
+				/* sc[8h + is + 2s]: word 2h + s/2, byte is + 2 (s % 2) */
+				isum += byte_s(w.sc[2 * h + s / 2], is + 2 * (s % 2)) * dot;
+			}
 		}
-		int isum = byte_s(w.sc[0], m + 2 * c) * slo + byte_s(w.sc[1], m + 2 * c) * shi;
 		isum = group_sum<G>(isum);
 		const float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)isum);
