@@ -97,7 +97,8 @@ local function time(k, fmt, rows, cols)
   for b = 1, opts.outputs == "each" and #wt.ws or 1 do ys[b] = d:buffer(rows * 4) end
   s:set_deferred(true)
   local times, batch = {}, #wt.ws
-  local groups = decode.groups(d, k, rows, opts.grid or "rows")
+  local groups, grid_note = decode.groups(d, k, rows, opts.grid or "rows")
+  if grid_note then io.stderr:write("bench-matvec-kernel: ", grid_note, "\n") end
   local waits
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()

@@ -100,3 +100,30 @@ describe("report.command", function()
     p:close()
   end)
 end)
+
+describe("decode.groups", function()
+  local decode = require "xpu.decode"
+
+  it("gives the row grid for a resident one the kernel cannot size, and says so", function()
+    local d = assert(xpu.device "cpu:0")
+    local k = d:kernel "q4_0_q8k_wave"
+    assert.is_nil(k.manifest.resident_groups_per_cu) -- what makes the fallback: no figure to size it
+    local groups, note = decode.groups(d, k, 1000, "resident")
+    assert.equal(125, groups)
+    assert.equal("q4_0_q8k_wave on cpu:0: no resident grid (its manifest gives no resident groups per compute unit), "
+      .. "a wave per row instead", note)
+    assert.same({ 125 }, { decode.groups(d, k, 1000, "rows") })
+    assert.same({ 7 }, { decode.groups(d, k, 1000, 7) })
+    assert.has_error(function() decode.groups(d, k, 1000, "some") end,
+      "decode: grid must be rows, resident or a count, not some")
+  end)
+
+  it("sizes a resident grid from the manifest where it has the figure, with no note", function()
+    local d = xpu.device "cuda:0"
+    if not d then return pending("skipped: no cuda:0 (the backend that reports resident groups)") end
+    local k = d:kernel "q4_0_q8k_wave"
+    local groups, note = decode.groups(d, k, 100000, "resident")
+    assert.is_nil(note)
+    assert.equal(k.manifest.resident_groups_per_cu * d.simd_count, groups)
+  end)
+end)

@@ -49,7 +49,9 @@ M.NAN = string.pack("<I4", 0x7fc00001)
 -- Workgroups of 256 (8 waves) for a rows-row launch of kernel k: "rows" gives every row its
 -- own wave; "resident" only as many groups as the device keeps resident at once (the
 -- manifest's groups per compute unit times the units), each wave then streaming several rows;
--- a number is taken as it is. Every form covers every row.
+-- a number is taken as it is. Every form covers every row. A second result says where
+-- "resident" could not be had (the device or the kernel does not say what stays resident)
+-- and the grid is a wave per row instead, for the caller to report.
 -- Without a grid, the launcher's choice (kernels/launch_quant.c): the resident grid for the
 -- mat-vecs that stream (q4_0, q8_0), a wave per row for the others.
 M.STREAMS = { q4_0 = true, q8_0 = true }
@@ -60,7 +62,11 @@ function M.groups(dev, k, rows, grid)
   if grid == "rows" then return plain end
   if grid == "resident" then
     local per_cu = k.manifest.resident_groups_per_cu
-    if not per_cu or per_cu <= 0 or (dev.simd_count or 0) <= 0 then return plain end
+    if not per_cu or per_cu <= 0 or (dev.simd_count or 0) <= 0 then
+      return plain, ("%s on %s: no resident grid (%s), a wave per row instead"):format(k.name, dev.id,
+        (not per_cu or per_cu <= 0) and "its manifest gives no resident groups per compute unit"
+          or "the device reports no compute units")
+    end
     return math.max(1, math.min(plain, per_cu * dev.simd_count))
   end
   return math.max(1, math.tointeger(grid) or error("decode: grid must be rows, resident or a count, not " .. tostring(grid)))
@@ -125,7 +131,8 @@ function M.time(dev, fmt, rows, cols, opts)
   local s = opts.deferred and dev:stream() or dev:default_stream()
   if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel(opts.kernel or M.kernel_name(fmt))
-  local groups = M.groups(dev, k, rows, opts.grid)
+  local groups, grid_note = M.groups(dev, k, rows, opts.grid)
+  if grid_note then io.stderr:write("decode: ", grid_note, "\n") end
   local times = {}
   -- each batch walks the whole rotation, so every batch is the same sequence of launches
   local n, batch = opts.n or 20, math.max(opts.batch or 10, copies)
