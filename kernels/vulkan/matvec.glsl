@@ -44,7 +44,8 @@
 
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
  * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
- * kernels each timed in a process of its own, docs/PERF.md: q4_0 2, q8_0 1, q4_K 3, q6_K 2;
+ * kernels each timed in a process of its own, docs/PERF.md: q4_0 1 (2 until a later sweep
+ * of three alternated rounds, 2-7 % faster at 1 in all four cases), q8_0 1, q4_K 3, q6_K 2;
  * iq4_nl 1 with its codebook in shared memory, KV below; q4_K and q6_K kept at 3 and 2 after
  * their lanes took 16 consecutive bytes each), VEC_FMT whether it loads 16 bytes at a time where
  * the layout allows (q4_K's 140-byte payloads never start on 16 bytes from block to block, so
@@ -55,11 +56,7 @@
 #define SCALE 2u
 #define PAYW 4u
 #define G_FMT 1u
-#ifdef FMT_Q4_0
-#define U_FMT 2u
-#else
 #define U_FMT 1u
-#endif
 #define VEC_FMT true
 #elif defined(FMT_Q8_0)
 #define ELEMS 32u
