@@ -4,6 +4,7 @@
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
 --                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [--jsonl]
+--                                   [--one-process]
 -- --dot4: time each format's packed-dot twin (<fmt>_q8k_wave_dot4, what the routes pick on a
 -- device with dot4_i8, e.g. Vulkan) instead of the plain integer kernel.
 -- --deferred: each batch is recorded once and replayed as one submission (a CUDA graph, a
@@ -11,6 +12,9 @@
 -- --grid: workgroups per launch (decode.groups): the launcher's choice (default), a wave per
 -- row, or only what is resident at once with each wave streaming several rows. Each rotated row is also timed as
 -- the plain streaming read of the same bytes ("read us"): the bound at that size.
+-- On Vulkan each format, shape and weight mode is timed in a process of its own (this script
+-- again, with --cell): on NVIDIA's driver a kernel timed after others in one process can run
+-- several times slower than alone (docs/PERF.md); --one-process times everything here.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
@@ -30,6 +34,8 @@ while i <= #arg do
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   elseif a == "--dot4" then opts.variant = "dot4"; i = i - 1
+  elseif a == "--one-process" then opts.one_process = true; i = i - 1
+  elseif a == "--cell" then opts.cell = v -- rotated or resident: time that one cell, print one line (a child's job)
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end
@@ -47,11 +53,9 @@ for _, fmt in ipairs(formats) do
     io.stderr:write("bench-decode: ", d.id, " has no kernel ", kname(fmt), "\n"); os.exit(1)
   end
 end
-if d.backend == "vulkan" and #formats > 1 then
-  -- measured on NVIDIA's driver: a kernel timed after others in one process, on weights
-  -- allocated after earlier ones were freed, can run up to 4x slower (docs/PERF.md)
-  report.log("bench-decode: on Vulkan, formats timed after others in one process may read slow; " ..
-    "for stable figures time one --format per process (bench-matvec-kernel does so itself)")
+local cells_apart = d.backend == "vulkan" and not opts.one_process and not opts.cell
+if d.backend == "vulkan" and opts.one_process and #formats * #shapes > 1 then
+  report.log("bench-decode: --one-process on Vulkan: a kernel timed after others in one process may read slow")
 end
 
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
@@ -59,9 +63,53 @@ for _, fmt in ipairs(formats) do
   -- the grid under test, and a grid of 2 groups so that each wave streams several rows
   for _, grid in ipairs { opts.grid or "launcher", 2 } do
     local ok, msg = decode.gate(d, fmt, 96, 4096, nil, grid, kname(fmt))
-    report.log("gate: %s", msg)
+    if not opts.cell then report.log("gate: %s", msg) end
     if not ok then io.stderr:write("bench-decode: bit gate failed: ", msg, "\n"); os.exit(1) end
   end
+end
+
+-- One cell's times in this process: the rotated working set (>= 1 GiB on a discrete device,
+-- > 8x LLC on the host) or one buffer, and for the rotated one the plain read of the same bytes.
+local function measure(fmt, shape, mode)
+  local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
+  local target = d.integrated and 256 << 20 or 1 << 30
+  local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
+  local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid,
+                                                                     deferred = opts.deferred, kernel = kname(fmt) })
+  local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n, deferred = opts.deferred }) or nil
+  return { copies = copies, bytes = bytes, st = st, read = read and read.median }
+end
+
+local CELL_FIELDS = "cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t([^\t]+)\t([^\t]+)\t([^\t]+)"
+
+-- The same cell timed by a child process (the gate runs there again, on its fresh state).
+local function measure_apart(fmt, shape, mode)
+  local cmd = { arg[-1] or "xpulua", arg[0], "--device", opts.device, "--format", fmt, "--rows", shape[1],
+                "--cols", shape[2], "--n", opts.n, "--cell", mode }
+  for _, w in ipairs { opts.copies and "--copies", opts.copies, opts.grid and "--grid", opts.grid } do cmd[#cmd + 1] = w end
+  if opts.deferred then cmd[#cmd + 1] = "--deferred" end
+  if opts.variant == "dot4" then cmd[#cmd + 1] = "--dot4" end
+  local p = assert(io.popen(report.command(cmd)))
+  local out = p:read("a")
+  local ok = p:close()
+  local copies, bytes, n, median, min, max, read = out:match(CELL_FIELDS)
+  if not ok or not copies then
+    io.stderr:write(("bench-decode: the process timing %s %dx%d %s failed:\n%s\n"):format(fmt, shape[1], shape[2], mode, out))
+    os.exit(1)
+  end
+  return { copies = tonumber(copies), bytes = tonumber(bytes), read = tonumber(read),
+           st = { n = tonumber(n), median = tonumber(median), min = tonumber(min), max = tonumber(max) } }
+end
+
+if opts.cell then
+  if not (opts.format and opts.rows and opts.cols) or (opts.cell ~= "rotated" and opts.cell ~= "resident") then
+    io.stderr:write("bench-decode: --cell takes rotated or resident, with --format, --rows and --cols\n")
+    os.exit(2)
+  end
+  local c = measure(opts.format, shapes[1], opts.cell)
+  print(("cell\t%d\t%d\t%d\t%.17g\t%.17g\t%.17g\t%s"):format(c.copies, c.bytes, c.st.n, c.st.median, c.st.min,
+    c.st.max, c.read and ("%.17g"):format(c.read) or "-"))
+  os.exit(0)
 end
 
 -- 2. the manifest before timing: spill is invisible to the clock
@@ -78,16 +126,12 @@ local rows, points, done, total = {}, {}, 0, #formats * #shapes * 2
 for _, shape in ipairs(shapes) do
   for _, fmt in ipairs(formats) do
     for _, mode in ipairs { "rotated", "resident" } do
-      local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
-      local target = d.integrated and 256 << 20 or 1 << 30
-      local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
-      local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid,
-                                                                         deferred = opts.deferred, kernel = kname(fmt) })
+      local c = (cells_apart and measure_apart or measure)(fmt, shape, mode)
+      local copies, bytes, st, read = c.copies, c.bytes, c.st, c.read
       local gbs = bytes / st.median / 1e9
-      local read = mode == "rotated" and decode.time_read(d, bytes, copies, { n = opts.n, deferred = opts.deferred }) or nil
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
                           st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-",
-                          read and read.median * 1e6 or "-", read and 100 * read.median / st.median or "-" }
+                          read and read * 1e6 or "-", read and 100 * read / st.median or "-" }
       if mode == "rotated" then
         points[#points + 1] = { bytes, st.median }
         autotune.remember_for(d, ("decode.%s.gbs"):format(kname(fmt)), shape, ("%.1f"):format(gbs))
@@ -99,7 +143,7 @@ for _, shape in ipairs(shapes) do
                        rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
                        min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher", deferred = opts.deferred or false,
-                       read_same_bytes_s = read and read.median or nil }
+                       read_same_bytes_s = read }
       end
       done = done + 1
       report.progress(done, total, ("%s %dx%d %s"):format(fmt, shape[1], shape[2], mode))
@@ -107,8 +151,9 @@ for _, shape in ipairs(shapes) do
   end
 end
 print(report.table {
-  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s; read ceiling %s GB/s"):format(kname("<fmt>"), d.id, d.name, os.date("!%Y-%m-%d"),
-    opts.grid or "launcher's", opts.deferred and ", deferred" or "", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
+  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s%s; read ceiling %s GB/s"):format(kname("<fmt>"), d.id, d.name,
+    os.date("!%Y-%m-%d"), opts.grid or "launcher's", opts.deferred and ", deferred" or "",
+    cells_apart and ", a process per cell" or "", ceiling and ("%.1f"):format(ceiling) or "unmeasured"),
   header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
              "read us", "% of read" },
   rows = rows,

@@ -127,3 +127,43 @@ describe("decode.groups", function()
     assert.equal(k.manifest.resident_groups_per_cu * d.simd_count, groups)
   end)
 end)
+
+describe("bench-decode", function()
+  local function records(out)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do
+      if line:sub(1, 1) == "{" then
+        got[#got + 1] = { format = line:match '"format":"([^"]+)"', mode = line:match '"mode":"([^"]+)"',
+                          median = tonumber(line:match '"median_s":([^,}]+)'), copies = tonumber(line:match '"copies":(%d+)') }
+      end
+    end
+    return got
+  end
+
+  on_devices("times every format's rotated and resident cells (on Vulkan each in a process of its own), JSONL and a table", function(dev)
+    local out = run(("scripts/bench-decode.lua --device %s --rows 64 --cols 512 --n 2 --copies 2 --jsonl"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local got = records(out)
+    assert.equal(10, #got, out)
+    local title = out:match("\n(decode mat%-vec [^\n]+)")
+    assert.is_truthy(title, out)
+    assert.equal(dev == "vulkan:0", title:find(", a process per cell", 1, true) ~= nil, title)
+    for i, fmt in ipairs { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" } do
+      assert.same({ fmt, "rotated", 2 }, { got[2 * i - 1].format, got[2 * i - 1].mode, got[2 * i - 1].copies })
+      assert.same({ fmt, "resident", 1 }, { got[2 * i].format, got[2 * i].mode, got[2 * i].copies })
+      assert.is_true(got[2 * i].median > 0 and got[2 * i - 1].median > 0, fmt)
+      assert.matches("\n" .. fmt .. " +64x512 +rotated +2 ", out)
+    end
+  end)
+
+  on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)
+    local out = run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --n 2 --copies 3 --cell rotated"):format(dev))
+    local copies, bytes, n, median, read = out:match("^cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t[^\t]+\t[^\t]+\t([^\n]+)\nexit 0\n$")
+    assert.is_truthy(copies, out)
+    assert.same({ 3, 64 * xpu.quant.row_bytes("q8_0", 512 // 32) }, { tonumber(copies), tonumber(bytes) })
+    assert.equal(2, tonumber(n))
+    assert.is_true(tonumber(median) > 0 and tonumber(read) > 0, out)
+    assert.matches("exit 2\n$", run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --cell some"):format(dev)))
+    assert.matches("exit 2\n$", run(("scripts/bench-decode.lua --device %s --cell rotated"):format(dev)))
+  end)
+end)
