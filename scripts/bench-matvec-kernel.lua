@@ -6,6 +6,7 @@
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
 --          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--one-process]
+--          [--fixtures DIR]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --grid times on that grid
@@ -18,7 +19,9 @@
 -- per kernel and shape instead of the table: kernel, shape,
 -- median us, min us, GB/s, registers, spill bytes, note ("-" where the driver does not say); a
 -- kernel that fails its gate prints "GATE FAILED" in the median's place, the others still run,
--- and the exit status is 1.
+-- and the exit status is 1. --fixtures DIR keeps each fixture (resident rows and activation)
+-- in DIR, built the first time and read back after, so a process can time weights whose rows
+-- are all distinct without first spending half a minute of host time building them.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
@@ -41,6 +44,7 @@ while i <= #arg do
     opts.outputs = v
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
   elseif a == "--one-process" then opts.one_process = true; i = i - 1
+  elseif a == "--fixtures" then opts.fixtures = v
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end
@@ -69,6 +73,31 @@ end
 -- format (a plain kernel and its packed-dot twin time the same bytes); another format's
 -- release them first.
 local held = {}
+
+-- decode.fixture's rows and activation, from opts.fixtures when kept there (or built and kept).
+local function fixture(fmt, rows, cols)
+  if not opts.fixtures then return decode.fixture(fmt, rows, cols, 5) end
+  local path = ("%s/%s-%dx%d.bin"):format(opts.fixtures, fmt, rows, cols)
+  local f = io.open(path, "rb")
+  if f then
+    local data = f:read("a")
+    f:close()
+    local n = string.unpack("<I8", data)
+    local fx = { fmt = fmt, rows = rows, cols = cols, row_bytes = xpu.quant.row_bytes(fmt, cols // xpu.quant.info(fmt).block_elems),
+                 resident = data:sub(9, 8 + n), x = data:sub(9 + n) }
+    if #fx.resident ~= rows * fx.row_bytes or #fx.x ~= cols // 256 * 320 then
+      error(("%s: not a fixture of %s %dx%d (%d + %d bytes)"):format(path, fmt, rows, cols, #fx.resident, #fx.x))
+    end
+    return fx
+  end
+  local fx = decode.fixture(fmt, rows, cols, 5)
+  f = assert(io.open(path .. ".tmp", "wb"))
+  assert(f:write(string.pack("<I8", #fx.resident), fx.resident, fx.x))
+  assert(f:close())
+  assert(os.rename(path .. ".tmp", path))
+  return fx
+end
+
 local function weights(fmt, rows, cols)
   local key = fmt .. " " .. rows .. "x" .. cols
   if held[key] then return held[key] end
@@ -79,7 +108,7 @@ local function weights(fmt, rows, cols)
     held.fmt = fmt
   end
   local distinct = math.min(rows, opts.distinct)
-  local fx = decode.fixture(fmt, distinct, cols, 5)
+  local fx = fixture(fmt, distinct, cols)
   local resident = fx.resident:rep((rows + distinct - 1) // distinct):sub(1, rows * fx.row_bytes)
   local bytes = rows * fx.row_bytes
   local copies = math.max(2, math.ceil((d.integrated and 256 << 20 or 1 << 30) / bytes))
@@ -133,7 +162,10 @@ if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
-                  "--outputs", opts.outputs, "--kernel", name, opts.grid and "--grid", opts.grid }
+                  "--outputs", opts.outputs, "--kernel", name }
+    for _, w in ipairs { "fixtures", "grid" } do
+      if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
+    end
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
