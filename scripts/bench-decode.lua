@@ -163,5 +163,9 @@ print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does no
   floor.median * 1e6, floor.n))
 local rate, fixed = decode.fit(points)
 if rate then
-  print(("\nfit over formats (rotated): t = bytes / %.1f GB/s + %.1f us"):format(rate / 1e9, fixed * 1e6))
+  local over = ceiling and rate / 1e9 > ceiling and
+    (" (above the read ceiling: the formats differ by more than their bytes, so the line is no bound)") or ""
+  print(("\nfit over formats (rotated): t = bytes / %.1f GB/s + %.1f us%s"):format(rate / 1e9, fixed * 1e6, over))
+else
+  print(("\nfit over formats (rotated): none, %s"):format(fixed))
 end

@@ -147,6 +147,14 @@ describe("decode.groups", function()
       "decode: grid must be rows, resident or a count, not some")
   end)
 
+  it("fit: t = bytes / rate + b through points on a line; none, with the reason, where time falls with bytes", function()
+    local rate, fixed = decode.fit { { 1e6, 2e-6 + 1e6 / 4e9 }, { 3e6, 2e-6 + 3e6 / 4e9 }, { 5e6, 2e-6 + 5e6 / 4e9 } }
+    assert.is_true(math.abs(rate - 4e9) < 1e-3 * 4e9 and math.abs(fixed - 2e-6) < 1e-9, tostring(rate) .. " " .. tostring(fixed))
+    assert.same({ nil, "the times do not grow with the bytes (each format's own cost outweighs its size)" },
+      { decode.fit { { 1e6, 5e-6 }, { 2e6, 4e-6 } } })
+    assert.same({ nil, "fewer than two sizes of weights" }, { decode.fit { { 1e6, 5e-6 }, { 1e6, 4e-6 } } })
+  end)
+
   it("sizes a resident grid from the manifest where it has the figure, with no note", function()
     local d = xpu.device "cuda:0"
     if not d then return pending("skipped: no cuda:0 (the backend that reports resident groups)") end

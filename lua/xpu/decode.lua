@@ -204,16 +204,21 @@ function M.time_floor(dev, opts)
   return report.stats(times)
 end
 
--- Least squares t = bytes / rate + b over a list of {bytes, seconds}.
+-- Least squares t = bytes / rate + b over a list of {bytes, seconds}: the rate (bytes/s) and
+-- the fixed cost (s); or nil and why, where the points give no positive rate (fewer than two
+-- sizes, or times that do not grow with the bytes: each format's own cost outweighs its size).
 function M.fit(points)
   local n, sx, sy, sxx, sxy = #points, 0, 0, 0, 0
   for _, p in ipairs(points) do
     sx, sy, sxx, sxy = sx + p[1], sy + p[2], sxx + p[1] * p[1], sxy + p[1] * p[2]
   end
   local den = n * sxx - sx * sx
-  if n < 2 or den == 0 then return nil end
+  if n < 2 or den == 0 then return nil, "fewer than two sizes of weights" end
   local slope = (n * sxy - sx * sy) / den
-  return 1 / slope, (sy - slope * sx) / n -- rate (bytes/s), fixed cost (s)
+  if slope <= 0 then
+    return nil, "the times do not grow with the bytes (each format's own cost outweighs its size)"
+  end
+  return 1 / slope, (sy - slope * sx) / n
 end
 
 -- A short gated run for the tour.
