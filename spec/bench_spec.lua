@@ -130,7 +130,7 @@ describe("report.command", function()
   end)
 end)
 
-describe("decode.groups", function()
+describe("xpu.decode: the grid, the fit and the read bound", function()
   local decode = require "xpu.decode"
 
   it("gives the row grid for a resident one the kernel cannot size, and says so", function()
@@ -153,6 +153,12 @@ describe("decode.groups", function()
     assert.same({ nil, "the times do not grow with the bytes (each format's own cost outweighs its size)" },
       { decode.fit { { 1e6, 5e-6 }, { 2e6, 4e-6 } } })
     assert.same({ nil, "fewer than two sizes of weights" }, { decode.fit { { 1e6, 5e-6 }, { 1e6, 4e-6 } } })
+  end)
+
+  on_devices("time_read reads copies that hold data (the read kernel's sums are not zero)", function(dev)
+    local d = assert(xpu.device(dev))
+    local st = decode.time_read(d, 3 << 20, 2, { n = 2, warmup = 1 })
+    assert.is_true(st.median > 0 and st.groups >= 1)
   end)
 
   it("sizes a resident grid from the manifest where it has the figure, with no note", function()
