@@ -107,6 +107,34 @@ describe("bench-matvec-kernel --fixtures", function()
   end)
 end)
 
+describe("distinct-rows.sh", function()
+  it("builds each fixture once, then times repeated and all-distinct rows a process each, three rounds", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local bin = BIN:sub(1, 1) == "/" and BIN or os.getenv("PWD") .. "/" .. BIN
+    local p = assert(io.popen(("XPULUA_BIN=%s SHAPE=128x4096 DEVICES=cpu:0 FORMATS=q4_0 FIXTURES=%s OUT=%s.out "
+      .. "sh scripts/distinct-rows.sh 2>&1; echo \"exit $?\""):format(bin, dir, dir)))
+    local out = p:read("a")
+    p:close()
+    local function exists(path)
+      local f = io.open(path, "rb")
+      if f then f:close() end
+      return f ~= nil
+    end
+    local built = exists(dir .. "/q4_0-128x4096.bin") and exists(dir .. "/q4_0-64x4096.bin")
+    os.execute(("rm -rf %s %s.out"):format(dir, dir))
+    assert.is_truthy(built, out)
+    assert.matches("\nexit 0\n$", out)
+    local n = 0
+    for r, a, b in out:gmatch("\n(%d)\tcpu:0\tq4_0_q8k_wave\t128x4096\t([%d.]+)\t([%d.]+)") do
+      n = n + 1
+      assert.equal(n, tonumber(r))
+      assert.is_true(tonumber(a) > 0 and tonumber(b) > 0, out)
+    end
+    assert.equal(3, n, out)
+  end)
+end)
+
 describe("bench-kv-write", function()
   on_devices("both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function(dev)
     local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
