@@ -3,8 +3,8 @@
  *
  * The design is kernels/cuda/matvec.cuh's (but q4_K's and q6_K's lanes, which here each take
  * 16 consecutive payload bytes: faster on Vulkan, and on CUDA a spill at its register cap,
- * docs/PERF.md). A wave is 32 invocations and serves one row (the
- * launcher's 1-D groups hold whole waves, 32..256 threads). G lanes share a weight block
+ * docs/PERF.md). A wave is 32 invocations and serves one row (the launcher's 1-D groups
+ * hold whole waves, 32..256 threads). G lanes share a weight block
  * (G = 1, 2 or 8), so one wave step covers B = 32 / G blocks; every lane keeps U steps of
  * weight loads in flight in registers, refilling a step's registers as soon as it is summed.
  * A block's integer dot is exact and summed across its G lanes, then made its one float
