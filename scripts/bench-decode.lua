@@ -86,7 +86,9 @@ local CELL_FIELDS = "cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t([^\t]+)\t([^\t]+)\t([
 local function measure_apart(fmt, shape, mode)
   local cmd = { arg[-1] or "xpulua", arg[0], "--device", opts.device, "--format", fmt, "--rows", shape[1],
                 "--cols", shape[2], "--n", opts.n, "--cell", mode }
-  for _, w in ipairs { opts.copies and "--copies", opts.copies, opts.grid and "--grid", opts.grid } do cmd[#cmd + 1] = w end
+  for _, w in ipairs { "copies", "grid" } do
+    if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
+  end
   if opts.deferred then cmd[#cmd + 1] = "--deferred" end
   if opts.variant == "dot4" then cmd[#cmd + 1] = "--dot4" end
   local p = assert(io.popen(report.command(cmd)))
