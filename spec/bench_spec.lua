@@ -170,6 +170,7 @@ describe("xpu.decode: the grid, the fit and the read bound", function()
     assert.equal("q4_0_q8k_wave on cpu:0: no resident grid (its manifest gives no resident groups per compute unit), "
       .. "a wave per row instead", note)
     assert.same({ 125 }, { decode.groups(d, k, 1000, "rows") })
+    assert.same({ 125 }, { decode.groups(d, k, 1000) }) -- the launcher's resident choice for q4_0: its own fallback, no note
     assert.same({ 7 }, { decode.groups(d, k, 1000, 7) })
     assert.has_error(function() decode.groups(d, k, 1000, "some") end,
       "decode: grid must be rows, resident or a count, not some")

@@ -49,20 +49,21 @@ M.NAN = string.pack("<I4", 0x7fc00001)
 -- Workgroups of 256 (8 waves) for a rows-row launch of kernel k: "rows" gives every row its
 -- own wave; "resident" only as many groups as the device keeps resident at once (the
 -- manifest's groups per compute unit times the units), each wave then streaming several rows;
--- a number is taken as it is. Every form covers every row. A second result says where
--- "resident" could not be had (the device or the kernel does not say what stays resident)
--- and the grid is a wave per row instead, for the caller to report.
+-- a number is taken as it is. Every form covers every row. A second result says where a
+-- "resident" grid the caller asked for could not be had (the device or the kernel does not say
+-- what stays resident) and the grid is a wave per row instead, for the caller to report.
 -- Without a grid, the launcher's choice (kernels/launch_quant.c): the resident grid for the
 -- mat-vecs that stream (q4_0, q8_0), a wave per row for the others.
 M.STREAMS = { q4_0 = true, q8_0 = true }
 
 function M.groups(dev, k, rows, grid)
-  local plain = (rows + 7) // 8
+  local plain, asked = (rows + 7) // 8, grid
   if grid == nil or grid == "launcher" then grid = M.STREAMS[k.name:match "^(.-)_q8k"] and "resident" or "rows" end
   if grid == "rows" then return plain end
   if grid == "resident" then
     local per_cu = k.manifest.resident_groups_per_cu
     if not per_cu or per_cu <= 0 or (dev.simd_count or 0) <= 0 then
+      if asked ~= "resident" then return plain end -- the launcher's choice, not the caller's: its own fallback
       return plain, ("%s on %s: no resident grid (%s), a wave per row instead"):format(k.name, dev.id,
         (not per_cu or per_cu <= 0) and "its manifest gives no resident groups per compute unit"
           or "the device reports no compute units")
