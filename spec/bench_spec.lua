@@ -135,6 +135,16 @@ describe("distinct-rows.sh", function()
   end)
 end)
 
+describe("cpu-read-pages", function()
+  it("times repeated-pattern and unique-page copies round by round, and refuses an unknown argument", function()
+    local out = run("scripts/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0")
+    assert.matches("\nexit 0\n$", out)
+    for r = 1, 2 do assert.matches("\n +" .. r .. " +[%d.]+ +[%d.]+\n", out) end
+    assert.matches("exit 2\n$", run("scripts/cpu-read-pages.lua --rounds"))
+    assert.matches("exit 2\n$", run("scripts/cpu-read-pages.lua --colour 3"))
+  end)
+end)
+
 describe("bench-kv-write", function()
   on_devices("both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function(dev)
     local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
