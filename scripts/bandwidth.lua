@@ -5,6 +5,7 @@
 --   xpulua scripts/bandwidth.lua [--device cpu:0] [--mib N] [--reps N] [--jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
 local opts = { device = "cpu:0", reps = 9, jsonl = false }
@@ -42,6 +43,7 @@ for off = 0, bytes - 1, #chunk do src:upload(chunk:sub(1, math.min(#chunk, bytes
 local function time_kernel(name, make_args)
   local k = d:kernel(name)
   local best
+  settle.ensure(d)
   for gi, groups in ipairs(grids) do
     local args = table.pack(make_args(groups))
     local t = {}
@@ -55,6 +57,7 @@ local function time_kernel(name, make_args)
     local st = report.stats(t)
     st.groups = groups
     if not best or st.median < best.median then best = st end
+    settle.touch(d)
   end
   return best
 end

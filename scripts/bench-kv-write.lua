@@ -14,6 +14,7 @@
 --   xpulua scripts/bench-kv-write.lua [--device cuda:0] [--heads 32] [--ctx 4096] [--dim 128] [--n 200]
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
 local i = 1
@@ -84,6 +85,7 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     -- host wall clock from the call to the end of the sync, median of n after 5 warm-ups
     local function end_to_end(launch)
       local t = {}
+      settle.ensure(d)
       for r = 1, opts.n + 5 do
         local t0 = xpu.now()
         launch(s)
@@ -95,6 +97,7 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     local bound = c:bind(spec)
     local function batched(stream, launch)
       local t = {}
+      settle.ensure(d)
       for r = 1, 20 + 3 do
         local m = stream:timer_begin()
         for _ = 1, 100 do launch(stream) end
@@ -125,6 +128,7 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     local ds = d:stream()
     ds:set_deferred(true)
     local t, waits = {}, 0
+    settle.ensure(d)
     for r = 1, 20 + 3 do
       local m, w0 = ds:timer_begin(), ds:counts().waits
       for _ = 1, 100 do k:launch(ds); v:launch(ds) end

@@ -4,6 +4,7 @@
 --   xpulua scripts/bench-launch.lua [--device cuda:0] [--n 100] [--passes 20] [--jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", n = 100, passes = 20 }
 local i = 1
@@ -35,6 +36,7 @@ local rows = {}
 for _, mode in ipairs { "eager", "deferred" } do
   local s = d:stream()
   s:set_deferred(mode == "deferred")
+  settle.ensure(d)
   pass(s) -- the first deferred pass records and instantiates; later passes replay it
   pass(s)
   local t, h = {}, {}

@@ -24,6 +24,7 @@
 -- are all distinct without first spending half a minute of host time building them.
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
 local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256, outputs = "one" }
@@ -129,6 +130,7 @@ local function time(k, fmt, rows, cols)
   local groups, grid_note = decode.groups(d, k, rows, opts.grid or "rows")
   if grid_note then io.stderr:write("bench-matvec-kernel: ", grid_note, "\n") end
   local waits
+  settle.ensure(d) -- after the fixture's host time
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()
     local before = s:counts().waits
@@ -137,6 +139,7 @@ local function time(k, fmt, rows, cols)
     waits = before and s:counts().waits - before
     if r > 3 then times[#times + 1] = sec end
   end
+  settle.touch(d)
   s:release()
   for _, y in ipairs(ys) do y:release() end
   return report.stats(times), wt.bytes, waits and ("%d of %d launches waited"):format(waits, batch)

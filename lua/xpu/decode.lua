@@ -3,6 +3,7 @@
 -- NaN counted, outputs poisoned first), and timing on rotated weights.
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 
 local M = {}
 
@@ -134,6 +135,7 @@ function M.time(dev, fmt, rows, cols, opts)
   local k = dev:kernel(opts.kernel or M.kernel_name(fmt))
   local groups, grid_note = M.groups(dev, k, rows, opts.grid)
   if grid_note then io.stderr:write("decode: ", grid_note, "\n") end
+  settle.ensure(dev) -- the host may have spent seconds on the fixture, the GPU idle
   local times = {}
   -- each batch walks the whole rotation, so every batch is the same sequence of launches
   local n, batch = opts.n or 20, math.max(opts.batch or 10, copies)
@@ -145,6 +147,7 @@ function M.time(dev, fmt, rows, cols, opts)
     local sec = s:timer_end(m) / batch
     if r > (opts.warmup or 3) then times[#times + 1] = sec end
   end
+  settle.touch(dev)
   for c = 1, copies do ws[c]:release() end
   if opts.deferred then s:release() end
   return report.stats(times), bytes
@@ -167,6 +170,7 @@ function M.time_read(dev, bytes, copies, opts)
   if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel("stream_read")
   local best
+  settle.ensure(dev)
   for _, groups in ipairs { resident, resident * 8 } do
     local times = {}
     local n, batch = opts.n or 20, math.max(opts.batch or 10, copies)
@@ -186,6 +190,7 @@ function M.time_read(dev, bytes, copies, opts)
   if out:download() == ("\0"):rep(resident * 8 * 4) then
     error(("decode.time_read: stream_read on %s summed to zero over %d written bytes"):format(dev.id, bytes))
   end
+  settle.touch(dev)
   for c = 1, copies do bufs[c]:release() end
   out:release()
   if opts.deferred then s:release() end
@@ -201,12 +206,14 @@ function M.time_floor(dev, opts)
   if opts.deferred then s:set_deferred(true) end
   local k = dev:kernel("stream_read")
   local times = {}
+  settle.ensure(dev)
   for r = 1, (opts.n or 20) + 3 do
     local m = s:timer_begin()
     for _ = 1, 10 do k:launch(s, 1, 256, out, out, 0, 1) end
     local sec = s:timer_end(m) / 10
     if r > 3 then times[#times + 1] = sec end
   end
+  settle.touch(dev)
   out:release()
   if opts.deferred then s:release() end
   return report.stats(times)

@@ -1,0 +1,107 @@
+-- xpu.settle — bring a discrete GPU to its working clocks before anything is timed on it.
+--
+-- A GPU left idle for a few seconds drops its clocks. CUDA's driver raises them with the first
+-- work of a context; NVIDIA's Vulkan driver (H200, 580) only after 0.05-0.5 s of sustained
+-- work, so a bench whose timed passes last a few milliseconds, in a process that first spent
+-- seconds on the host (building a fixture), timed the idle clock: 345 MHz against 1980, a
+-- decode mat-vec 4.5x slow, every op at 40 % of the bus (docs/PERF.md, "Idle clocks").
+--
+-- settle(dev) streams reads over a 64 MiB buffer back to back, in windows of about 10 ms of
+-- device time, until the rate says the clocks are up: at 75 % of the read ceiling Autotune
+-- holds for the device (the idle clock reads at 35-40 % of it), or, with no ceiling measured
+-- yet, after `min_s` seconds once three windows in a row agree within 3 %. It gives up after
+-- `max_s` and says so on stderr. Integrated devices (the CPU, lavapipe) share the host's
+-- clocks and are not settled. ensure(dev) settles when the device has had no work through
+-- this module (settle or touch) for IDLE_S seconds; timing loops touch(dev) when they end.
+local xpu = require "xpu"
+local autotune = require "xpu.autotune"
+local report = require "xpu.report"
+
+local M = { IDLE_S = 2, BYTES = 64 << 20, WINDOW_S = 0.01 }
+
+local last = {} -- device id -> xpu.now() of its last settle or touch
+local pads = {} -- device id -> { buf, out }: the read buffer, kept for the process
+
+local function pad(dev)
+  local p = pads[dev.id]
+  if not p then
+    local data = ("xpulua settle "):rep(M.BYTES // 14 + 1):sub(1, M.BYTES)
+    p = { buf = dev:buffer(data), out = dev:buffer(64 * 1024) }
+    pads[dev.id] = p
+  end
+  return p
+end
+
+-- One window: k back-to-back reads of the buffer; GB/s and device seconds.
+local function window(kern, s, k, groups, p)
+  local m = s:timer_begin()
+  for _ = 1, k do kern:launch(s, groups, 256, p.out, p.buf, M.BYTES, groups) end
+  local sec = s:timer_end(m)
+  return M.BYTES * k / sec / 1e9, sec
+end
+
+local function agree(rates)
+  if #rates < 3 then return false end
+  local lo, hi = math.huge, 0
+  for i = #rates - 2, #rates do lo, hi = math.min(lo, rates[i]), math.max(hi, rates[i]) end
+  return hi <= 1.03 * lo
+end
+
+-- After each window: "settled", "go on" or "give up", from the window rates so far (GB/s), the
+-- seconds since the first, and the target (75 % of the read ceiling; nil where none is known).
+-- A plateau below the target is the idle clock, not a settled device.
+function M.decide(rates, elapsed, target, min_s, max_s)
+  local ok
+  if target then ok = #rates >= 2 and rates[#rates] >= target
+  else ok = elapsed >= min_s and agree(rates) end
+  if ok then return "settled" end
+  return elapsed >= max_s and "give up" or "go on"
+end
+
+-- Returns { settled, seconds, windows, first_gbs, gbs, target_gbs }; settled is true where
+-- the device needs no settling (integrated; opts.force settles one anyway, for the specs).
+-- opts: min_s (1.0), max_s (3.0), trace(elapsed, gbs) called after each window.
+function M.settle(dev, opts)
+  opts = opts or {}
+  if dev.integrated and not opts.force then return { settled = true, seconds = 0, windows = 0 } end
+  local min_s, max_s = opts.min_s or 1.0, opts.max_s or 3.0
+  local ceiling = tonumber(autotune.recall(dev, "bandwidth.read_gbs") or "")
+  local target = ceiling and 0.75 * ceiling
+  local p, s = pad(dev), dev:default_stream()
+  local kern = dev:kernel("stream_read")
+  local groups = math.max(1, dev:dispatch_blocks(8)) * 8
+  window(kern, s, 1, groups, p) -- the pipeline's first use, not a rate
+  local t0, k, rates, verdict = xpu.now(), 1, {}, "go on"
+  while verdict == "go on" do
+    local gbs, sec = window(kern, s, k, groups, p)
+    rates[#rates + 1] = gbs
+    if opts.trace then opts.trace(xpu.now() - t0, gbs) end
+    k = math.max(1, math.min(4096, math.ceil(k * M.WINDOW_S / math.max(sec, 1e-6))))
+    verdict = M.decide(rates, xpu.now() - t0, target, min_s, max_s)
+  end
+  local info = { settled = verdict == "settled", seconds = xpu.now() - t0, windows = #rates,
+                 first_gbs = rates[1], gbs = rates[#rates], target_gbs = target }
+  last[dev.id] = xpu.now()
+  if not info.settled then
+    report.log("settle: %s reads at %.0f GB/s after %.1f s of back-to-back reads%s: its clocks may be held low; figures timed now will be slow",
+      dev.id, info.gbs, info.seconds, target and (", under 75 %% of its read ceiling (%.0f GB/s)"):format(ceiling) or ", not steady")
+  elseif info.first_gbs < 0.75 * info.gbs then
+    report.log("settle: %s came up from idle clocks: a read at %.0f GB/s, then %.0f after %.2f s", dev.id,
+      info.first_gbs, info.gbs, info.seconds)
+  end
+  return info
+end
+
+-- Settles dev unless it has worked through this module in the last IDLE_S seconds.
+function M.ensure(dev, opts)
+  local t = last[dev.id]
+  if t and xpu.now() - t <= M.IDLE_S then return nil end
+  return M.settle(dev, opts)
+end
+
+-- A timing loop ran on dev just now.
+function M.touch(dev)
+  last[dev.id] = xpu.now()
+end
+
+return M

@@ -1,0 +1,91 @@
+-- settle_spec.lua — xpu.settle: the rule that says a GPU's clocks are up (a plateau under the
+-- target is the idle clock, not a settled device), and the loop around it on a real device
+-- (cpu:0, forced: an integrated device is otherwise left alone). No rate is asserted.
+local xpu = require "xpu"
+local settle = require "xpu.settle"
+local autotune = require "xpu.autotune"
+
+describe("settle.decide", function()
+  local target = 0.75 * 4000
+
+  it("with a read ceiling: the idle clock's steady plateau is not settled, the rise is", function()
+    local idle = { 1450, 1452, 1449, 1451, 1450 }
+    assert.equal("go on", settle.decide(idle, 0.2, target, 1.0, 3.0))
+    assert.equal("go on", settle.decide(idle, 2.9, target, 1.0, 3.0))
+    assert.equal("give up", settle.decide(idle, 3.0, target, 1.0, 3.0))
+    local risen = { 1450, 1452, 3500 }
+    assert.equal("settled", settle.decide(risen, 0.3, target, 1.0, 3.0))
+  end)
+
+  it("with a read ceiling: one window is not enough (the first may carry the pipeline's start)", function()
+    assert.equal("go on", settle.decide({ 3900 }, 0.01, target, 1.0, 3.0))
+    assert.equal("settled", settle.decide({ 3900, 3910 }, 0.02, target, 1.0, 3.0))
+  end)
+
+  it("without one: three windows in a row within 3 %, and not before min_s", function()
+    local steady = { 3500, 3490, 3510 }
+    assert.equal("go on", settle.decide(steady, 0.5, nil, 1.0, 3.0))
+    assert.equal("settled", settle.decide(steady, 1.0, nil, 1.0, 3.0))
+    assert.equal("go on", settle.decide({ 1450, 3500, 3490 }, 1.5, nil, 1.0, 3.0))
+    assert.equal("go on", settle.decide({ 3500, 3490 }, 1.5, nil, 1.0, 3.0))
+    assert.equal("give up", settle.decide({ 1450, 3500, 3000 }, 3.1, nil, 1.0, 3.0))
+  end)
+end)
+
+describe("settle on a device", function()
+  local cpu = xpu.device "cpu:0"
+  local dir = os.tmpname()
+  local real_getenv, real_stderr = os.getenv, io.stderr
+  local logged
+
+  before_each(function()
+    os.execute("rm -rf '" .. dir .. "'")
+    os.getenv = function(k) if k == "XPULUA_CACHE" then return dir end return real_getenv(k) end
+    logged = {}
+    io.stderr = { write = function(_, ...) for _, s in ipairs { ... } do logged[#logged + 1] = s end end }
+  end)
+  after_each(function()
+    os.getenv, io.stderr = real_getenv, real_stderr
+    os.execute("rm -rf '" .. dir .. "'")
+  end)
+
+  it("leaves an integrated device alone: no window is run", function()
+    assert.is_true(cpu.integrated)
+    local info = settle.settle(cpu)
+    assert.is_true(info.settled)
+    assert.equal(0, info.windows)
+  end)
+
+  it("stops at the second window that reaches 75 % of the stored read ceiling", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", "0.001")
+    local traced = 0
+    local info = settle.settle(cpu, { force = true, max_s = 5, trace = function() traced = traced + 1 end })
+    assert.is_true(info.settled)
+    assert.equal(2, info.windows)
+    assert.equal(2, traced)
+    assert.is_true(info.gbs > 0)
+    assert.near(0.00075, info.target_gbs, 1e-12)
+  end)
+
+  it("gives up at max_s below the target, and says so on stderr naming the device", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", "1e9")
+    local info = settle.settle(cpu, { force = true, max_s = 0.05 })
+    assert.is_false(info.settled)
+    assert.is_true(info.seconds >= 0.05)
+    assert.is_true(info.windows >= 1)
+    local text = table.concat(logged)
+    assert.matches("settle: cpu:0 reads at %d+ GB/s after", text)
+    assert.matches("under 75 %% of its read ceiling", text)
+  end)
+
+  it("ensure: nothing within IDLE_S of a touch, a settle after it", function()
+    settle.touch(cpu)
+    assert.is_nil(settle.ensure(cpu))
+    local idle = settle.IDLE_S
+    settle.IDLE_S = -1
+    local ok, info = pcall(settle.ensure, cpu)
+    settle.IDLE_S = idle
+    assert.is_true(ok, tostring(info))
+    assert.is_true(info.settled) -- integrated: the no-op settle
+  end)
+end)
