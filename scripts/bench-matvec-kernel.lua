@@ -92,6 +92,7 @@ local function fixture(fmt, rows, cols)
     return fx
   end
   local fx = decode.fixture(fmt, rows, cols, 5)
+  os.execute("mkdir -p '" .. opts.fixtures:gsub("'", "'\\''") .. "'") -- made on first use
   f = assert(io.open(path .. ".tmp", "wb"))
   assert(f:write(string.pack("<I8", #fx.resident), fx.resident, fx.x))
   assert(f:close())

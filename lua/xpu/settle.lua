@@ -6,10 +6,12 @@
 -- seconds on the host (building a fixture), timed the idle clock: 345 MHz against 1980, a
 -- decode mat-vec 4.5x slow, every op at 40 % of the bus (docs/PERF.md, "Idle clocks").
 --
--- settle(dev) streams reads over a 64 MiB buffer back to back, in windows of about 10 ms of
--- device time, until the rate says the clocks are up: at 75 % of the read ceiling Autotune
--- holds for the device (the idle clock reads at 35-40 % of it), or, with no ceiling measured
--- yet, after `min_s` seconds once three windows in a row agree within 3 %. It gives up after
+-- settle(dev) streams reads over a 128 MiB buffer back to back, as a replayed batch so that
+-- the submissions do not set the rate (eager 64 MiB reads on Vulkan measured 1500 GB/s at full
+-- clocks), in windows of about 10 ms of device time, until the rate says the clocks are up:
+-- at 75 % of the read ceiling Autotune holds for the device (the idle clock reads at 35-40 %
+-- of it), or, with no ceiling measured yet, after `min_s` seconds once three windows in a row
+-- agree within 3 %. It gives up after
 -- `max_s` and says so on stderr. Integrated devices (the CPU, lavapipe) share the host's
 -- clocks and are not settled. ensure(dev) settles when the device has had no work through
 -- this module (settle or touch) for IDLE_S seconds; timing loops touch(dev) when they end.
@@ -17,7 +19,7 @@ local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
 
-local M = { IDLE_S = 2, BYTES = 64 << 20, WINDOW_S = 0.01 }
+local M = { IDLE_S = 2, BYTES = 128 << 20, WINDOW_S = 0.01 }
 
 local last = {} -- device id -> xpu.now() of its last settle or touch
 local pads = {} -- device id -> { buf, out }: the read buffer, kept for the process
@@ -26,7 +28,8 @@ local function pad(dev)
   local p = pads[dev.id]
   if not p then
     local data = ("xpulua settle "):rep(M.BYTES // 14 + 1):sub(1, M.BYTES)
-    p = { buf = dev:buffer(data), out = dev:buffer(64 * 1024) }
+    p = { buf = dev:buffer(data), out = dev:buffer(64 * 1024), stream = dev:stream() }
+    p.stream:set_deferred(true) -- replayed batches: a window is the reads, not the submissions
     pads[dev.id] = p
   end
   return p
@@ -67,7 +70,8 @@ function M.settle(dev, opts)
   local min_s, max_s = opts.min_s or 1.0, opts.max_s or 3.0
   local ceiling = tonumber(autotune.recall(dev, "bandwidth.read_gbs") or "")
   local target = ceiling and 0.75 * ceiling
-  local p, s = pad(dev), dev:default_stream()
+  local p = pad(dev)
+  local s = p.stream
   local kern = dev:kernel("stream_read")
   local groups = math.max(1, dev:dispatch_blocks(8)) * 8
   window(kern, s, 1, groups, p) -- the pipeline's first use, not a rate
@@ -76,7 +80,9 @@ function M.settle(dev, opts)
     local gbs, sec = window(kern, s, k, groups, p)
     rates[#rates + 1] = gbs
     if opts.trace then opts.trace(xpu.now() - t0, gbs) end
-    k = math.max(1, math.min(4096, math.ceil(k * M.WINDOW_S / math.max(sec, 1e-6))))
+    -- the next window's reads: doubled until a window lasts WINDOW_S (a new count is a new
+    -- recorded sequence; powers of two keep them few)
+    while k < 4096 and sec * 2 <= M.WINDOW_S * 1.5 do k, sec = 2 * k, 2 * sec end
     verdict = M.decide(rates, xpu.now() - t0, target, min_s, max_s)
   end
   local info = { settled = verdict == "settled", seconds = xpu.now() - t0, windows = #rates,
