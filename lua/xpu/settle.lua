@@ -11,10 +11,10 @@
 -- clocks), in windows of about 10 ms of device time, until the rate says the clocks are up:
 -- at 75 % of the read ceiling Autotune holds for the device (the idle clock reads at 35-40 %
 -- of it), or, with no ceiling measured yet, after `min_s` seconds once three windows in a row
--- agree within 3 %. It gives up after
--- `max_s` and says so on stderr. Integrated devices (the CPU, lavapipe) share the host's
--- clocks and are not settled. ensure(dev) settles when the device has had no work through
--- this module (settle or touch) for IDLE_S seconds; timing loops touch(dev) when they end.
+-- agree within 3 %. It gives up after `max_s` and says so on stderr. Integrated devices (the
+-- CPU, lavapipe) share the host's clocks and are not settled. ensure(dev) settles when the
+-- device has had no work through this module (settle or touch) for IDLE_S seconds; timing
+-- loops touch(dev) when they end.
 local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
@@ -63,7 +63,8 @@ end
 
 -- Returns { settled, seconds, windows, first_gbs, gbs, target_gbs }; settled is true where
 -- the device needs no settling (integrated; opts.force settles one anyway, for the specs).
--- opts: min_s (1.0), max_s (3.0), trace(elapsed, gbs) called after each window.
+-- opts: min_s (1.0), max_s (3.0), trace(elapsed, gbs) called after each window (and with
+-- XPULUA_SETTLE_TRACE set, each window logged on stderr).
 function M.settle(dev, opts)
   opts = opts or {}
   if dev.integrated and not opts.force then return { settled = true, seconds = 0, windows = 0 } end
@@ -80,6 +81,7 @@ function M.settle(dev, opts)
     local gbs, sec = window(kern, s, k, groups, p)
     rates[#rates + 1] = gbs
     if opts.trace then opts.trace(xpu.now() - t0, gbs) end
+    if os.getenv("XPULUA_SETTLE_TRACE") then report.log("settle: %s %.3f s %d reads %.0f GB/s", dev.id, xpu.now() - t0, k, gbs) end
     -- the next window's reads: doubled until a window lasts WINDOW_S (a new count is a new
     -- recorded sequence; powers of two keep them few)
     while k < 4096 and sec * 2 <= M.WINDOW_S * 1.5 do k, sec = 2 * k, 2 * sec end
