@@ -145,6 +145,18 @@ describe("cpu-read-pages", function()
   end)
 end)
 
+describe("buffer-rates", function()
+  it("reads each buffer twice over, a row per pass and buffer, and refuses a bad count", function()
+    local out = run("scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 2")
+    assert.matches("\nexit 0\n$", out)
+    for pass = 1, 2 do
+      for b = 1, 2 do assert.matches("\n +" .. pass .. " +" .. b .. " +2097152 +[%d.]+ +[%d.]+", out) end
+    end
+    assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --buffers 0"))
+    assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --size 3"))
+  end)
+end)
+
 describe("bench-kv-write", function()
   on_devices("both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function(dev)
     local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
