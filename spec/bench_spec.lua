@@ -152,6 +152,10 @@ describe("buffer-rates", function()
     for pass = 1, 2 do
       for b = 1, 2 do assert.matches("\n +" .. pass .. " +" .. b .. " +2097152 +[%d.]+ +[%d.]+", out) end
     end
+    local copy = run("scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 2 --copy")
+    assert.matches("\nexit 0\n$", copy)
+    assert.matches("copy of each buffer into the next", copy)
+    assert.matches("\n +2 +2 +4194304 +[%d.]+ +[%d.]+", copy)
     assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --buffers 0"))
     assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --size 3"))
   end)
