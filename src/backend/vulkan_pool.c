@@ -10,10 +10,23 @@
  * apart where large, and a block that empties is kept for the next buffers; empty blocks are
  * given back only when the driver is out of memory for a new one.
  *
- * A block is one memory type; its free ranges are a list sorted by offset, merged on free. */
+ * A block is one memory type; its free ranges are a list sorted by offset, merged on free.
+ *
+ * XPULUA_VK_POOL, a diagnostic: "own" gives each buffer of BIG bytes or more a block of its
+ * own, freed when the buffer is; "keep" the same, the block kept (never reused) until the
+ * device closes. Anything else, or unset: the pool above. */
 #include "vulkan_api.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+enum pool_policy { POOL_SHARED, POOL_OWN, POOL_KEEP };
+
+static enum pool_policy policy(void)
+{
+	const char *e = getenv("XPULUA_VK_POOL");
+	return !e ? POOL_SHARED : strcmp(e, "own") == 0 ? POOL_OWN : strcmp(e, "keep") == 0 ? POOL_KEEP : POOL_SHARED;
+}
 
 #define BIG ((VkDeviceSize)2 << 20) /* a buffer of this size or more starts on a multiple of it */
 
@@ -161,8 +174,10 @@ int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirement
 	VkDeviceSize align = req->alignment ? req->alignment : 1;
 	if (req->size >= BIG)
 		align = round_up(BIG, align);
+	/* a block of its own: the new block, which goes to the head of the list, and no other */
+	const bool own = req->size >= BIG && policy() != POOL_SHARED;
 	for (int pass = 0; pass < 2; pass++) {
-		for (struct vk_block *b = vd->blocks; b; b = b->next) {
+		for (struct vk_block *b = vd->blocks; b && !(own && pass == 0); b = own ? NULL : b->next) {
 			if (b->type != type)
 				continue;
 			const int64_t at = take(b, req->size, align);
@@ -179,7 +194,8 @@ int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirement
 			return 0;
 		}
 		const VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
-		if (pass == 0 && !new_block(vd, type, round_up(req->size > least ? req->size : least, BIG), host))
+		const VkDeviceSize want = own ? round_up(req->size, BIG) : round_up(req->size > least ? req->size : least, BIG);
+		if (pass == 0 && !new_block(vd, type, want, host))
 			return -1;
 	}
 	return xpu_fail("a new Vulkan memory block had no room for %llu bytes", (unsigned long long)req->size);
@@ -199,8 +215,21 @@ uint64_t xpu_vk_pool_free_bytes(struct vk_dev *vd, uint32_t heap)
 
 void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p)
 {
-	if (p->block)
-		give(p->block, p->off, p->size);
+	if (!p->block)
+		return;
+	enum pool_policy pp = p->size >= BIG ? policy() : POOL_SHARED;
+	if (pp == POOL_KEEP) { /* the range stays taken: the block is never reused */
+		p->block->live--;
+		return;
+	}
+	give(p->block, p->off, p->size);
+	if (pp == POOL_OWN && p->block->live == 0)
+		for (struct vk_block **q = &vd->blocks; *q; q = &(*q)->next)
+			if (*q == p->block) {
+				*q = p->block->next;
+				drop_block(vd, p->block);
+				break;
+			}
 }
 
 void xpu_vk_pool_close(struct vk_dev *vd)
