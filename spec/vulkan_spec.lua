@@ -208,6 +208,32 @@ describe("vulkan modules from a directory", function()
   end)
 end)
 
+-- XPULUA_VK_POOL (vulkan_pool.c, a diagnostic): "own" and "keep" give each buffer of 2 MiB or
+-- more a block of its own (freed with it / never reused); the default places it in a shared
+-- block. Under each, buffers made, one released, another made in its place, then a kernel's
+-- copy between two of them: every byte where it was put.
+describe("vulkan memory pool policies", function()
+  vk_it("keep every buffer's bytes under the shared pool, own and keep", function()
+    local body = [[
+      local d = assert(require"xpu".device"vulkan:0")
+      local size, bufs, data = 3 << 20, {}, {}
+      for i = 1, 4 do data[i] = ("%c%c"):format(64 + i, 96 + i):rep(size // 2); bufs[i] = d:buffer(data[i]) end
+      bufs[2]:release()
+      data[2] = ("Z"):rep(size); bufs[2] = d:buffer(data[2])
+      local small = d:buffer("tiny")
+      d:kernel"stream_copy":launch(d:default_stream(), 16, 256, bufs[4], bufs[1], size)
+      d:default_stream():sync()
+      data[4] = data[1]
+      local ok = small:download() == "tiny"
+      for i = 1, 4 do ok = ok and bufs[i]:download() == data[i] end
+      print(ok and "intact" or "damaged")
+    ]]
+    for _, policy in ipairs { "", "own", "keep" } do
+      assert.matches("^intact\n$", child("XPULUA_VK_POOL=" .. policy, body), policy)
+    end
+  end)
+end)
+
 describe("vulkan mat-vec modules", function()
   -- kernels/vulkan/matvec.glsl: lanes trade values by subgroup shuffles where subgroups are
   -- 32 lanes (required, where the driver can require a size) or a multiple of 32, through
