@@ -78,6 +78,15 @@ describe("settle on a device", function()
     assert.matches("under 75 %% of its read ceiling", text)
   end)
 
+  it("ensure: nothing while settling is off (a bench's --no-settle)", function()
+    settle.disabled = true
+    local idle = settle.IDLE_S
+    settle.IDLE_S = -1
+    local info = settle.ensure(cpu, { force = true })
+    settle.disabled, settle.IDLE_S = nil, idle
+    assert.is_nil(info)
+  end)
+
   it("ensure: nothing within IDLE_S of a touch, a settle after it", function()
     settle.touch(cpu)
     assert.is_nil(settle.ensure(cpu))

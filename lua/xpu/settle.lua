@@ -100,8 +100,10 @@ function M.settle(dev, opts)
   return info
 end
 
--- Settles dev unless it has worked through this module in the last IDLE_S seconds.
+-- Settles dev unless it has worked through this module in the last IDLE_S seconds, or
+-- settling is off (M.disabled: a bench's --no-settle, to show what it is for).
 function M.ensure(dev, opts)
+  if M.disabled then return nil end
   local t = last[dev.id]
   if t and xpu.now() - t <= M.IDLE_S then return nil end
   return M.settle(dev, opts)
