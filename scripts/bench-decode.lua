@@ -125,12 +125,18 @@ print()
 
 -- 3. time: rotated working set (>= 1 GiB on a discrete device, > 8x LLC on the host) and one buffer
 local rows, points, done, total = {}, {}, 0, #formats * #shapes * 2
+local slow_notes = {}
 for _, shape in ipairs(shapes) do
   for _, fmt in ipairs(formats) do
     for _, mode in ipairs { "rotated", "resident" } do
       local c = (cells_apart and measure_apart or measure)(fmt, shape, mode)
       local copies, bytes, st, read = c.copies, c.bytes, c.st, c.read
       local gbs = bytes / st.median / 1e9
+      local slow, frac = decode.slow_read(bytes, read, ceiling)
+      if slow then
+        slow_notes[#slow_notes + 1] = ("%s %dx%d %s: the plain read of its weights ran at %.0f GB/s, %.0f %% of the read ceiling; the memory these buffers landed in, not the kernel, set this cell's pace"):format(
+          fmt, shape[1], shape[2], mode, slow, 100 * frac)
+      end
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
                           st.min * 1e6, st.max * 1e6, gbs, ceiling and 100 * gbs / ceiling or "-",
                           read and read * 1e6 or "-", read and 100 * read / st.median or "-" }
@@ -145,7 +151,7 @@ for _, shape in ipairs(shapes) do
                        rows = shape[1], cols = shape[2],
                        mode = mode, copies = copies, bytes = bytes, n = st.n, median_s = st.median,
                        min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling, grid = opts.grid or "launcher", deferred = opts.deferred or false,
-                       read_same_bytes_s = read }
+                       read_same_bytes_s = read, read_slow = slow ~= nil }
       end
       done = done + 1
       report.progress(done, total, ("%s %dx%d %s"):format(fmt, shape[1], shape[2], mode))
@@ -160,6 +166,7 @@ print(report.table {
              "read us", "% of read" },
   rows = rows,
 })
+for _, note in ipairs(slow_notes) do print("slow memory: " .. note) end
 local floor = decode.time_floor(d, { n = opts.n, deferred = opts.deferred })
 print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does nothing (median of %d)"):format(
   floor.median * 1e6, floor.n))

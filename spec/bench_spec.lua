@@ -241,6 +241,15 @@ describe("xpu.decode: the grid, the fit and the read bound", function()
     assert.is_true(st.median > 0 and st.groups >= 1)
   end)
 
+  it("slow_read: a plain read under half the read ceiling is flagged with its rate; the others and missing figures are not", function()
+    assert.same({ 1.0, 0.25 }, { decode.slow_read(4e9, 4.0, 4.0) }) -- 1 GB/s of a 4 GB/s ceiling
+    assert.is_nil(decode.slow_read(4e9, 1.25, 4.0))                -- 3.2 GB/s
+    assert.is_nil(decode.slow_read(4e9, 2.0, 4.0))                 -- exactly half: not flagged
+    assert.is_nil(decode.slow_read(4e9, nil, 4.0))
+    assert.is_nil(decode.slow_read(4e9, 0, 4.0))
+    assert.is_nil(decode.slow_read(4e9, 1.0, nil))
+  end)
+
   it("sizes a resident grid from the manifest where it has the figure, with no note", function()
     local d = xpu.device "cuda:0"
     if not d then return pending("skipped: no cuda:0 (the backend that reports resident groups)") end
@@ -277,6 +286,22 @@ describe("bench-decode", function()
       assert.is_true(got[2 * i].median > 0 and got[2 * i - 1].median > 0, fmt)
       assert.matches("\n" .. fmt .. " +64x512 +rotated +2 ", out)
     end
+  end)
+
+  it("names each cell whose weights' plain read ran under half the read ceiling, in the table's notes and the JSONL", function()
+    local cache = os.tmpname()
+    os.remove(cache)
+    local env = ("XPULUA_CACHE=%s "):format(cache)
+    -- a ceiling no read reaches: every rotated cell's read is "slow"; resident cells have no read
+    assert(os.execute(env .. BIN .. [[ -e 'require"xpu.autotune".remember(require"xpu".device"cpu:0", "bandwidth.read_gbs", "1e9")']]))
+    local p = assert(io.popen(env .. BIN .. " scripts/bench-decode.lua --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --jsonl 2>/dev/null"))
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. cache)
+    assert.matches("\nslow memory: q4_0 64x512 rotated: the plain read of its weights ran at [%d.]+ GB/s, 0 %% of the read ceiling", out)
+    assert.not_matches("slow memory: q4_0 64x512 resident", out)
+    assert.matches('"mode":"rotated"[^\n]*"read_slow":true', out)
+    assert.matches('"mode":"resident"[^\n]*"read_slow":false', out)
   end)
 
   on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)

@@ -197,6 +197,19 @@ function M.time_read(dev, bytes, copies, opts)
   return best
 end
 
+-- A cell whose weights' plain read (time_read over the same copies) ran under half the read
+-- ceiling: the memory, not the kernel, set its pace (on NVIDIA's Vulkan driver the buffers a
+-- process makes after many others can read 2-5x slow at full clock; docs/PERF.md). Returns
+-- that read's GB/s and its fraction of the ceiling, or nil where the read looks normal or
+-- either figure is missing.
+M.SLOW_READ = 0.5
+function M.slow_read(bytes, read_s, ceiling_gbs)
+  if not (read_s and read_s > 0 and ceiling_gbs and ceiling_gbs > 0) then return nil end
+  local gbs = bytes / read_s / 1e9
+  if gbs >= M.SLOW_READ * ceiling_gbs then return nil end
+  return gbs, gbs / ceiling_gbs
+end
+
 -- Back-to-back launches of a kernel that does nothing (stream_read over 0 bytes, one group),
 -- timed as the mat-vecs are: the per-launch floor under every figure above it.
 function M.time_floor(dev, opts)
