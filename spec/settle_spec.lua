@@ -67,6 +67,13 @@ describe("settle on a device", function()
     assert.near(0.00075, info.target_gbs, 1e-12)
   end)
 
+  it("ignores the stored ceiling where asked (bandwidth.lua): steady windows after min_s instead", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", "1e9") -- a target no window reaches
+    local info = settle.settle(cpu, { force = true, ceiling = false, min_s = 0.02, max_s = 5 })
+    assert.is_nil(info.target_gbs)
+    assert.is_true(info.windows >= 3)
+  end)
+
   it("gives up at max_s below the target, and says so on stderr naming the device", function()
     autotune.remember(cpu, "bandwidth.read_gbs", "1e9")
     local info = settle.settle(cpu, { force = true, max_s = 0.05 })
