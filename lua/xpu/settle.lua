@@ -22,7 +22,7 @@ local report = require "xpu.report"
 local M = { IDLE_S = 2, BYTES = 128 << 20, WINDOW_S = 0.01 }
 
 local last = {} -- device id -> xpu.now() of its last settle or touch
-local pads = {} -- device id -> { buf, out }: the read buffer, kept for the process
+local pads = {} -- device id -> { buf, out, stream }: the read buffer (128 MiB), kept for the process
 
 local function pad(dev)
   local p = pads[dev.id]
