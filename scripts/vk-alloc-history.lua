@@ -3,9 +3,12 @@
 -- (deferred batches, so the host's time is not counted), times one eager launch per buffer
 -- ("cold single"), frees them, and keeps a spacer of trial * 37 MiB (SPACER=0: none). On
 -- NVIDIA's Vulkan driver the per-launch time of a trial is stable to 1 % but grew from trial
--- to trial (docs/PERF.md); in a fresh process the same kernel alone is fast again.
+-- to trial (docs/PERF.md); in a fresh process the same kernel alone is fast again. Those
+-- figures predate xpu.settle (each trial's upload is host time, the device idle); each timing
+-- now settles first, so a slowdown left is the allocations' and not the idle clock's.
 --   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
+local settle = require "xpu.settle"
 local d = assert(xpu.device(arg[1] or "vulkan:0"))
 local rows, cols = 4096, 14336
 local spacers = {}
@@ -21,6 +24,7 @@ local function time_ws(k, ws, x, n)
   local y, s = d:buffer(rows * 4), d:stream()
   s:set_deferred(true)
   local t = {}
+  settle.ensure(d)
   for r = 1, n + 3 do
     local m = s:timer_begin()
     for b = 1, #ws do k:launch(s, (rows + 7) // 8, 256, y, ws[b], x, rows, cols, 0) end
@@ -35,6 +39,7 @@ end
 local function per_buffer(k, ws, x)
   local y, s = d:buffer(rows * 4), d:default_stream()
   local out = {}
+  settle.ensure(d)
   for b = 1, #ws do
     local m = s:timer_begin()
     k:launch(s, (rows + 7) // 8, 256, y, ws[b], x, rows, cols, 0)

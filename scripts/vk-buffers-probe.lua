@@ -3,9 +3,13 @@
 -- makes and fills 1.5 GiB more, and after it frees them. On NVIDIA's Vulkan driver (H200, 580)
 -- the same buffers went from 547-576 to 2187-2263 us a roll after the extra allocations, and
 -- stayed there once they were freed; eight launches a timer pair were as slow as one
--- (docs/PERF.md, Vulkan shape ops, third pass).
+-- (docs/PERF.md, Vulkan shape ops, third pass). Those figures were taken before the benches
+-- settled the device: filling 1.5 GiB from Lua takes seconds of host time, enough for the
+-- idle clock (docs/PERF.md, "Idle clocks"), and the tiny copy's doubling is its signature.
+-- Each timing below now settles first (xpu.settle), so what remains is the buffers' own.
 --   xpulua scripts/vk-buffers-probe.lua [DEVICE]
 local xpu = require "xpu"
+local settle = require "xpu.settle"
 local d = assert(xpu.device(arg[1] or "vulkan:0"))
 local C = {}
 for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
@@ -14,6 +18,7 @@ end
 local s = d:default_stream()
 local function pat(n) local u = ("xpulua shape ops "):rep(64) return u:rep(n // #u + 1):sub(1, n) end
 local function each(c, spec, k)
+  settle.ensure(d)
   spec.stream = s
   local ts = {}
   for i = 1, k do local m = s:timer_begin(); c:launch(spec); ts[#ts + 1] = s:timer_end(m) * 1e6 end
@@ -21,6 +26,7 @@ local function each(c, spec, k)
   return ("median %.1f us (min %.1f, max %.1f)"):format(ts[(#ts + 1) // 2], ts[1], ts[#ts])
 end
 local function together(c, spec, k)
+  settle.ensure(d)
   spec.stream = s
   local m = s:timer_begin(); for _ = 1, k do c:launch(spec) end
   return ("%.1f us a launch, %d in one timer"):format(s:timer_end(m) * 1e6 / k, k)

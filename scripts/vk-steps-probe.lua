@@ -6,6 +6,7 @@
 -- scripts/vk-alloc-history.lua shows needs new weight allocations.
 --   xpulua scripts/vk-steps-probe.lua [DEVICE] [KERNEL]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
+local settle = require "xpu.settle"
 local d = assert(xpu.device(arg[1] or "vulkan:0"))
 local name = arg[2] or "q6_K_q8k_wave_dot4"
 local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
@@ -16,6 +17,7 @@ local copies = math.max(2, math.ceil((1 << 30) / #resident))
 local A = {} for c = 1, copies do A[c] = d:buffer(resident) end
 local x, y = d:buffer(fx.x), d:buffer(rows * 4)
 local function time()
+  settle.ensure(d) -- each step is host work; the device settles before it is timed
   local s = d:stream(); s:set_deferred(true)
   local t = {}
   for r = 1, 13 do
