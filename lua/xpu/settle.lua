@@ -9,8 +9,8 @@
 -- settle(dev) streams reads over a 128 MiB buffer back to back, as a replayed batch so that
 -- the submissions do not set the rate (eager 64 MiB reads on Vulkan measured 1500 GB/s at full
 -- clocks), in windows of about 10 ms of device time, until the rate says the clocks are up:
--- at 75 % of the read ceiling Autotune holds for the device (the idle clock reads at 35-40 %
--- of it), or, with no ceiling measured yet, after `min_s` seconds once three windows in a row
+-- at TARGET (85 %) of the read ceiling Autotune holds for the device (the idle clock reads at
+-- 35-40 % of it, an intermediate clock of the ramp 60 %, full clocks 92-95 %), or, with no ceiling measured yet, after `min_s` seconds once three windows in a row
 -- agree within 3 %. It gives up after `max_s` and says so on stderr. Integrated devices (the
 -- CPU, lavapipe) share the host's clocks and are not settled. ensure(dev) settles when the
 -- device has had no work through this module (settle or touch) for IDLE_S seconds; timing
@@ -19,7 +19,7 @@ local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
 
-local M = { IDLE_S = 2, BYTES = 128 << 20, WINDOW_S = 0.01 }
+local M = { IDLE_S = 2, BYTES = 128 << 20, WINDOW_S = 0.01, TARGET = 0.85 }
 
 local last = {} -- device id -> xpu.now() of its last settle or touch
 local pads = {} -- device id -> { buf, out, stream }: the read buffer (128 MiB), kept for the process
@@ -51,7 +51,7 @@ local function agree(rates)
 end
 
 -- After each window: "settled", "go on" or "give up", from the window rates so far (GB/s), the
--- seconds since the first, and the target (75 % of the read ceiling; nil where none is known).
+-- seconds since the first, and the target (TARGET of the read ceiling; nil where none is known).
 -- A plateau below the target is the idle clock, not a settled device.
 function M.decide(rates, elapsed, target, min_s, max_s)
   local ok
@@ -72,7 +72,7 @@ function M.settle(dev, opts)
   if dev.integrated and not opts.force then return { settled = true, seconds = 0, windows = 0 } end
   local min_s, max_s = opts.min_s or 1.0, opts.max_s or 3.0
   local ceiling = opts.ceiling ~= false and tonumber(autotune.recall(dev, "bandwidth.read_gbs") or "") or nil
-  local target = ceiling and 0.75 * ceiling
+  local target = ceiling and M.TARGET * ceiling
   local p = pad(dev)
   local s = p.stream
   local kern = dev:kernel("stream_read")
@@ -94,7 +94,7 @@ function M.settle(dev, opts)
   last[dev.id] = xpu.now()
   if not info.settled then
     report.log("settle: %s reads at %.0f GB/s after %.1f s of back-to-back reads%s: its clocks may be held low; figures timed now will be slow",
-      dev.id, info.gbs, info.seconds, target and (", under 75 %% of its read ceiling (%.0f GB/s)"):format(ceiling) or ", not steady")
+      dev.id, info.gbs, info.seconds, target and (", under %.0f %% of its read ceiling (%.0f GB/s)"):format(100 * M.TARGET, ceiling) or ", not steady")
   elseif info.first_gbs < 0.75 * info.gbs then
     report.log("settle: %s came up from idle clocks: a read at %.0f GB/s, then %.0f after %.2f s", dev.id,
       info.first_gbs, info.gbs, info.seconds)
