@@ -3,11 +3,13 @@
 -- again at the end: whether a rate belongs to the buffers, to the process, or to the moment.
 --   xpulua scripts/copy-pairs.lua [DEVICE] [PAIRS]
 local xpu = require "xpu"
+local settle = require "xpu.settle" -- each pair's upload is host time: settled before each rate
 local d = assert(xpu.device(arg[1] or "vulkan:0"))
 local bytes, npairs = 1 << 30, tonumber(arg[2] or 6)
 local k, s = d:kernel "stream_copy", d:default_stream()
 local chunk = ("xpulua bandwidth"):rep(1 << 22)
 local function rate(p)
+  settle.ensure(d)
   local t = {}
   for r = 1, 7 do
     local m = s:timer_begin(); k:launch(s, bytes // 65536, 256, p.dst, p.src, bytes); local sec = s:timer_end(m)
