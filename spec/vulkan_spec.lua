@@ -209,8 +209,8 @@ describe("vulkan modules from a directory", function()
 end)
 
 -- XPULUA_VK_POOL (vulkan_pool.c, a diagnostic): "own" and "keep" give each buffer of 2 MiB or
--- more a block of its own (freed with it / never reused); the default places it in a shared
--- block. Under each, buffers made, one released, another made in its place, then a kernel's
+-- more a block of its own (freed with it / never reused); "arena:MIB" makes the first block
+-- that large; the default places it in a shared block. Under each, buffers made, one released, another made in its place, then a kernel's
 -- copy between two of them: every byte where it was put.
 describe("vulkan memory pool policies", function()
   vk_it("keep every buffer's bytes under the shared pool, own and keep", function()
@@ -228,8 +228,18 @@ describe("vulkan memory pool policies", function()
       for i = 1, 4 do ok = ok and bufs[i]:download() == data[i] end
       print(ok and "intact" or "damaged")
     ]]
-    for _, policy in ipairs { "", "own", "keep" } do
+    for _, policy in ipairs { "", "own", "keep", "arena:64" } do
       assert.matches("^intact\n$", child("XPULUA_VK_POOL=" .. policy, body), policy)
+    end
+  end)
+
+  vk_it("refuses a policy it does not know, naming the variable and what it takes", function()
+    local body = [[
+      local ok, err = pcall(function() return require"xpu".device"vulkan:0":buffer(("ab"):rep(3 << 20)) end)
+      print(ok and "made" or err)
+    ]]
+    for _, bad in ipairs { "arena:x", "arena:0", "arena:", "shared" } do
+      assert.matches("XPULUA_VK_POOL='" .. bad .. "': not own, keep or arena:MIB", child("XPULUA_VK_POOL=" .. bad, body), bad)
     end
   end)
 end)

@@ -14,18 +14,38 @@
  *
  * XPULUA_VK_POOL, a diagnostic: "own" gives each buffer of BIG bytes or more a block of its
  * own, freed when the buffer is; "keep" the same, the block kept (never reused) until the
- * device closes. Anything else, or unset: the pool above. */
+ * device closes; "arena:MIB" is the pool above with the first block of each memory type at
+ * least MIB MiB, so a process's buffers are carved from one allocation made at its start.
+ * Unset or empty: the pool above; anything else is refused when a buffer is placed. */
 #include "vulkan_api.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum pool_policy { POOL_SHARED, POOL_OWN, POOL_KEEP };
+enum pool_policy { POOL_SHARED, POOL_OWN, POOL_KEEP, POOL_BAD };
 
-static enum pool_policy policy(void)
+/* The policy XPULUA_VK_POOL asks for; *arena: the first block's least size (0: none). */
+static enum pool_policy policy(VkDeviceSize *arena)
 {
 	const char *e = getenv("XPULUA_VK_POOL");
-	return !e ? POOL_SHARED : strcmp(e, "own") == 0 ? POOL_OWN : strcmp(e, "keep") == 0 ? POOL_KEEP : POOL_SHARED;
+	*arena = 0;
+	if (!e || !*e)
+		return POOL_SHARED;
+	if (strcmp(e, "own") == 0)
+		return POOL_OWN;
+	if (strcmp(e, "keep") == 0)
+		return POOL_KEEP;
+	if (strncmp(e, "arena:", 6) == 0) {
+		char *end;
+		errno = 0;
+		unsigned long long mib = strtoull(e + 6, &end, 10);
+		if (errno == 0 && end != e + 6 && *end == 0 && mib > 0 && mib <= (1ull << 24)) {
+			*arena = (VkDeviceSize)mib << 20;
+			return POOL_SHARED;
+		}
+	}
+	return POOL_BAD;
 }
 
 #define BIG ((VkDeviceSize)2 << 20) /* a buffer of this size or more starts on a multiple of it */
@@ -166,6 +186,15 @@ static struct vk_block *new_block(struct vk_dev *vd, uint32_t type, VkDeviceSize
 	return b;
 }
 
+/* No block of memory type `type` yet: the next one is the first. */
+static bool first_of_type(const struct vk_dev *vd, uint32_t type)
+{
+	for (const struct vk_block *b = vd->blocks; b; b = b->next)
+		if (b->type == type)
+			return false;
+	return true;
+}
+
 /* Places buffer `buf` (its requirements `req`, of memory type `type`) in a block, a kept one
  * with room, else a new one, and binds it there. Called with the device's lock held. */
 int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirements *req, uint32_t type,
@@ -174,8 +203,13 @@ int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirement
 	VkDeviceSize align = req->alignment ? req->alignment : 1;
 	if (req->size >= BIG)
 		align = round_up(BIG, align);
+	VkDeviceSize arena;
+	const enum pool_policy pp = policy(&arena);
+	if (pp == POOL_BAD)
+		return xpu_fail("XPULUA_VK_POOL='%s': not own, keep or arena:MIB (MiB a positive integer)",
+				getenv("XPULUA_VK_POOL"));
 	/* a block of its own: the new block, which goes to the head of the list, and no other */
-	const bool own = req->size >= BIG && policy() != POOL_SHARED;
+	const bool own = req->size >= BIG && pp != POOL_SHARED;
 	for (int pass = 0; pass < 2; pass++) {
 		for (struct vk_block *b = vd->blocks; b && !(own && pass == 0); b = own ? NULL : b->next) {
 			if (b->type != type)
@@ -193,7 +227,9 @@ int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirement
 			}
 			return 0;
 		}
-		const VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
+		VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
+		if (arena > least && first_of_type(vd, type))
+			least = arena;
 		const VkDeviceSize want = own ? round_up(req->size, BIG) : round_up(req->size > least ? req->size : least, BIG);
 		if (pass == 0 && !new_block(vd, type, want, host))
 			return -1;
@@ -217,7 +253,8 @@ void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p)
 {
 	if (!p->block)
 		return;
-	enum pool_policy pp = p->size >= BIG ? policy() : POOL_SHARED;
+	VkDeviceSize arena;
+	enum pool_policy pp = p->size >= BIG ? policy(&arena) : POOL_SHARED;
 	if (pp == POOL_KEEP) { /* the range stays taken: the block is never reused */
 		p->block->live--;
 		return;
