@@ -41,15 +41,31 @@ static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
 		__builtin_prefetch(row + o, 0, 3);
 }
 
-/* Rows longer than a page also prefetch their weights a page ahead of the n bytes about to
- * be read (through the row's end into the next: rows are back to back). Shorter rows leave
- * it to the hardware, which streams them faster alone, but for q4_K's (row_q4_K). */
+/* Rows longer than a page also prefetch their weights ahead of the n bytes about to be read
+ * (through the row's end into the next: rows are back to back). Shorter rows leave it to the
+ * hardware, which streams them faster alone, but for q4_K's (row_q4_K: a page ahead, into L1).
+ * Rows of FAR_ROWS or more of the other formats (prefetch_far): two pages ahead with the
+ * lowest temporal hint (prefetcht2), so the weights do not take the L1 lines the activation,
+ * re-read by every row, lives in. One core from DRAM (`cpu-matvec-probe.lua rows`): q8_0
+ * 4096x14336 16.3-16.9 -> 22.2-22.9 GB/s, 2048x28672 14.4-14.6 -> 22.7-23.1; q4_0 and q6_K
+ * 4096x14336 +17-20 %; the same distance with the L1 hint slower (14.3-14.4); q4_K lost
+ * (7168x8192 17.2 -> 12.7). Both cores, bench-decode, six rounds in alternating order:
+ * 4096x14336 q8_0 -7 %, q6_K -11 %, q4_0 -9 %, iq4_nl -5 % in time; a 4.3 KB q8_0 row lost
+ * 8 % with it, hence FAR_ROWS (docs/PERF.md). */
 #define AHEAD 4096
+#define FAR 8192
+#define FAR_ROWS 6144
 
 static inline void prefetch_ahead(const uint8_t *p, uint32_t n, bool on)
 {
 	for (uint32_t o = 0; on && o < n; o += 64)
 		__builtin_prefetch(p + AHEAD + o, 0, 3);
+}
+
+static inline void prefetch_far(const uint8_t *p, uint32_t n, bool on)
+{
+	for (uint32_t o = 0; on && o < n; o += 64)
+		__builtin_prefetch(p + FAR + o, 0, 1);
 }
 
 /* The canonical wave reduction on four 8-lane accumulators (lanes 0-7, 8-15, ...): each
@@ -319,6 +335,7 @@ AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t 
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
 	const uint32_t groups = bpr / 8;
 	const bool ahead = prefix + (uint64_t)bpr * pay > AHEAD;
+	const bool far = prefix + (uint64_t)bpr * pay >= FAR_ROWS;
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
 	prefetch_prefix(row, prefix);
@@ -328,7 +345,10 @@ AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t 
 			const uint64_t g = g0 + k;
 			if (g >= groups)
 				break;
-			prefetch_ahead(row + prefix + g * 8 * pay, 8 * pay, ahead);
+			if (far)
+				prefetch_far(row + prefix + g * 8 * pay, 8 * pay, true);
+			else
+				prefetch_ahead(row + prefix + g * 8 * pay, 8 * pay, ahead);
 			__m256i dot = dots8(row + prefix + g * 8 * pay, xv_values(X, g), xv_sums(X, g));
 			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
 			__m256 dxs = _mm256_mul_ps(d, _mm256_set1_ps(xv_scale(X, g)));
@@ -571,13 +591,17 @@ AVX2 INLINE float row_q6_K(const uint8_t *row, const struct xview *X, uint32_t b
 			  _mm256_setzero_ps() };
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
 	const bool ahead = prefix + (uint64_t)bpr * 208 > AHEAD;
+	const bool far = prefix + (uint64_t)bpr * 208 >= FAR_ROWS;
 	prefetch_prefix(row, prefix);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
 		__m256i is[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			prefetch_ahead(row + prefix + (uint64_t)(b + k) * 208, 208, ahead);
+			if (far)
+				prefetch_far(row + prefix + (uint64_t)(b + k) * 208, 208, true);
+			else
+				prefetch_ahead(row + prefix + (uint64_t)(b + k) * 208, 208, ahead);
 			is[k] = q6_K_dot(row + prefix + (uint64_t)(b + k) * 208, xv_values(X, b + k),
 					 gsums ? gsums + 16 * (b + k) : NULL, wdot);
 		}
