@@ -44,7 +44,7 @@ static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
 /* Rows longer than a page also prefetch their weights ahead of the n bytes about to be read
  * (through the row's end into the next: rows are back to back). Shorter rows leave it to the
  * hardware, which streams them faster alone, but for q4_K's (row_q4_K: a page ahead, into L1).
- * Rows of FAR_ROWS or more of the other formats (prefetch_far): two pages ahead with the
+ * Rows of FAR_ROWS or more of the other formats (prefetch_row): two pages ahead with the
  * lowest temporal hint (prefetcht2), so the weights do not take the L1 lines the activation,
  * re-read by every row, lives in. One core from DRAM (`cpu-matvec-probe.lua rows`): q8_0
  * 4096x14336 16.3-16.9 -> 22.2-22.9 GB/s, 2048x28672 14.4-14.6 -> 22.7-23.1; q4_0 and q6_K
@@ -62,10 +62,22 @@ static inline void prefetch_ahead(const uint8_t *p, uint32_t n, bool on)
 		__builtin_prefetch(p + AHEAD + o, 0, 3);
 }
 
-static inline void prefetch_far(const uint8_t *p, uint32_t n, bool on)
+/* How a row of `bytes` (prefix and payloads) prefetches its weights, chosen once a row. */
+enum row_prefetch { PF_NONE, PF_AHEAD, PF_FAR };
+
+static inline enum row_prefetch row_prefetch(uint64_t bytes)
 {
-	for (uint32_t o = 0; on && o < n; o += 64)
-		__builtin_prefetch(p + FAR + o, 0, 1);
+	return bytes >= FAR_ROWS ? PF_FAR : bytes > AHEAD ? PF_AHEAD : PF_NONE;
+}
+
+/* The n weight bytes at p, as the row's choice says (q4_0, q8_0, iq4_nl, q6_K). */
+static inline void prefetch_row(const uint8_t *p, uint32_t n, enum row_prefetch how)
+{
+	if (how == PF_AHEAD)
+		prefetch_ahead(p, n, true);
+	else if (how == PF_FAR)
+		for (uint32_t o = 0; o < n; o += 64)
+			__builtin_prefetch(p + FAR + o, 0, 1);
 }
 
 /* The canonical wave reduction on four 8-lane accumulators (lanes 0-7, 8-15, ...): each
@@ -334,8 +346,7 @@ AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t 
 {
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
 	const uint32_t groups = bpr / 8;
-	const bool ahead = prefix + (uint64_t)bpr * pay > AHEAD;
-	const bool far = prefix + (uint64_t)bpr * pay >= FAR_ROWS;
+	const enum row_prefetch pf = row_prefetch(prefix + (uint64_t)bpr * pay);
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
 	prefetch_prefix(row, prefix);
@@ -345,10 +356,7 @@ AVX2 INLINE float small_row(const uint8_t *row, const struct xview *X, uint32_t 
 			const uint64_t g = g0 + k;
 			if (g >= groups)
 				break;
-			if (far)
-				prefetch_far(row + prefix + g * 8 * pay, 8 * pay, true);
-			else
-				prefetch_ahead(row + prefix + g * 8 * pay, 8 * pay, ahead);
+			prefetch_row(row + prefix + g * 8 * pay, 8 * pay, pf);
 			__m256i dot = dots8(row + prefix + g * 8 * pay, xv_values(X, g), xv_sums(X, g));
 			__m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
 			__m256 dxs = _mm256_mul_ps(d, _mm256_set1_ps(xv_scale(X, g)));
@@ -590,18 +598,14 @@ AVX2 INLINE float row_q6_K(const uint8_t *row, const struct xview *X, uint32_t b
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
 	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4;
-	const bool ahead = prefix + (uint64_t)bpr * 208 > AHEAD;
-	const bool far = prefix + (uint64_t)bpr * 208 >= FAR_ROWS;
+	const enum row_prefetch pf = row_prefetch(prefix + (uint64_t)bpr * 208);
 	prefetch_prefix(row, prefix);
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8) {
 		__m256i is[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			if (far)
-				prefetch_far(row + prefix + (uint64_t)(b + k) * 208, 208, true);
-			else
-				prefetch_ahead(row + prefix + (uint64_t)(b + k) * 208, 208, ahead);
+			prefetch_row(row + prefix + (uint64_t)(b + k) * 208, 208, pf);
 			is[k] = q6_K_dot(row + prefix + (uint64_t)(b + k) * 208, xv_values(X, b + k),
 					 gsums ? gsums + 16 * (b + k) : NULL, wdot);
 		}
