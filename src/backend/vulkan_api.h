@@ -118,6 +118,7 @@ struct vk_place {
 	struct vk_block *block;
 	VkDeviceSize off, size;
 	void *map; /* host-visible blocks: the range's first byte */
+	bool own, keep; /* XPULUA_VK_POOL=own / keep: the block is the buffer's alone (vulkan_pool.c) */
 };
 
 /* An allocation: one buffer on a range of a kept block (`mem` NULL), or on memory of its own

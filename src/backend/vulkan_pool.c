@@ -195,6 +195,25 @@ static bool first_of_type(const struct vk_dev *vd, uint32_t type)
 	return true;
 }
 
+/* Places `size` bytes of buffer `buf` in block b and binds them there: 0, 1 where b has no
+ * room, -1 on an error. */
+static int place_in(struct vk_dev *vd, struct vk_block *b, VkBuffer buf, VkDeviceSize size,
+		    VkDeviceSize align, struct vk_place *out)
+{
+	const int64_t at = take(b, size, align);
+	if (at == -2)
+		return xpu_fail("out of host memory placing a Vulkan buffer");
+	if (at < 0)
+		return 1;
+	*out = (struct vk_place){ b, (VkDeviceSize)at, size, b->map ? (char *)b->map + at : NULL, false, false };
+	if (VK(&vd->fn, vkBindBufferMemory, vd->device, buf, b->mem, out->off)) {
+		give(b, out->off, out->size);
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	return 0;
+}
+
 /* Places buffer `buf` (its requirements `req`, of memory type `type`) in a block, a kept one
  * with room, else a new one, and binds it there. Called with the device's lock held. */
 int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirements *req, uint32_t type,
@@ -208,30 +227,26 @@ int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirement
 	if (pp == POOL_BAD)
 		return xpu_fail("XPULUA_VK_POOL='%s': not own, keep or arena:MIB (MiB a positive integer)",
 				getenv("XPULUA_VK_POOL"));
-	/* a block of its own: the new block, which goes to the head of the list, and no other */
-	const bool own = req->size >= BIG && pp != POOL_SHARED;
+	if (req->size >= BIG && pp != POOL_SHARED) { /* a block of its own, sized to the buffer */
+		struct vk_block *b = new_block(vd, type, round_up(req->size, BIG), host);
+		int rc = b ? place_in(vd, b, buf, req->size, align, out) : -1;
+		out->own = rc == 0 && pp == POOL_OWN;
+		out->keep = rc == 0 && pp == POOL_KEEP;
+		return rc == 1 ? xpu_fail("a new Vulkan memory block had no room for %llu bytes",
+					  (unsigned long long)req->size) : rc;
+	}
 	for (int pass = 0; pass < 2; pass++) {
-		for (struct vk_block *b = vd->blocks; b && !(own && pass == 0); b = own ? NULL : b->next) {
+		for (struct vk_block *b = vd->blocks; b; b = b->next) {
 			if (b->type != type)
 				continue;
-			const int64_t at = take(b, req->size, align);
-			if (at == -2)
-				return xpu_fail("out of host memory placing a Vulkan buffer");
-			if (at < 0)
-				continue;
-			*out = (struct vk_place){ b, (VkDeviceSize)at, req->size, b->map ? (char *)b->map + at : NULL };
-			if (VK(&vd->fn, vkBindBufferMemory, vd->device, buf, b->mem, out->off)) {
-				give(b, out->off, out->size);
-				memset(out, 0, sizeof *out);
-				return -1;
-			}
-			return 0;
+			const int rc = place_in(vd, b, buf, req->size, align, out);
+			if (rc <= 0)
+				return rc;
 		}
 		VkDeviceSize least = vd->host_visible ? XPU_VK_BLOCK_HOST : XPU_VK_BLOCK;
 		if (arena > least && first_of_type(vd, type))
 			least = arena;
-		const VkDeviceSize want = own ? round_up(req->size, BIG) : round_up(req->size > least ? req->size : least, BIG);
-		if (pass == 0 && !new_block(vd, type, want, host))
+		if (pass == 0 && !new_block(vd, type, round_up(req->size > least ? req->size : least, BIG), host))
 			return -1;
 	}
 	return xpu_fail("a new Vulkan memory block had no room for %llu bytes", (unsigned long long)req->size);
@@ -253,14 +268,12 @@ void xpu_vk_pool_give(struct vk_dev *vd, const struct vk_place *p)
 {
 	if (!p->block)
 		return;
-	VkDeviceSize arena;
-	enum pool_policy pp = p->size >= BIG ? policy(&arena) : POOL_SHARED;
-	if (pp == POOL_KEEP) { /* the range stays taken: the block is never reused */
+	if (p->keep) { /* the range stays taken: the block is never reused */
 		p->block->live--;
 		return;
 	}
 	give(p->block, p->off, p->size);
-	if (pp == POOL_OWN && p->block->live == 0)
+	if (p->own && p->block->live == 0)
 		for (struct vk_block **q = &vd->blocks; *q; q = &(*q)->next)
 			if (*q == p->block) {
 				*q = p->block->next;
