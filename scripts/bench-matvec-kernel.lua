@@ -6,7 +6,7 @@
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
 --          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--one-process]
---          [--fixtures DIR] [--idle S] [--no-settle]
+--          [--fixtures DIR] [--idle S] [--busy S] [--no-settle]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --grid times on that grid
@@ -23,7 +23,8 @@
 -- in DIR, built the first time and read back after, so a process can time weights whose rows
 -- are all distinct without first spending half a minute of host time building them. --idle S:
 -- the host sleeps S seconds between building a kernel's weights and timing them (a pause such
--- as a fixture's build, the device idle); --no-settle: no xpu.settle before timing, so what
+-- as a fixture's build, the device idle); --busy S: the host spins S seconds instead (a build's
+-- own host work); --no-settle: no xpu.settle before timing, so what
 -- an idle device's clocks do to the figure shows (on NVIDIA's Vulkan driver: 4.5x slow).
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -49,9 +50,10 @@ while i <= #arg do
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
   elseif a == "--one-process" then opts.one_process = true; i = i - 1
   elseif a == "--fixtures" then opts.fixtures = v
-  elseif a == "--idle" then
-    opts.idle = tonumber(v)
-    if not opts.idle or opts.idle < 0 then io.stderr:write("bench-matvec-kernel: --idle takes seconds, not '", tostring(v), "'\n"); os.exit(2) end
+  elseif a == "--idle" or a == "--busy" then
+    local sec = tonumber(v)
+    if not sec or sec < 0 then io.stderr:write("bench-matvec-kernel: ", a, " takes seconds, not '", tostring(v), "'\n"); os.exit(2) end
+    opts[a:sub(3)] = sec
   elseif a == "--no-settle" then settle.disabled = true; i = i - 1
   else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
@@ -139,6 +141,7 @@ local function time(k, fmt, rows, cols)
   if grid_note then io.stderr:write("bench-matvec-kernel: ", grid_note, "\n") end
   local waits
   if opts.idle then os.execute(("sleep %g"):format(opts.idle)) end -- a host pause, the device idle
+  if opts.busy then local t0 = xpu.now(); repeat until xpu.now() - t0 >= opts.busy end -- host work, the device idle
   settle.ensure(d) -- after the fixture's host time
   for r = 1, opts.n + 3 do
     local m = s:timer_begin()
@@ -175,7 +178,7 @@ if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
                   "--outputs", opts.outputs, "--kernel", name }
-    for _, w in ipairs { "fixtures", "grid", "idle" } do
+    for _, w in ipairs { "fixtures", "grid", "idle", "busy" } do
       if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
     end
     if settle.disabled then cmd[#cmd + 1] = "--no-settle" end

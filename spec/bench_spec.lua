@@ -107,9 +107,9 @@ describe("bench-matvec-kernel --fixtures", function()
   end)
 end)
 
-describe("bench-matvec-kernel --idle and --no-settle", function()
+describe("bench-matvec-kernel --idle, --busy and --no-settle", function()
   it("pauses the host before timing, with and without settling, and refuses a bad pause", function()
-    for _, extra in ipairs { "--idle 0.2", "--idle 0.2 --no-settle" } do
+    for _, extra in ipairs { "--idle 0.2", "--idle 0.2 --no-settle", "--busy 0.2 --no-settle" } do
       local t0 = xpu.now()
       local out = run("scripts/bench-matvec-kernel.lua --device cpu:0 --kernel q4_0_q8k_wave --shape 64x512 --n 1 --distinct 8 --tsv " .. extra)
       assert.is_true(xpu.now() - t0 >= 0.2, extra)
@@ -118,6 +118,7 @@ describe("bench-matvec-kernel --idle and --no-settle", function()
     end
     assert.matches("exit 2\n$", run("scripts/bench-matvec-kernel.lua --idle -1"))
     assert.matches("exit 2\n$", run("scripts/bench-matvec-kernel.lua --idle soon"))
+    assert.matches("exit 2\n$", run("scripts/bench-matvec-kernel.lua --busy -2"))
   end)
 end)
 

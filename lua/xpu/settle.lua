@@ -10,11 +10,11 @@
 -- the submissions do not set the rate (eager 64 MiB reads on Vulkan measured 1500 GB/s at full
 -- clocks), in windows of about 10 ms of device time, until the rate says the clocks are up:
 -- at TARGET (85 %) of the read ceiling Autotune holds for the device (the idle clock reads at
--- 35-40 % of it, an intermediate clock of the ramp 60 %, full clocks 92-95 %), or, with no ceiling measured yet, after `min_s` seconds once three windows in a row
--- agree within 3 %. It gives up after `max_s` and says so on stderr. Integrated devices (the
--- CPU, lavapipe) share the host's clocks and are not settled. ensure(dev) settles when the
--- device has had no work through this module (settle or touch) for IDLE_S seconds; timing
--- loops touch(dev) when they end.
+-- 35-40 % of it, the ramp's middle 60 %, full clocks 92-95 %), or, with no ceiling measured
+-- yet, after `min_s` seconds once three windows in a row agree within 3 %. It gives up after
+-- `max_s` and says so on stderr. Integrated devices (the CPU, lavapipe) share the host's
+-- clocks and are not settled. ensure(dev) settles when the device has had no work through
+-- this module (settle or touch) for IDLE_S seconds; timing loops touch(dev) when they end.
 local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
