@@ -4,7 +4,7 @@
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
 --                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [--jsonl]
---                                   [--one-process]
+--                                   [--apart]
 -- --dot4: time each format's packed-dot twin (<fmt>_q8k_wave_dot4, what the routes pick on a
 -- device with dot4_i8, e.g. Vulkan) instead of the plain integer kernel.
 -- --deferred: each batch is recorded once and replayed as one submission (a CUDA graph, a
@@ -12,9 +12,11 @@
 -- --grid: workgroups per launch (decode.groups): the launcher's choice (default), a wave per
 -- row, or only what is resident at once with each wave streaming several rows. Each rotated row is also timed as
 -- the plain streaming read of the same bytes ("read us"): the bound at that size.
--- On Vulkan each format, shape and weight mode is timed in a process of its own (this script
--- again, with --cell): on NVIDIA's driver a kernel timed after others in one process can run
--- several times slower than alone (docs/PERF.md); --one-process times everything here.
+-- --apart times each format, shape and weight mode in a process of its own (this script again,
+-- with --cell). It was the default on Vulkan while later cells of one process read 2-5x slow
+-- on NVIDIA's driver; that was the clock dropping between cells, which every timing now
+-- settles (lua/xpu/settle.lua; docs/PERF.md, "Clocks between cells"). --one-process, the
+-- default now, is still accepted.
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
@@ -34,7 +36,8 @@ while i <= #arg do
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   elseif a == "--dot4" then opts.variant = "dot4"; i = i - 1
-  elseif a == "--one-process" then opts.one_process = true; i = i - 1
+  elseif a == "--apart" then opts.apart = true; i = i - 1
+  elseif a == "--one-process" then i = i - 1 -- the default; older commands in docs/PERF.md pass it
   elseif a == "--cell" then opts.cell = v -- rotated or resident: time that one cell, print one line (a child's job)
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
@@ -53,10 +56,7 @@ for _, fmt in ipairs(formats) do
     io.stderr:write("bench-decode: ", d.id, " has no kernel ", kname(fmt), "\n"); os.exit(1)
   end
 end
-local cells_apart = d.backend == "vulkan" and not opts.one_process and not opts.cell
-if d.backend == "vulkan" and opts.one_process and #formats * #shapes > 1 then
-  report.log("bench-decode: --one-process on Vulkan: a kernel timed after others in one process may read slow")
-end
+local cells_apart = opts.apart and not opts.cell
 
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
 for _, fmt in ipairs(formats) do
@@ -134,7 +134,7 @@ for _, shape in ipairs(shapes) do
       local gbs = bytes / st.median / 1e9
       local slow, frac = decode.slow_read(bytes, read, ceiling)
       if slow then
-        slow_notes[#slow_notes + 1] = ("%s %dx%d %s: the plain read of its weights ran at %.0f GB/s, %.0f %% of the read ceiling; the memory these buffers landed in, not the kernel, set this cell's pace"):format(
+        slow_notes[#slow_notes + 1] = ("%s %dx%d %s: the plain read of its weights ran at %.0f GB/s, %.0f %% of the read ceiling; the device (its clocks or memory), not the kernel, set this cell's pace"):format(
           fmt, shape[1], shape[2], mode, slow, 100 * frac)
       end
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
@@ -166,7 +166,7 @@ print(report.table {
              "read us", "% of read" },
   rows = rows,
 })
-for _, note in ipairs(slow_notes) do print("slow memory: " .. note) end
+for _, note in ipairs(slow_notes) do print("slow read: " .. note) end
 local floor = decode.time_floor(d, { n = opts.n, deferred = opts.deferred })
 print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does nothing (median of %d)"):format(
   floor.median * 1e6, floor.n))

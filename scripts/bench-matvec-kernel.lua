@@ -5,7 +5,7 @@
 -- caches, as xpu.decode.time does. Prints the manifest's note (on Vulkan: which module the
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
---          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--one-process]
+--          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--apart]
 --          [--fixtures DIR] [--idle S] [--busy S] [--no-settle]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
 -- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
@@ -48,7 +48,8 @@ while i <= #arg do
     if v ~= "one" and v ~= "each" then io.stderr:write("bench-matvec-kernel: --outputs takes one or each, not '", tostring(v), "'\n"); os.exit(2) end
     opts.outputs = v
   elseif a == "--tsv" then opts.tsv = true; i = i - 1
-  elseif a == "--one-process" then opts.one_process = true; i = i - 1
+  elseif a == "--apart" then opts.apart = true; i = i - 1
+  elseif a == "--one-process" then i = i - 1 -- the default; older commands in docs/PERF.md pass it
   elseif a == "--fixtures" then opts.fixtures = v
   elseif a == "--idle" or a == "--busy" then
     local sec = tonumber(v)
@@ -168,12 +169,11 @@ local function emit(cols)
   end
 end
 
--- On Vulkan each kernel is timed in a process of its own (this script again, one --kernel):
--- on NVIDIA's driver (H200, 580) a kernel timed after others in the same process, on weights
--- allocated after earlier ones were freed, ran up to 4x slower than alone, and stayed so; the
--- same kernel alone in a process is stable to 1 % run after run (docs/PERF.md; the cause is
--- not found: scripts/vk-alloc-history.lua shows it). --one-process times them all here.
-if d.backend == "vulkan" and #opts.kernels > 1 and not opts.one_process then
+-- --apart: each kernel timed in a process of its own (this script again, one --kernel). It was
+-- the default on Vulkan while a kernel timed after others in one process ran up to 4x slow on
+-- NVIDIA's driver: the clock, dropped while the host built the next fixture, which every
+-- timing now settles (lua/xpu/settle.lua; docs/PERF.md, "Clocks between cells").
+if opts.apart and #opts.kernels > 1 then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",

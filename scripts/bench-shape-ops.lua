@@ -11,14 +11,14 @@
 -- the kernels before it) and reports one launch's share. --no-gate leaves the bit gate out
 -- (its column says "not run"): at 1 GiB it costs the CPU twin's run and two downloads per op,
 -- minutes where the timing takes seconds; the specs gate the same kernels. Each op's buffers
--- are released before the next op's are made. On Vulkan each op is timed in a process of its
--- own (this script again, one --ops), as bench-matvec-kernel does and for the same reason (a
--- kernel timed after others' allocations ran slower on NVIDIA's driver, docs/PERF.md);
--- --one-process keeps them together.
+-- are released before the next op's are made. --apart times each op in a process of its own
+-- (this script again, one --ops): the default on Vulkan until the slowdowns of later ops in one
+-- process were found to be the clock dropping between them, which every timing now settles
+-- (lua/xpu/settle.lua; docs/PERF.md, "Clocks between cells").
 -- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
 -- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--one-process] [--warm-ms N]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N]
 -- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
 -- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
 -- about half the bandwidth for a few milliseconds; the warm-up takes that out of the timed
@@ -50,7 +50,8 @@ while i <= #arg do
   elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   elseif a == "--no-gate" then opts.no_gate = true
-  elseif a == "--one-process" then opts.one_process = true
+  elseif a == "--apart" then opts.apart = true
+  elseif a == "--one-process" then -- the default; older commands in docs/PERF.md pass it
   elseif a == "--child" then opts.child = true -- one op for a parent process: rows as ROW lines
   else io.stderr:write("bench-shape-ops: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 1
@@ -157,8 +158,8 @@ local list = {}
 for _, c in ipairs(mine) do
   if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
 end
--- Vulkan: a process per op, its rows and records read back from the child's ROW and JSON lines.
-if d.backend == "vulkan" and #list > 1 and not opts.one_process and not opts.child then
+-- --apart: a process per op, its rows and records read back from the child's ROW and JSON lines.
+if opts.apart and #list > 1 and not opts.child then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, c in ipairs(list) do
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,

@@ -18,10 +18,11 @@ end
 describe("bench-shape-ops", function()
   for _, dev in ipairs { "cpu:0", "vulkan:0" } do
     it(dev .. ": a row and a record per op, the bit gate's and the kernel's columns filled" .. (dev == "vulkan:0" and
-      ", each op timed in a process of its own" or ""), function()
+      ", each op timed in a process of its own (--apart)" or ""), function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl"):format(dev))
+      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl%s"):format(
+        dev, dev == "vulkan:0" and " --apart" or ""))
       assert.matches("\nexit 0\n$", out)
       for _, op in ipairs { "pad", "copy" } do
         assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
@@ -273,14 +274,15 @@ describe("bench-decode", function()
     return got
   end
 
-  on_devices("times every format's rotated and resident cells (on Vulkan each in a process of its own), JSONL and a table", function(dev)
-    local out = run(("scripts/bench-decode.lua --device %s --rows 64 --cols 512 --n 2 --copies 2 --jsonl"):format(dev))
+  on_devices("times every format's rotated and resident cells (on Vulkan with --apart, each in a process of its own), JSONL and a table", function(dev)
+    local apart = dev == "vulkan:0"
+    local out = run(("scripts/bench-decode.lua --device %s --rows 64 --cols 512 --n 2 --copies 2 --jsonl%s"):format(dev, apart and " --apart" or ""))
     assert.matches("\nexit 0\n$", out)
     local got = records(out)
     assert.equal(10, #got, out)
     local title = out:match("\n(decode mat%-vec [^\n]+)")
     assert.is_truthy(title, out)
-    assert.equal(dev == "vulkan:0", title:find(", a process per cell", 1, true) ~= nil, title)
+    assert.equal(apart, title:find(", a process per cell", 1, true) ~= nil, title)
     for i, fmt in ipairs { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" } do
       assert.same({ fmt, "rotated", 2 }, { got[2 * i - 1].format, got[2 * i - 1].mode, got[2 * i - 1].copies })
       assert.same({ fmt, "resident", 1 }, { got[2 * i].format, got[2 * i].mode, got[2 * i].copies })
@@ -299,8 +301,8 @@ describe("bench-decode", function()
     local out = p:read("a")
     p:close()
     os.execute("rm -rf " .. cache)
-    assert.matches("\nslow memory: q4_0 64x512 rotated: the plain read of its weights ran at [%d.]+ GB/s, 0 %% of the read ceiling", out)
-    assert.not_matches("slow memory: q4_0 64x512 resident", out)
+    assert.matches("\nslow read: q4_0 64x512 rotated: the plain read of its weights ran at [%d.]+ GB/s, 0 %% of the read ceiling", out)
+    assert.not_matches("slow read: q4_0 64x512 resident", out)
     assert.matches('"mode":"rotated"[^\n]*"read_slow":true', out)
     assert.matches('"mode":"resident"[^\n]*"read_slow":false', out)
   end)

@@ -198,8 +198,8 @@ function M.time_read(dev, bytes, copies, opts)
 end
 
 -- A cell whose weights' plain read (time_read over the same copies) ran under half the read
--- ceiling: the memory, not the kernel, set its pace (on NVIDIA's Vulkan driver the buffers a
--- process makes after many others can read 2-5x slow though settled; docs/PERF.md). Returns
+-- ceiling: the device, not the kernel, set its pace (on NVIDIA's Vulkan driver, clocks that
+-- had dropped between cells, before settle.ensure looked every 20 ms; docs/PERF.md). Returns
 -- that read's GB/s and its fraction of the ceiling, or nil where the read looks normal or
 -- either figure is missing.
 M.SLOW_READ = 0.5

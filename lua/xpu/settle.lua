@@ -15,11 +15,16 @@
 -- `max_s` and says so on stderr. Integrated devices (the CPU, lavapipe) share the host's
 -- clocks and are not settled. ensure(dev) settles when the device has had no work through
 -- this module (settle or touch) for IDLE_S seconds; timing loops touch(dev) when they end.
+-- IDLE_S is 20 ms, not seconds: when work stops the driver steps the SM clock from 1980 to
+-- 660 MHz within one 50 ms nvidia-smi sample and to 390-450 within a second, and a timing
+-- that began 0.5-2 s after the last one (a bench cell uploading its copies) ran at that clock
+-- (H200, 2026-12-01: a plain read of 62 MB 2.5x slow; docs/PERF.md, "Clocks between cells").
+-- A settle on a device already up costs two windows, about 20 ms.
 local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
 
-local M = { IDLE_S = 2, BYTES = 128 << 20, WINDOW_S = 0.01, TARGET = 0.85 }
+local M = { IDLE_S = 0.02, BYTES = 128 << 20, WINDOW_S = 0.01, TARGET = 0.85 }
 
 local last = {} -- device id -> xpu.now() of its last settle or touch
 local pads = {} -- device id -> { buf, out, stream }: the read buffer (128 MiB), kept for the process

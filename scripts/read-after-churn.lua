@@ -1,0 +1,94 @@
+-- read-after-churn.lua — does a device read slowly after memory has been allocated, filled and
+-- freed in bulk, which memory, and for how long? On NVIDIA's Vulkan driver (H200, 580) the
+-- benches saw reads at a third of the ceiling at full clocks after other cells' buffers were
+-- freed, in the same process and in the processes that came next (docs/PERF.md, "Idle clocks,
+-- distinct rows"). This script separates the candidates:
+--   A  a buffer allocated and written before the churn, read whole (1 launch, MIB MiB);
+--   B  a buffer allocated and written after the churn, read whole;
+--   B8 the first eighth of B read eight times (the same bytes moved as B, an eighth of the
+--      pages: a page-table or TLB cost shows as B8 fast and B slow; a bus-wide one slows all);
+-- timed back to back (no idle gaps, so the clocks stay up) for --seconds after the churn, each
+-- sample a replayed batch of four reads, and printed with its time since the churn ended.
+-- --churn GIB: rounds of 1 GiB, each 32 buffers of 32 MiB made, written, read once, freed (0:
+-- none, a baseline). Progress and the churn's timing go to stderr, the table to stdout.
+--   xpulua scripts/read-after-churn.lua [--device D] [--churn GIB] [--seconds S] [--mib M]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local settle = require "xpu.settle"
+
+local opts = { device = "vulkan:0", churn = 8, seconds = 20, mib = 1024 }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], tonumber(arg[i + 1])
+  if a == "--device" then opts.device = arg[i + 1]
+  elseif a == "--churn" and v and v >= 0 then opts.churn = math.floor(v)
+  elseif a == "--seconds" and v and v > 0 then opts.seconds = v
+  elseif a == "--mib" and v and v >= 8 then opts.mib = math.floor(v)
+  else io.stderr:write("read-after-churn: bad argument '", tostring(a), "' (see the header)\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, why = xpu.device(opts.device)
+if not d then io.stderr:write("read-after-churn: ", tostring(why), "\n"); os.exit(1) end
+local kern = d:kernel("stream_read")
+local groups = math.max(1, d:dispatch_blocks(8)) * 8
+local out = d:buffer(groups * 4)
+local s = d:stream()
+s:set_deferred(true)
+
+local function filled(bytes, tag)
+  local unit = ("xpulua read-after-churn " .. tag .. " "):rep(2048)
+  local chunk = unit:rep((16 << 20) // #unit + 1):sub(1, math.min(16 << 20, bytes))
+  local b = d:buffer(bytes)
+  for off = 0, bytes - 1, #chunk do b:upload(chunk:sub(1, math.min(#chunk, bytes - off)), off) end
+  return b
+end
+
+-- GB/s of k reads of `view` (bytes each) in one replayed batch.
+local function rate(view, bytes, k)
+  local m = s:timer_begin()
+  for _ = 1, k do kern:launch(s, groups, 256, out, view, bytes, groups) end
+  return bytes * k / s:timer_end(m) / 1e9
+end
+
+local bytes = opts.mib << 20
+local a = filled(bytes, "A")
+settle.settle(d)
+report.log("read-after-churn: %s, A before the churn %.0f GB/s", d.id, rate(a, bytes, 4))
+
+local t0 = xpu.now()
+for r = 1, opts.churn do
+  local bufs = {}
+  for j = 1, 32 do bufs[j] = filled(32 << 20, "churn") end
+  for j = 1, 32 do rate(bufs[j], 32 << 20, 1) end
+  for j = 1, 32 do bufs[j]:release() end
+  report.progress(r, opts.churn, "churn")
+end
+local b = filled(bytes, "B")
+local b8 = b:slice(0, bytes // 8)
+report.log("read-after-churn: churned %d GiB in %.1f s (B made and written after it)", opts.churn, xpu.now() - t0)
+
+local t1, rows, samples = xpu.now(), {}, {}
+settle.touch(d)
+while xpu.now() - t1 < opts.seconds do
+  local t = xpu.now() - t1
+  local ra, rb, r8 = rate(a, bytes, 4), rate(b, bytes, 4), rate(b8, bytes // 8, 32)
+  samples[#samples + 1] = { t, ra, rb, r8 }
+end
+-- one row per half second: the median of its samples
+local bucket = {}
+for _, x in ipairs(samples) do
+  local k = math.floor(x[1] * 2)
+  bucket[k] = bucket[k] or { {}, {}, {} }
+  for c = 1, 3 do table.insert(bucket[k][c], x[c + 1]) end
+end
+for k = 0, math.floor(opts.seconds * 2) do
+  local bk = bucket[k]
+  if bk then
+    local m = {}
+    for c = 1, 3 do m[c] = report.stats(bk[c]).median end
+    rows[#rows + 1] = { ("%.1f"):format(k / 2), #bk[1], ("%.0f"):format(m[1]), ("%.0f"):format(m[2]), ("%.0f"):format(m[3]) }
+  end
+end
+print(report.table { title = ("streaming reads on %s (%s) after %d GiB of churn, %d MiB buffers; GB/s, median of each half second"):format(
+  d.id, d.name, opts.churn, opts.mib), header = { "s after", "samples", "A (before)", "B (after)", "B8 (an eighth, 8x)" }, rows = rows })
