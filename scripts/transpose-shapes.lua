@@ -1,0 +1,66 @@
+-- transpose-shapes.lua — contiguize of a transposed f32 view at one size and several shapes:
+-- the input A[R][C] read as its transpose (shape {C, R}, strides {1, C}), written dense as
+-- C rows of R. A tile's 64 input rows lie C * 4 bytes apart and its 64 output rows R * 4 bytes
+-- apart, so the shapes move the same bytes over different spans of pages: a rate that falls as
+-- either stride grows points at page translation, one level across shapes at the kernel.
+-- Each shape is timed beside a plain copy of the same bytes in the same process (settled,
+-- 100 ms back to back, then --reps timed launches); GB/s of read + write bytes.
+--   xpulua scripts/transpose-shapes.lua [--device D] [--mib M] [--reps N] [--cols c1,c2,...]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local settle = require "xpu.settle"
+
+local opts = { device = "vulkan:0", mib = 1024, reps = 7, cols = "64,256,1024,4096,16384,65536,262144" }
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--device" then opts.device = v
+  elseif a == "--mib" and tonumber(v) then opts.mib = math.floor(tonumber(v))
+  elseif a == "--reps" and tonumber(v) then opts.reps = math.max(1, math.floor(tonumber(v)))
+  elseif a == "--cols" and v then opts.cols = v
+  else io.stderr:write("transpose-shapes: bad argument '", tostring(a), "' (see the header)\n"); os.exit(2) end
+  i = i + 2
+end
+
+local d, why = xpu.device(opts.device)
+if not d then io.stderr:write("transpose-shapes: ", tostring(why), "\n"); os.exit(1) end
+local C = {}
+for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+  if d:supports(c.code_capability) then C[c.kernel] = c end
+end
+local n = (opts.mib << 20) // 4
+local unit = ("xpulua transpose "):rep(64)
+local src = d:buffer(unit:rep(n * 4 // #unit + 1):sub(1, n * 4))
+local dst = d:buffer(n * 4)
+local s = d:default_stream()
+
+local function time(c, spec)
+  spec.stream = s
+  settle.ensure(d)
+  local t0 = xpu.now()
+  repeat c:launch(spec) until xpu.now() - t0 >= 0.1
+  s:sync()
+  local ts, ran = {}, "-"
+  for _ = 1, opts.reps do
+    local m = s:timer_begin()
+    ran = c:launch(spec).kernel or ran
+    ts[#ts + 1] = s:timer_end(m)
+  end
+  settle.touch(d)
+  return 2 * n * 4 / report.stats(ts).median / 1e9, ran
+end
+
+local rows = {}
+for cols in opts.cols:gmatch("%d+") do
+  local c = math.tointeger(tonumber(cols))
+  if n % c == 0 then
+    local r = n // c
+    local t, ran = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
+                                          params = {}, out = dst })
+    local cp = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
+    rows[#rows + 1] = { ("%dx%d"):format(r, c), c * 4, r * 4, ("%.0f"):format(t), ("%.0f"):format(cp), ("%.0f%%"):format(100 * t / cp), ran }
+    report.progress(#rows, 7, "shapes")
+  end
+end
+print(report.table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),
+                     header = { "A (rows x cols)", "input row bytes", "output row bytes", "GB/s", "copy GB/s", "of copy", "ran" }, rows = rows })
