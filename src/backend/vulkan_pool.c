@@ -1,14 +1,16 @@
 /* vulkan_pool.c — device memory for buffers, taken from large blocks the device keeps.
  *
- * Why: on NVIDIA's Vulkan driver (H200, 580), buffers that each had their own
- * vkAllocateMemory became slower to read as a process allocated and freed: a mat-vec over
- * the same 1 GiB of weights took 50 us per launch on the first allocations and 80-126 us
- * after a few GiB of allocate/free churn, stable within each allocation (docs/PERF.md). The
- * driver chooses how it maps each allocation; a block allocated once and kept keeps its
- * mapping. So buffers are placed in blocks of at least XPU_VK_BLOCK bytes (XPU_VK_BLOCK_HOST
- * where device memory is host memory: integrated and CPU devices), first fit, 2 MiB
- * apart where large, and a block that empties is kept for the next buffers; empty blocks are
- * given back only when the driver is out of memory for a new one.
+ * Why: it was made when, on NVIDIA's Vulkan driver (H200, 580), a mat-vec over the same 1 GiB
+ * of weights read 1.6-2.5x slower after a few GiB of allocate/free churn in the process, and
+ * each buffer having its own vkAllocateMemory was the suspect. That slowdown was the GPU's
+ * clock, dropped during the host's uploads between timings (docs/PERF.md, "Clocks between
+ * cells"; lua/xpu/settle.lua), not where buffers land: with settling, one process reads at
+ * the ceiling through any churn (scripts/read-after-churn.lua). The pool stays for what it
+ * does anyway: one driver allocation serves many buffers. Buffers are placed in blocks of at
+ * least XPU_VK_BLOCK bytes (XPU_VK_BLOCK_HOST where device memory is host memory: integrated
+ * and CPU devices), first fit, 2 MiB apart where large, and a block that empties is kept for
+ * the next buffers; empty blocks are given back only when the driver is out of memory for a
+ * new one.
  *
  * A block is one memory type; its free ranges are a list sorted by offset, merged on free.
  *
@@ -16,7 +18,8 @@
  * own, freed when the buffer is; "keep" the same, the block kept (never reused) until the
  * device closes; "arena:MIB" is the pool above with the first block of each memory type at
  * least MIB MiB, so a process's buffers are carved from one allocation made at its start.
- * Unset or empty: the pool above; anything else is refused when a buffer is placed. */
+ * None of them changed the slowdown above (the clock's). Unset or empty: the pool above;
+ * anything else is refused when a buffer is placed. */
 #include "vulkan_api.h"
 
 #include <errno.h>
