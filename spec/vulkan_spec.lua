@@ -325,8 +325,8 @@ describe("vulkan mat-vec modules", function()
   -- kernels': once is enough) }
   for _, case in ipairs {
     { "U=1 GUARD=1 VEC=0", "q4_0 q8_0 q4_K q6_K iq4_nl", false },
-    { "U=3 q8_0:G=1 iq4_nl:KV=1", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
-    { "U=5, q8_0:G=1, VEC=0", "q8_0 q6_K", false },
+    { "U=3 q8_0:G=2 iq4_nl:KV=1", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
+    { "U=5, q8_0:G=2, VEC=0", "q8_0 q6_K", false },
     { "U=8 GUARD=1 VEC=0 iq4_nl:KV=0", "q4_0 iq4_nl", false },
     { "U=2 iq4_nl:KV=2", "iq4_nl", true },
     { "U=4 VEC=0 iq4_nl:KV=3", "iq4_nl", false },

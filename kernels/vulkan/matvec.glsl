@@ -90,7 +90,10 @@
  * gives the CPU's bits.
  *   U     (3) 1..8: steps of weight loads in flight per lane (MV_UMAX register sets exist)
  *   VEC   (4) 0: no 16-byte loads (every load a 32-bit word)
- *   G     (5) q8_0 only, 1 or 2: lanes per block (1: each lane reads its block's 32 bytes)
+ *   G     (5) q8_0 only, 1 (default) or 2: lanes per block (1: each lane reads its block's 32
+ *         bytes, two 16-byte loads in flight a step, and no shuffles for the block's sum). H200,
+ *         dot4, us for 4096x14336 / 14336x4096, one output: G 1 20.2 / 20.6, G 2 26.2 / 20.1
+ *         (CUDA 19.2 / 20.8); each: 15.1 / 14.1 against 15.0 / 14.9 (docs/PERF.md)
  *   KV    (6) iq4_nl only, the codebook lookup: 0 (default), a nibble a shared-memory word;
  *         1, in registers, by selects; 2..5, a payload byte (two nibbles) a shared-memory
  *         word, in 1, 8, 16 or 32 copies so fewer lanes meet in a bank. H200, dot4 kernel,
@@ -106,7 +109,7 @@
 layout(constant_id = 3) const uint U = U_FMT;
 layout(constant_id = 4) const uint VEC_ON = 1u;
 #ifdef FMT_Q8_0
-layout(constant_id = 5) const uint G = 2u;
+layout(constant_id = 5) const uint G = 1u;
 #else
 const uint G = G_FMT;
 #endif
