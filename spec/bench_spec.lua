@@ -44,8 +44,29 @@ describe("bench-shape-ops", function()
         end
       end
       assert.equal(2, records, out)
+      assert.not_matches("slow copy:", out) -- no copy ceiling stored: nothing to be slow against
     end)
   end
+
+  it("names each op whose own copy ran under half the copy ceiling, and no other", function()
+    local cache = os.tmpname()
+    os.remove(cache)
+    local env = ("XPULUA_CACHE=%s "):format(cache)
+    local function with_ceiling(gbs)
+      assert(os.execute(env .. BIN .. ([[ -e 'require"xpu.autotune".remember(require"xpu".device"cpu:0", "bandwidth.copy_gbs", "%s")']]):format(gbs)))
+      local p = assert(io.popen(env .. BIN .. " scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy 2>/dev/null"))
+      local out = p:read("a")
+      p:close()
+      return out
+    end
+    local slow = with_ceiling("1e9") -- a ceiling no copy reaches
+    local fast = with_ceiling("1e-3") -- one every copy passes
+    os.execute("rm -rf " .. cache)
+    for _, op in ipairs { "pad", "copy" } do
+      assert.matches("\nslow copy: " .. op .. ": the copy between its own buffers ran at [%d.]+ GB/s, 0 %% of the copy ceiling", slow)
+    end
+    assert.not_matches("slow copy:", fast)
+  end)
 end)
 
 -- it() on cpu:0 and vulkan:0 (lavapipe in CI), pending with the reason where the device is absent.
