@@ -81,7 +81,6 @@ local S = C
 while S * S > n and S > 1 do S = S // 2 end
 local B = n // (S * S)
 local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
-local SLOW_COPY = 0.5 -- an own copy under this share of the ceiling gets a "slow copy:" line
 report.log("bench-shape-ops: %s (%s), f32 %dx%d (%d MiB in), copy ceiling %s", d.id, d.name, R, C, mib,
   ceiling and ("%.1f GB/s"):format(ceiling) or "unknown (run scripts/bandwidth.lua first)")
 
@@ -275,14 +274,15 @@ print(report.table {
              "of own" },
   rows = rows,
 })
--- An op whose own copy ran under half the copy ceiling: the device was slow in that process,
--- not the op (NVIDIA's Vulkan driver now and then, at full clock, for reasons not found;
--- docs/PERF.md). Said beside the table, so no such row passes for the op's rate.
+-- An op whose own copy ran under half the copy ceiling (report.slow_share): the device was
+-- slow in that process, not the op (NVIDIA's Vulkan driver now and then, at full clock, for
+-- reasons not found; docs/PERF.md). Said beside the table, so no such row passes for the op's rate.
 for _, r in ipairs(rows) do
   local own = tonumber(r[10])
-  if own and ceiling and own < SLOW_COPY * ceiling then
+  local share = report.slow_share(own, ceiling)
+  if share then
     print(("slow copy: %s: the copy between its own buffers ran at %.0f GB/s, %.0f %% of the copy ceiling; the device, not the op, set this row's pace"):format(
-      r[1], own, 100 * own / ceiling))
+      r[1], own, 100 * share))
   end
 end
 if opts.jsonl then

@@ -7,6 +7,7 @@
 --   xpulua scripts/idle-ramp.lua [--device D] [--idle S] [--load L]
 local xpu = require "xpu"
 local report = require "xpu.report"
+local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", idle = 10, load = 2 }
 local i = 1
@@ -22,17 +23,8 @@ local d, why = xpu.device(opts.device)
 if not d then io.stderr:write("idle-ramp: ", tostring(why), "\n"); os.exit(1) end
 local bytes = 128 << 20
 local buf = d:buffer(("xpulua idle-ramp "):rep(bytes // 17 + 1):sub(1, bytes))
-local k = d:kernel("stream_read")
-local groups = math.max(1, d:dispatch_blocks(8)) * 8
-local out = d:buffer(groups * 4)
-local s = d:stream()
-s:set_deferred(true)
-local function window(n)
-  local m = s:timer_begin()
-  for _ = 1, n do k:launch(s, groups, 256, out, buf, bytes, groups) end
-  local sec = s:timer_end(m)
-  return bytes * n / sec / 1e9, sec
-end
+local read = settle.reader(d)
+local function window(n) return read(buf, bytes, n) end
 local n, sec = 1, 0
 window(1)
 repeat _, sec = window(n); if sec < 0.0075 then n = n * 2 end until sec >= 0.0075 or n >= 4096

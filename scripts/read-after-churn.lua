@@ -30,11 +30,7 @@ end
 
 local d, why = xpu.device(opts.device)
 if not d then io.stderr:write("read-after-churn: ", tostring(why), "\n"); os.exit(1) end
-local kern = d:kernel("stream_read")
-local groups = math.max(1, d:dispatch_blocks(8)) * 8
-local out = d:buffer(groups * 4)
-local s = d:stream()
-s:set_deferred(true)
+local read = settle.reader(d)
 
 local function filled(bytes, tag)
   local unit = ("xpulua read-after-churn " .. tag .. " "):rep(2048)
@@ -45,11 +41,7 @@ local function filled(bytes, tag)
 end
 
 -- GB/s of k reads of `view` (bytes each) in one replayed batch.
-local function rate(view, bytes, k)
-  local m = s:timer_begin()
-  for _ = 1, k do kern:launch(s, groups, 256, out, view, bytes, groups) end
-  return bytes * k / s:timer_end(m) / 1e9
-end
+local function rate(view, bytes, k) return (read(view, bytes, k)) end
 
 local bytes = opts.mib << 20
 local a = filled(bytes, "A")

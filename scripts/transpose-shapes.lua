@@ -50,16 +50,18 @@ local function time(c, spec)
   return 2 * n * 4 / report.stats(ts).median / 1e9, ran
 end
 
-local rows = {}
-for cols in opts.cols:gmatch("%d+") do
-  local c = math.tointeger(tonumber(cols))
-  if n % c == 0 then
+local rows, cols = {}, {}
+for c in opts.cols:gmatch("%d+") do cols[#cols + 1] = math.tointeger(tonumber(c)) end
+for k, c in ipairs(cols) do
+  if c == 0 or n % c ~= 0 then
+    report.log("transpose-shapes: %d columns do not divide %d elements; shape left out", c, n)
+  else
     local r = n // c
     local t, ran = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
                                           params = {}, out = dst })
     local cp = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
     rows[#rows + 1] = { ("%dx%d"):format(r, c), c * 4, r * 4, ("%.0f"):format(t), ("%.0f"):format(cp), ("%.0f%%"):format(100 * t / cp), ran }
-    report.progress(#rows, 7, "shapes")
+    report.progress(k, #cols, "shapes")
   end
 end
 print(report.table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),

@@ -5,7 +5,8 @@
 -- NVIDIA's Vulkan driver the per-launch time of a trial is stable to 1 % but grew from trial
 -- to trial (docs/PERF.md); in a fresh process the same kernel alone is fast again. Those
 -- figures predate xpu.settle (each trial's upload is host time, the device idle); each timing
--- now settles first, so a slowdown left is the allocations' and not the idle clock's.
+-- now settles first, and with settling every 20 ms the benches' in-process slowdown was gone
+-- (docs/PERF.md, "Clocks between cells"): a slowdown left here would be the allocations'.
 --   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"

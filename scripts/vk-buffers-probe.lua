@@ -6,7 +6,8 @@
 -- (docs/PERF.md, Vulkan shape ops, third pass). Those figures were taken before the benches
 -- settled the device: filling 1.5 GiB from Lua takes seconds of host time, enough for the
 -- idle clock (docs/PERF.md, "Idle clocks"), and the tiny copy's doubling is its signature.
--- Each timing below now settles first (xpu.settle), so what remains is the buffers' own.
+-- Each timing below now settles first (xpu.settle), so what remains is the buffers' own
+-- (none was, once settling looked every 20 ms: docs/PERF.md, "Clocks between cells").
 --   xpulua scripts/vk-buffers-probe.lua [DEVICE]
 local xpu = require "xpu"
 local settle = require "xpu.settle"

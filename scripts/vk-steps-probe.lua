@@ -2,8 +2,9 @@
 -- 4096x14336 weights (~1 GiB rotated) allocated once and timed fresh (deferred batches, GPU
 -- time), then again after each step: eager launches without and with timer marks, a
 -- download, a small gate-sized launch, the shared-memory stream_read, one launch of each
--- other decode kernel. On the H200 none moved it (docs/PERF.md): the slowdown that
--- scripts/vk-alloc-history.lua shows needs new weight allocations.
+-- other decode kernel. On the H200 none moved it (docs/PERF.md); the slowdown that
+-- scripts/vk-alloc-history.lua showed was later found to be the clock, dropped during the
+-- uploads of new weights (docs/PERF.md, "Clocks between cells").
 --   xpulua scripts/vk-steps-probe.lua [DEVICE] [KERNEL]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"

@@ -5,9 +5,14 @@ local xpu = require "xpu"
 
 local BIN = os.getenv("XPULUA") or "build/xpulua"
 
-local function run(args)
+-- stored: an Autotune key and value for cpu:0 (a ceiling), remembered in the run's fresh cache first.
+local function run(args, stored)
   local cache = os.tmpname()
   os.remove(cache)
+  if stored then
+    assert(os.execute(("XPULUA_CACHE=%s %s -e 'require\"xpu.autotune\".remember(require\"xpu\".device\"cpu:0\", \"%s\", \"%s\")'"):format(
+      cache, BIN, stored[1], stored[2])))
+  end
   local p = assert(io.popen(("XPULUA_CACHE=%s %s %s 2>/dev/null; echo \"exit $?\""):format(cache, BIN, args)))
   local out = p:read("a")
   p:close()
@@ -49,19 +54,11 @@ describe("bench-shape-ops", function()
   end
 
   it("names each op whose own copy ran under half the copy ceiling, and no other", function()
-    local cache = os.tmpname()
-    os.remove(cache)
-    local env = ("XPULUA_CACHE=%s "):format(cache)
-    local function with_ceiling(gbs)
-      assert(os.execute(env .. BIN .. ([[ -e 'require"xpu.autotune".remember(require"xpu".device"cpu:0", "bandwidth.copy_gbs", "%s")']]):format(gbs)))
-      local p = assert(io.popen(env .. BIN .. " scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy 2>/dev/null"))
-      local out = p:read("a")
-      p:close()
-      return out
-    end
-    local slow = with_ceiling("1e9") -- a ceiling no copy reaches
-    local fast = with_ceiling("1e-3") -- one every copy passes
-    os.execute("rm -rf " .. cache)
+    local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy"
+    local slow = run(args, { "bandwidth.copy_gbs", "1e9" }) -- a ceiling no copy reaches
+    local fast = run(args, { "bandwidth.copy_gbs", "1e-3" }) -- one every copy passes
+    assert.matches("\nexit 0\n$", slow)
+    assert.matches("\nexit 0\n$", fast)
     for _, op in ipairs { "pad", "copy" } do
       assert.matches("\nslow copy: " .. op .. ": the copy between its own buffers ran at [%d.]+ GB/s, 0 %% of the copy ceiling", slow)
     end
@@ -180,6 +177,30 @@ describe("distinct-rows.sh", function()
       assert.is_true(tonumber(a) > 0 and tonumber(b) > 0, out)
     end
     assert.equal(3, n, out)
+  end)
+end)
+
+describe("read-after-churn", function()
+  it("reads the buffers made before and after the churn, a row per half second, and refuses a bad count", function()
+    local out = run("scripts/read-after-churn.lua --device cpu:0 --churn 1 --seconds 0.6 --mib 8")
+    assert.matches("\nexit 0\n$", out)
+    assert.matches("streaming reads on cpu:0 %b() after 1 GiB of churn, 8 MiB buffers", out)
+    for _, t in ipairs { "0.0", "0.5" } do assert.matches("\n" .. t .. " +%d+ +%d+ +%d+ +%d+\n", out) end
+    assert.matches("exit 2\n$", run("scripts/read-after-churn.lua --churn -1"))
+    assert.matches("exit 2\n$", run("scripts/read-after-churn.lua --mib 4"))
+  end)
+end)
+
+describe("transpose-shapes", function()
+  it("times each shape beside a copy, says which kernel ran, and leaves out a shape that does not divide", function()
+    local p = assert(io.popen(BIN .. " scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64,1024,3 2>&1; echo \"exit $?\""))
+    local out = p:read("a")
+    p:close()
+    assert.matches("\nexit 0\n$", out)
+    assert.matches("\n4096x64 +256 +16384 +%d+ +%d+ +%d+%% +contiguize", out)
+    assert.matches("\n256x1024 +4096 +1024 +%d+ +%d+ +%d+%% +contiguize", out)
+    assert.matches("3 columns do not divide 262144 elements; shape left out", out)
+    assert.matches("exit 2\n$", run("scripts/transpose-shapes.lua --mib x"))
   end)
 end)
 
@@ -313,15 +334,10 @@ describe("bench-decode", function()
   end)
 
   it("names each cell whose weights' plain read ran under half the read ceiling, in the table's notes and the JSONL", function()
-    local cache = os.tmpname()
-    os.remove(cache)
-    local env = ("XPULUA_CACHE=%s "):format(cache)
     -- a ceiling no read reaches: every rotated cell's read is "slow"; resident cells have no read
-    assert(os.execute(env .. BIN .. [[ -e 'require"xpu.autotune".remember(require"xpu".device"cpu:0", "bandwidth.read_gbs", "1e9")']]))
-    local p = assert(io.popen(env .. BIN .. " scripts/bench-decode.lua --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --jsonl 2>/dev/null"))
-    local out = p:read("a")
-    p:close()
-    os.execute("rm -rf " .. cache)
+    local out = run("scripts/bench-decode.lua --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --jsonl",
+      { "bandwidth.read_gbs", "1e9" })
+    assert.matches("\nexit 0\n$", out)
     assert.matches("\nslow read: q4_0 64x512 rotated: the plain read of its weights ran at [%d.]+ GB/s, 0 %% of the read ceiling", out)
     assert.not_matches("slow read: q4_0 64x512 resident", out)
     assert.matches('"mode":"rotated"[^\n]*"read_slow":true', out)

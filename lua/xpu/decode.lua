@@ -198,16 +198,15 @@ function M.time_read(dev, bytes, copies, opts)
 end
 
 -- A cell whose weights' plain read (time_read over the same copies) ran under half the read
--- ceiling: the device, not the kernel, set its pace (on NVIDIA's Vulkan driver, clocks that
--- had dropped between cells, before settle.ensure looked every 20 ms; docs/PERF.md). Returns
--- that read's GB/s and its fraction of the ceiling, or nil where the read looks normal or
--- either figure is missing.
-M.SLOW_READ = 0.5
+-- ceiling (report.slow_share): the device, not the kernel, set its pace (on NVIDIA's Vulkan
+-- driver, clocks that had dropped between cells, before settle.ensure looked every 20 ms;
+-- docs/PERF.md). Returns that read's GB/s and its fraction of the ceiling, or nil.
 function M.slow_read(bytes, read_s, ceiling_gbs)
-  if not (read_s and read_s > 0 and ceiling_gbs and ceiling_gbs > 0) then return nil end
+  if not (read_s and read_s > 0) then return nil end
   local gbs = bytes / read_s / 1e9
-  if gbs >= M.SLOW_READ * ceiling_gbs then return nil end
-  return gbs, gbs / ceiling_gbs
+  local share = report.slow_share(gbs, ceiling_gbs)
+  if share then return gbs, share end
+  return nil
 end
 
 -- Back-to-back launches of a kernel that does nothing (stream_read over 0 bytes, one group),

@@ -85,6 +85,15 @@ function M.progress(done, total, what)
   io.stderr:flush()
 end
 
+-- A rate under SLOW of the device's ceiling for it: the device, not the kernel, set the pace
+-- (a bench says so beside its table). Returns the rate's share of the ceiling, or nil where
+-- the rate looks normal or either figure is missing.
+M.SLOW = 0.5
+function M.slow_share(gbs, ceiling_gbs)
+  if not (gbs and ceiling_gbs and ceiling_gbs > 0) or gbs >= M.SLOW * ceiling_gbs then return nil end
+  return gbs / ceiling_gbs
+end
+
 -- Median, min and max of a list of numbers (the list is sorted in place).
 function M.stats(xs)
   table.sort(xs)

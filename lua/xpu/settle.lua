@@ -1,10 +1,11 @@
 -- xpu.settle — bring a discrete GPU to its working clocks before anything is timed on it.
 --
--- A GPU left idle for a few seconds drops its clocks. CUDA's driver raises them with the first
--- work of a context; NVIDIA's Vulkan driver (H200, 580) only after 0.05-0.5 s of sustained
--- work, so a bench whose timed passes last a few milliseconds, in a process that first spent
--- seconds on the host (building a fixture), timed the idle clock: 345 MHz against 1980, a
--- decode mat-vec 4.5x slow, every op at 40 % of the bus (docs/PERF.md, "Idle clocks").
+-- A GPU drops its clocks as soon as it idles (to 345 MHz after seconds). CUDA's driver raises
+-- them with the first work of a context; NVIDIA's Vulkan driver (H200, 580) only after
+-- 0.05-0.5 s of sustained work, so a bench whose timed passes last a few milliseconds, in a
+-- process that first spent seconds on the host (building a fixture), timed the idle clock:
+-- 345 MHz against 1980, a decode mat-vec 4.5x slow, every op at 40 % of the bus (docs/PERF.md,
+-- "Idle clocks").
 --
 -- settle(dev) streams reads over a 128 MiB buffer back to back, as a replayed batch so that
 -- the submissions do not set the rate (eager 64 MiB reads on Vulkan measured 1500 GB/s at full
@@ -27,25 +28,33 @@ local report = require "xpu.report"
 local M = { IDLE_S = 0.02, BYTES = 128 << 20, WINDOW_S = 0.01, TARGET = 0.85 }
 
 local last = {} -- device id -> xpu.now() of its last settle or touch
-local pads = {} -- device id -> { buf, out, stream }: the read buffer (128 MiB), kept for the process
+local pads = {} -- device id -> { buf, read }: the read buffer (128 MiB) and its reader, kept for the process
+
+-- A streaming reader on dev: read(buf, bytes, k) times k back-to-back stream_read launches over
+-- buf's first `bytes` as one replayed batch (a deferred stream of its own, so the submissions
+-- do not set the rate) and returns GB/s and device seconds. idle-ramp and read-after-churn,
+-- which watch a device's read rate, time with it too.
+function M.reader(dev)
+  local kern = dev:kernel("stream_read")
+  local groups = math.max(1, dev:dispatch_blocks(8)) * 8
+  local out, s = dev:buffer(groups * 4), dev:stream()
+  s:set_deferred(true)
+  return function(buf, bytes, k)
+    local m = s:timer_begin()
+    for _ = 1, k do kern:launch(s, groups, 256, out, buf, bytes, groups) end
+    local sec = s:timer_end(m)
+    return bytes * k / sec / 1e9, sec
+  end
+end
 
 local function pad(dev)
   local p = pads[dev.id]
   if not p then
     local data = ("xpulua settle "):rep(M.BYTES // 14 + 1):sub(1, M.BYTES)
-    p = { buf = dev:buffer(data), out = dev:buffer(64 * 1024), stream = dev:stream() }
-    p.stream:set_deferred(true) -- replayed batches: a window is the reads, not the submissions
+    p = { buf = dev:buffer(data), read = M.reader(dev) }
     pads[dev.id] = p
   end
   return p
-end
-
--- One window: k back-to-back reads of the buffer; GB/s and device seconds.
-local function window(kern, s, k, groups, p)
-  local m = s:timer_begin()
-  for _ = 1, k do kern:launch(s, groups, 256, p.out, p.buf, M.BYTES, groups) end
-  local sec = s:timer_end(m)
-  return M.BYTES * k / sec / 1e9, sec
 end
 
 local function agree(rates)
@@ -79,13 +88,10 @@ function M.settle(dev, opts)
   local ceiling = opts.ceiling ~= false and tonumber(autotune.recall(dev, "bandwidth.read_gbs") or "") or nil
   local target = ceiling and M.TARGET * ceiling
   local p = pad(dev)
-  local s = p.stream
-  local kern = dev:kernel("stream_read")
-  local groups = math.max(1, dev:dispatch_blocks(8)) * 8
-  window(kern, s, 1, groups, p) -- the pipeline's first use, not a rate
+  p.read(p.buf, M.BYTES, 1) -- the pipeline's first use, not a rate
   local t0, k, rates, verdict = xpu.now(), 1, {}, "go on"
   while verdict == "go on" do
-    local gbs, sec = window(kern, s, k, groups, p)
+    local gbs, sec = p.read(p.buf, M.BYTES, k)
     rates[#rates + 1] = gbs
     if opts.trace then opts.trace(xpu.now() - t0, gbs) end
     if os.getenv("XPULUA_SETTLE_TRACE") then report.log("settle: %s %.3f s %d reads %.0f GB/s", dev.id, xpu.now() - t0, k, gbs) end
