@@ -20,7 +20,7 @@
 -- 660 MHz within one 50 ms nvidia-smi sample and to 390-450 within a second, and a timing
 -- that began 0.5-2 s after the last one (a bench cell uploading its copies) ran at that clock
 -- (H200, 2026-12-01: a plain read of 62 MB 2.5x slow; docs/PERF.md, "Clocks between cells").
--- A settle on a device already up costs two windows, about 20 ms.
+-- A settle on a device already up is two windows of about WINDOW_S of device time each.
 local xpu = require "xpu"
 local autotune = require "xpu.autotune"
 local report = require "xpu.report"
