@@ -9,11 +9,12 @@
  *   elements a stride apart, so the view goes through shared-memory tiles as in
  *   kernels/cuda/shape_ops.cu, TA elements along p (64; 32 of 8 bytes) by 64 along the last
  *   axis, read along p and written along the last axis: neighbouring invocations touch
- *   neighbouring elements on both sides. Group g takes tiles g, g + groups, ... (the grid is
- *   sized by elements, and partial tiles at the edges can outnumber the groups). A whole tile
- *   of 4-byte elements whose rows start on 16 bytes on both sides moves as 16-byte words
- *   (tile_vec4; H200, 1 GiB f32 transposed, contiguize_tiles: 3175-3303 GB/s against
- *   2905-2943 with words).
+ *   neighbouring elements on both sides. A tile's loads are all issued at once; it goes
+ *   through shared memory half at a time (32 steps along the last axis), so a group holds
+ *   8.4 KB (below). Group g takes tiles g, g + groups, ... (the grid is sized by elements, and
+ *   partial tiles at the edges can outnumber the groups). A whole tile of 4-byte elements whose
+ *   rows start on 16 bytes on both sides moves as 16-byte words (tile_vec4; H200, 1 GiB f32
+ *   transposed, contiguize_tiles: 3175-3303 GB/s against 2905-2943 with words).
  * - anything else: an invocation loads its 16 items where the view puts them, then stores
  *   them (a row's start from the group's row table, shape_ops.glsl). */
 layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
@@ -34,14 +35,25 @@ layout(push_constant) uniform Args {
 	uint off_out, off_in;
 } pc;
 
-/* A tile's rows, one per step along the last axis, pitched one word past their elements so
- * that both the row walk (loads) and the column walk (stores) fall in distinct banks: 64 rows
- * of 65 words (elements of 1, 2 or 4 bytes, one a word), or of 33 words twice (8-byte
- * elements: low words, then high words). The walk's row table when no tile is in use. */
+/* A tile goes through shared memory half at a time: the 32 steps along the last axis of one
+ * half, pitched one word past their elements so that both the row walk (writes) and the column
+ * walk (reads) fall in distinct banks: 32 rows of 65 words (elements of 1, 2 or 4 bytes, one a
+ * word), or of 33 words twice (8-byte elements: low words, then high words); 16-byte tiles hold
+ * their half transposed, 64 rows of 33. At most 2112 words (8.4 KB) a group: on NVIDIA's Vulkan
+ * driver a group's shared memory limits how many groups an SM keeps far sooner than under CUDA
+ * (H200: a copy kernel holding 16.9 KB a group ran 2773-2809 GB/s against 3893-3923 holding
+ * 8 KB or none; whole 64 x 64 tiles, 16.9 KB, ran contiguize at 3389 against 3629 in halves).
+ * contiguize.comp's walk keeps its row table here too (SHAPE_ROWS, 256 * XPU_SHAPE_GRAIN). */
 #define TILE_PITCH 65u
 #define TILE_PITCH8 33u
-#define TILE_HI (64u * TILE_PITCH8)
-shared uint tile[64u * TILE_PITCH8 * 2u];
+#define TILE_HI (32u * TILE_PITCH8)
+#define TILE_WORDS (64u * TILE_PITCH8)
+#include "../shape_grain.h"
+#ifdef CONTIG_TILES
+shared uint tile[TILE_WORDS];
+#else
+shared uint tile[max(TILE_WORDS, 256u * uint(XPU_SHAPE_GRAIN))];
+#endif
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
@@ -106,115 +118,122 @@ struct ContigTile {
 	uint in0, out0, stl, ostp, na, nb;
 };
 
-/* How many of an invocation's stores land inside the tile: column b (of nb), elements a,
- * a + 4, ... (of na); the 256 invocations cover 4 elements of each column at a time. */
-uint tile_count(uint b, uint nb, uint a, uint na)
+/* Half h of a tile of word-sized cells through shared memory: an invocation's loaded cells v[k]
+ * are input rows hi + 4k of column lo (k < 16), so half h (rows 32h .. 32h + 31) is k = 8h ..
+ * 8h + 7. They are written as tile rows, then read back as column bl = t % 32 of the elements
+ * a = t / 32 + 8j (j < 8): output row a's cells 32h + bl, 32 neighbouring invocations a row.
+ * `wait`: the tile may still be read out (the group's previous half), so the writes wait on a
+ * barrier first, after the loads are issued (those overlap the wait). */
+void half_turn(uint v[16], uint h, uint lo, uint hi, bool wait, out uint o[8])
 {
-	return b < nb && a < na ? (na - a + 3u) / 4u : 0u;
-}
-
-/* An invocation's 16 loaded words (rows hi + 4k of column lo) through the tile: written,
- * then read back as column lo's elements hi + 4k of the transposed tile. `again`: the group's
- * previous tile may still be read out, so the writes wait on a barrier first. */
-void tile_turn(inout uint v[16], uint lo, uint hi, bool again)
-{
-	if (again)
+	if (wait)
 		barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[k];
+	[[unroll]] for (uint k = 0u; k < 8u; k++)
+		tile[(hi + 4u * k) * TILE_PITCH + lo] = v[8u * h + k];
 	barrier();
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		v[k] = tile[lo * TILE_PITCH + hi + 4u * k];
+	uint t = xpu_thread(), bl = t % 32u, a0 = t / 32u;
+	[[unroll]] for (uint j = 0u; j < 8u; j++)
+		o[j] = tile[bl * TILE_PITCH + a0 + 8u * j];
 }
 
 /* 4-byte elements as words. Each invocation has all 16 of its loads in flight before it
- * writes any to the tile, and reads all 16 from the tile before it stores any: a load
+ * writes any to the tile, and reads a half's 8 from the tile before it stores any: a load
  * followed at once by its store (to a binding that may alias it) would wait on each. On the
- * input side invocation t takes a = t % 64 and rows t / 64 + 4k; on the output side column
- * b = t % 64 of elements t / 64 + 4k. Past a partial tile's edge the loads take its last
- * element instead (the cells they fill are never stored), so only the stores branch. `again`:
- * the group's previous tile may still be read out of shared memory, so the writes wait on a
- * barrier, after this tile's loads are issued (those overlap the wait). */
+ * input side invocation t takes a = t % 64 and rows t / 64 + 4k. Past a partial tile's edge
+ * the loads take its last element instead (the cells they fill are never stored), so only the
+ * stores branch. `again`: the group's previous tile may still be read out. */
 void tile_words(ContigTile g, bool again)
 {
-	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, v[16];
-	uint in0 = (pc.off_in >> 2) + g.in0 + min(lo, g.na - 1u), out0 = (pc.off_out >> 2) + g.out0 + lo;
-	uint nk = tile_count(lo, g.nb, hi, g.na);
+	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, bl = t % 32u, a0 = t / 32u, v[16], o[8];
+	uint in0 = (pc.off_in >> 2) + g.in0 + min(lo, g.na - 1u), out0 = (pc.off_out >> 2) + g.out0 + bl;
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		v[k] = src[in0 + min(hi + 4u * k, g.nb - 1u) * g.stl];
-	tile_turn(v, lo, hi, again);
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		if (k < nk)
-			dst[out0 + (hi + 4u * k) * g.ostp] = v[k];
+	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+		half_turn(v, h, lo, hi, again || h == 1u, o);
+		if (32u * h + bl < g.nb)
+			[[unroll]] for (uint j = 0u; j < 8u; j++)
+				if (a0 + 8u * j < g.na)
+					dst[out0 + (a0 + 8u * j) * g.ostp + 32u * h] = o[j];
+	}
 }
 
 /* A whole tile of 4-byte elements whose rows start on 16 bytes on both sides, in 16-byte words:
  * invocation t loads words a = 4 (t % 16) .. + 3 of input rows b = t / 16 + 16k (four 16-byte
- * loads, 256 contiguous bytes a half-warp), writes them to the tile transposed (tile[a][b]), and
- * stores output row a = t / 16 + 16k's words b = 4 (t % 16) .. + 3 as one 16-byte word. */
+ * loads, 256 contiguous bytes a half-warp); half h (k = 2h, 2h + 1) is written to the tile
+ * transposed (tile[a][b - 32h]), then output rows a = t / 8 + 32j take words 32h + 4 (t % 8) ..
+ * + 3 as one 16-byte word (128 contiguous bytes for 8 invocations). */
 void tile_vec4(ContigTile g, bool again)
 {
-	uint t = xpu_thread(), q = t % 16u, r = t / 16u;
-	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u + q, out0 = ((pc.off_out >> 2) + g.out0) / 4u + q;
+	uint t = xpu_thread(), q = t % 16u, r = t / 16u, oq = t % 8u, orow = t / 8u;
+	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u + q, out0 = ((pc.off_out >> 2) + g.out0) / 4u + oq;
 	uint st4 = g.stl / 4u, ost4 = g.ostp / 4u;
-	uvec4 v[4];
+	uvec4 v[4], o[2];
 	[[unroll]] for (uint k = 0u; k < 4u; k++)
 		v[k] = src4[in0 + (r + 16u * k) * st4];
-	if (again)
+	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+		if (again || h == 1u)
+			barrier();
+		[[unroll]] for (uint k = 0u; k < 2u; k++) {
+			uint b = r + 16u * k;
+			tile[(4u * q) * TILE_PITCH8 + b] = v[2u * h + k].x;
+			tile[(4u * q + 1u) * TILE_PITCH8 + b] = v[2u * h + k].y;
+			tile[(4u * q + 2u) * TILE_PITCH8 + b] = v[2u * h + k].z;
+			tile[(4u * q + 3u) * TILE_PITCH8 + b] = v[2u * h + k].w;
+		}
 		barrier();
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint b = r + 16u * k;
-		tile[(4u * q) * TILE_PITCH + b] = v[k].x;
-		tile[(4u * q + 1u) * TILE_PITCH + b] = v[k].y;
-		tile[(4u * q + 2u) * TILE_PITCH + b] = v[k].z;
-		tile[(4u * q + 3u) * TILE_PITCH + b] = v[k].w;
+		[[unroll]] for (uint j = 0u; j < 2u; j++) {
+			uint a = (orow + 32u * j) * TILE_PITCH8 + 4u * oq;
+			o[j] = uvec4(tile[a], tile[a + 1u], tile[a + 2u], tile[a + 3u]);
+		}
+		[[unroll]] for (uint j = 0u; j < 2u; j++)
+			dst4[out0 + (orow + 32u * j) * ost4 + 8u * h] = o[j];
 	}
-	barrier();
-	[[unroll]] for (uint k = 0u; k < 4u; k++) {
-		uint a = (r + 16u * k) * TILE_PITCH + 4u * q;
-		v[k] = uvec4(tile[a], tile[a + 1u], tile[a + 2u], tile[a + 3u]);
-	}
-	[[unroll]] for (uint k = 0u; k < 4u; k++)
-		dst4[out0 + (r + 16u * k) * ost4] = v[k];
 }
 
 /* 8-byte elements as 8-byte words, in tiles of 32 along p: 8 an invocation, a = t % 32 and
- * rows t / 32 + 8k on the input side, column t % 64 of elements t / 64 + 4k on the output. */
+ * rows t / 32 + 8k on the input side (half h: k = 4h .. 4h + 3); read back as column
+ * bl = t % 32 of elements t / 32 + 8j (j < 4), low and high words from their own halves of
+ * the tile. */
 void tile_pairs(ContigTile g, bool again)
 {
-	uint t = xpu_thread(), a = t % 32u, b = t / 32u, c = t % 64u, r = t / 64u;
-	uint in0 = (pc.off_in >> 3) + g.in0 + min(a, g.na - 1u), out0 = (pc.off_out >> 3) + g.out0 + c;
-	uint nk = tile_count(c, g.nb, r, g.na);
-	uvec2 v[8];
+	uint t = xpu_thread(), a = t % 32u, b = t / 32u, bl = t % 32u, a0 = t / 32u;
+	uint in0 = (pc.off_in >> 3) + g.in0 + min(a, g.na - 1u), out0 = (pc.off_out >> 3) + g.out0 + bl;
+	uvec2 v[8], o[4];
 	[[unroll]] for (uint k = 0u; k < 8u; k++)
 		v[k] = src2[in0 + min(b + 8u * k, g.nb - 1u) * g.stl];
-	if (again)
+	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+		if (again || h == 1u)
+			barrier();
+		[[unroll]] for (uint k = 0u; k < 4u; k++) {
+			tile[(b + 8u * k) * TILE_PITCH8 + a] = v[4u * h + k].x;
+			tile[TILE_HI + (b + 8u * k) * TILE_PITCH8 + a] = v[4u * h + k].y;
+		}
 		barrier();
-	[[unroll]] for (uint k = 0u; k < 8u; k++) {
-		tile[(b + 8u * k) * TILE_PITCH8 + a] = v[k].x;
-		tile[TILE_HI + (b + 8u * k) * TILE_PITCH8 + a] = v[k].y;
+		[[unroll]] for (uint j = 0u; j < 4u; j++)
+			o[j] = uvec2(tile[bl * TILE_PITCH8 + a0 + 8u * j], tile[TILE_HI + bl * TILE_PITCH8 + a0 + 8u * j]);
+		if (32u * h + bl < g.nb)
+			[[unroll]] for (uint j = 0u; j < 4u; j++)
+				if (a0 + 8u * j < g.na)
+					dst2[out0 + (a0 + 8u * j) * g.ostp + 32u * h] = o[j];
 	}
-	barrier();
-	[[unroll]] for (uint k = 0u; k < 8u; k++)
-		v[k] = uvec2(tile[c * TILE_PITCH8 + r + 4u * k], tile[TILE_HI + c * TILE_PITCH8 + r + 4u * k]);
-	[[unroll]] for (uint k = 0u; k < 8u; k++)
-		if (k < nk)
-			dst2[out0 + (r + 4u * k) * g.ostp] = v[k];
 }
 
 /* 1- and 2-byte elements, one a tile word, in tile_words' order; the stores merge into the
  * words they share (shape_store). */
 void tile_narrow(ContigTile g, uint elem, bool again)
 {
-	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, v[16];
-	uint in0 = g.in0 + min(lo, g.na - 1u), out0 = g.out0 + lo;
-	uint nk = tile_count(lo, g.nb, hi, g.na);
+	uint t = xpu_thread(), lo = t % 64u, hi = t / 64u, bl = t % 32u, a0 = t / 32u, v[16], o[8];
+	uint in0 = g.in0 + min(lo, g.na - 1u), out0 = g.out0 + bl;
 	[[unroll]] for (uint k = 0u; k < 16u; k++)
 		v[k] = shape_load(pc.off_in + (in0 + min(hi + 4u * k, g.nb - 1u) * g.stl) * elem, elem).x;
-	tile_turn(v, lo, hi, again);
-	[[unroll]] for (uint k = 0u; k < 16u; k++)
-		if (k < nk)
-			shape_store(pc.off_out + (out0 + (hi + 4u * k) * g.ostp) * elem, elem, uvec2(v[k], 0u));
+	[[unroll]] for (uint h = 0u; h < 2u; h++) {
+		half_turn(v, h, lo, hi, again || h == 1u, o);
+		if (32u * h + bl < g.nb)
+			[[unroll]] for (uint j = 0u; j < 8u; j++)
+				if (a0 + 8u * j < g.na)
+					shape_store(pc.off_out + (out0 + (a0 + 8u * j) * g.ostp + 32u * h) * elem, elem,
+						    uvec2(o[j], 0u));
+	}
 }
 
 /* The axis before the last with stride 1 and more than one element (the last such), or -1. */
