@@ -21,7 +21,7 @@
 
 
 /* A format's traits:
- *   G       lanes that share one weight block (1, 2 or 8); 32 / G blocks per warp step
+ *   G       lanes that share one weight block (1 or 8; a power of two); 32 / G blocks per warp step
  *   U       warp steps whose weight loads are kept in flight (bytes in flight vs registers)
  *   ELEMS   elements per block; SCALE scale bytes per block in the row prefix; PAY payload bytes
  *   VEC     whether 16-byte loads are used when the row and activation allow them
@@ -144,29 +144,38 @@ struct mv_iq4_nl {
 	}
 };
 
-/* Q8_0: two lanes per 32-byte payload, 16 bytes each, so consecutive lanes read consecutive
- * bytes; the two halves' integer dots are summed with one shuffle. */
+/* Q8_0: one lane per 32-byte payload, two 16-byte loads, so a block's eight integer dots meet
+ * in one lane with no shuffle. H200, us for 14336x4096 / 4096x14336, weights rotated past L2,
+ * against two lanes a block (G 2, U 4): one output 20.7 / 19.6 -> 17.3 / 16.7, independent
+ * launches 15.1 / 14.6 -> 13.9 / 14.0 (U 1: 18.3 / 17.3; U 3: 18.7 / 17.4; docs/PERF.md). */
 struct mv_q8_0 {
-	static constexpr int G = 2, U = 4 * MV_UMUL;
+	static constexpr int G = 1, U = 2 * MV_UMUL;
 	static constexpr bool STREAM = true;
 	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 32;
 	static constexpr bool VEC = true;
-	typedef mv_q4_0::W W;
+	struct W {
+		uint4 q0, q1;
+		uint32_t d;
+	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
-		return W{ ldw16<V>(pay + (uint64_t)b * PAY + 16 * sub), xpu_ldw16(row + 2 * b) };
+		const uint8_t *p = pay + (uint64_t)b * PAY;
+		return W{ ldw16<V>(p), ldw16<V>(p + 16), xpu_ldw16(row + 2 * b) };
 	}
 	template <bool V>
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
-		const uint8_t *xb = q8k_of32(x, b);
-		const uint4 a = ld16<V>(xb + 32 * (b % 8) + 16 * sub);
-		int dot = xpu_dp4a(w.q.x, a.x, 0);
-		dot = xpu_dp4a(w.q.y, a.y, dot);
-		dot = xpu_dp4a(w.q.z, a.z, dot);
-		dot = xpu_dp4a(w.q.w, a.w, dot);
-		dot += __shfl_xor_sync(XPU_FULL_MASK, dot, 1);
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 16);
+		int dot = xpu_dp4a(w.q0.x, a0.x, 0);
+		dot = xpu_dp4a(w.q0.y, a0.y, dot);
+		dot = xpu_dp4a(w.q0.z, a0.z, dot);
+		dot = xpu_dp4a(w.q0.w, a0.w, dot);
+		dot = xpu_dp4a(w.q1.x, a1.x, dot);
+		dot = xpu_dp4a(w.q1.y, a1.y, dot);
+		dot = xpu_dp4a(w.q1.z, a1.z, dot);
+		dot = xpu_dp4a(w.q1.w, a1.w, dot);
 		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
 		return xpu_mul(xpu_mul(d, xs), (float)dot);
 	}
