@@ -33,6 +33,22 @@ describe("settle.decide", function()
   end)
 end)
 
+describe("settle.held", function()
+  it("a cold settle reads on for HOLD_S after the window that met the target, not past max_s", function()
+    local h = settle.HOLD_S
+    assert.is_true(h > 0)
+    assert.is_true(settle.held(true, 0.35, 0.35, 3.0))           -- the window that met it
+    assert.is_true(settle.held(true, 0.35, 0.35 + 0.9 * h, 3.0))
+    assert.is_false(settle.held(true, 0.35, 0.35 + h, 3.0))      -- held long enough
+    assert.is_false(settle.held(true, 2.9, 3.0, 3.0))            -- max_s ends it
+  end)
+
+  it("a warm settle (its first window met the target) and one that never met it are not held", function()
+    assert.is_false(settle.held(false, 0.02, 0.02, 3.0))
+    assert.is_false(settle.held(true, nil, 0.5, 3.0))
+  end)
+end)
+
 describe("settle on a device", function()
   local cpu = xpu.device "cpu:0"
   local dir = os.tmpname()
