@@ -81,7 +81,7 @@ end
 -- SM clock is still on its way up, and kernels that compute more than they read, timed then,
 -- ran up to 2x slow (H200, NVIDIA's Vulkan driver: a settle done after 0.35 s at 84 % of the
 -- read ceiling, the SM clock logged at 975-1320 MHz through the cell that followed). Vulkan
--- bench-decode in one process, 20 cells a run: without the hold 1-4 cells ran 1.2-2x slow in
+-- bench-decode in one process, 20 cells a run: without the hold 1-4 cells ran 1.1-2x slow in
 -- each of five runs; held 0.5 s or 1.0 s, none in two runs each (docs/PERF.md, "A half-risen
 -- clock"). True while such a settle should go on reading.
 function M.held(cold, reached_at, elapsed, max_s)
