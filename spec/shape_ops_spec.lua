@@ -503,6 +503,9 @@ cases.pad_backward = function(c, d, dt)
     -- Vulkan's quads (f32 rows on 16 bytes both sides) over two rows groups, the second from
     -- the middle of a row
     { in_shape = { 40, 500 }, padding = { { 1, 1 }, { 4, 4 } }, big = true },
+    -- reflect's two mirrors on most columns (b + after >= d - 1): Vulkan's border quads sum
+    -- those columns element by element
+    { in_shape = { 3, 128 }, padding = { { 1, 1 }, { 120, 120 } } },
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local in_shape, padding = case.in_shape, case.padding
