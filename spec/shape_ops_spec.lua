@@ -496,7 +496,7 @@ cases.pad_backward = function(c, d, dt)
     { in_shape = { 2, 19, 132 }, padding = { { 1, 0 }, { 3, 3 }, { 4, 4 } } },
     { in_shape = { 4, 30, 140 }, padding = { { 1, 1 }, { 2, 2 }, { 4, 3 } }, big = true }, -- past a rows group's 16384 items
     -- long rows: CUDA pad_backward_rows moves a lane's chunks from one source pointer where
-    -- they lie in one row (they span 388 f32 items, 194 f64, 776 f16); off alignment (the
+    -- they lie in one row (they span 900 f32 items, 450 f64, 1800 f16); off alignment (the
     -- next lane's vector, the last lane's own) and aligned
     { in_shape = { 3, 1100 }, padding = { { 1, 1 }, { 5, 7 } } },
     { in_shape = { 2, 2100 }, padding = { { 1, 0 }, { 16, 16 } }, big = true },

@@ -1011,8 +1011,9 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
  * copy: 3 groups an SM (80 registers) with 4 chunks in flight a thread, which a bare copy of the
  * same rows held to 3 blocks an SM matches (3060 GB/s; 4000 at 8 blocks), and some 110
  * instructions a warp a chunk (ncu). Here:
- * - a lane's SHAPE_PBW_BATCH chunks that lie in one row (they span 388 f32 items at 4 a batch,
- *   194 f64, 776 f16) load from one source pointer, 512 bytes a chunk on, with no table reads;
+ * - a lane's SHAPE_PBW_BATCH chunks that lie in one row (at 8 a batch they span 900 f32 items,
+ *   450 f64, 1800 f16; at 4, 388, 194, 776) load from one source pointer, 512 bytes a chunk
+ *   on, with no table reads;
  * - a chunk whose source is not 16-aligned takes its second vector from the lane that loaded it
  *   (the next chunk of the row), the last lane from lane 0's next chunk or, at the batch's end,
  *   a load of its own;
@@ -1023,11 +1024,15 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
  *   find their mirror mask in closed form; the element walks come last.
  * Each warp takes 32 * SHAPE_PBW_BATCH consecutive chunks a batch (lane l chunks l, l + 32, ...),
  * so rows of 32 * SHAPE_PBW_BATCH chunks or more give every warp its rows' borders.
- * H200, 1 GiB f32, reflect, rows of 1024: 3427-3485 GB/s at 4 chunks a batch, 3304-3350 at 8
- * (more spilled), shape_rows_walk 3086-3098 (copy 3863-3925); with no border work at all (a
- * timing-only build, wrong borders) 3512-3555: the borders cost the rest. */
+ * H200, 1 GiB f32, reflect, rows of 1024, three blocks an SM: 3427-3485 GB/s at 4 chunks a
+ * batch, 3304-3350 at 8 (more spilled), shape_rows_walk 3086-3098 (copy 3863-3925); with no
+ * border work at all (a timing-only build, wrong borders) 3512-3555. Two blocks of 8 chunks a
+ * thread (128 registers, no spill; SHAPE_PBW_ROWS_BLOCKS below) against three of 4 (80, 64
+ * bytes spilled), alternated in one call: 3452 / 3514 / 3379 against 3430 / 3480 / 3337 (16
+ * chunks a thread at two blocks: 2919-3055). A thread takes XPU_SHAPE_ROW_GROUPS * elem /
+ * SHAPE_PBW_BATCH whole batches: 8 is the most f16 allows. */
 #ifndef SHAPE_PBW_BATCH
-#define SHAPE_PBW_BATCH 4 /* chunks a thread has in flight in pad_backward_rows */
+#define SHAPE_PBW_BATCH 8 /* chunks a thread has in flight in pad_backward_rows */
 #endif
 #ifndef SHAPE_PBW_SLIM_BORDER
 #define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
@@ -1235,10 +1240,10 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PA
 }
 
 /* pad_backward with each gradient row's upstream row found once a group (shape_pbw_rows_walk).
- * SHAPE_PBW_ROWS_BLOCKS: blocks an SM (3: 80 registers; at 4 its batch of 8 spilled, 2374-2812
- * GB/s). */
+ * SHAPE_PBW_ROWS_BLOCKS: blocks an SM (2: 128 registers, with 8 chunks a batch; 3: 80, where 4
+ * chunks a batch ran 3337-3480 GB/s; 4: 64, 3139-3180 at 4 chunks, 2374-2812 at 8, spilling). */
 #ifndef SHAPE_PBW_ROWS_BLOCKS
-#define SHAPE_PBW_ROWS_BLOCKS 3
+#define SHAPE_PBW_ROWS_BLOCKS 2
 #endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ROWS_BLOCKS)
 pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
