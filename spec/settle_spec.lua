@@ -84,6 +84,37 @@ describe("settle on a device", function()
     assert.near(0.00085, info.target_gbs, 1e-12)
   end)
 
+  -- Scripted window rates against a stored ceiling of 100 GB/s (target 85): the reader's
+  -- first two calls (the pipeline's first use, the first window) at `first`, every later one
+  -- at 95.
+  local function scripted(first)
+    local calls = 0
+    return function()
+      calls = calls + 1
+      return calls <= 2 and first or 95, 0.001
+    end
+  end
+
+  it("a cold device reads on HOLD_S past the window that met the target; a warm one stops at the second", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", "100")
+    local cold = settle.settle(cpu, { force = true, max_s = 5, read = scripted(40) })
+    assert.is_true(cold.settled)
+    assert.equal(40, cold.first_gbs)
+    assert.is_true(cold.seconds >= settle.HOLD_S, ("held %.3f s"):format(cold.seconds))
+    assert.is_true(cold.windows > 2)
+    local warm = settle.settle(cpu, { force = true, max_s = 5, read = scripted(95) })
+    assert.is_true(warm.settled)
+    assert.equal(2, warm.windows)
+    assert.is_true(warm.seconds < settle.HOLD_S)
+  end)
+
+  it("a cold device's hold ends at max_s, still settled", function()
+    autotune.remember(cpu, "bandwidth.read_gbs", "100")
+    local info = settle.settle(cpu, { force = true, max_s = 0.1, read = scripted(40) })
+    assert.is_true(info.settled)
+    assert.is_true(info.seconds >= 0.1 and info.seconds < settle.HOLD_S)
+  end)
+
   it("ignores the stored ceiling where asked (bandwidth.lua): steady windows after min_s instead", function()
     autotune.remember(cpu, "bandwidth.read_gbs", "1e9") -- a target no window reaches
     local info = settle.settle(cpu, { force = true, ceiling = false, min_s = 0.02, max_s = 5 })

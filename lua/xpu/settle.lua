@@ -93,14 +93,15 @@ end
 -- opts: min_s (1.0), max_s (3.0), trace(elapsed, gbs) called after each window (and with
 -- XPULUA_SETTLE_TRACE set, each window logged on stderr), ceiling = false to ignore the
 -- stored ceiling (bandwidth.lua, which measures it: a ceiling once measured at idle clocks
--- would let the idle clock pass).
+-- would let the idle clock pass), read = a reader of M.reader's form to time the windows with
+-- instead of the device's own (the specs' scripted rates).
 function M.settle(dev, opts)
   opts = opts or {}
   if dev.integrated and not opts.force then return { settled = true, seconds = 0, windows = 0 } end
   local min_s, max_s = opts.min_s or 1.0, opts.max_s or 3.0
   local ceiling = opts.ceiling ~= false and tonumber(autotune.recall(dev, "bandwidth.read_gbs") or "") or nil
   local target = ceiling and M.TARGET * ceiling
-  local p = pad(dev)
+  local p = opts.read and { read = opts.read } or pad(dev)
   p.read(p.buf, M.BYTES, 1) -- the pipeline's first use, not a rate
   local t0, k, rates, verdict, reached = xpu.now(), 1, {}, "go on", nil
   while verdict == "go on" do
