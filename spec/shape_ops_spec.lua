@@ -499,12 +499,13 @@ cases.pad_backward = function(c, d, dt)
     -- they lie in one row (they span 900 f32 items, 450 f64, 1800 f16); off alignment (the
     -- next lane's vector, the last lane's own) and aligned
     { in_shape = { 3, 1100 }, padding = { { 1, 1 }, { 5, 7 } } },
+    { in_shape = { 2, 1900 }, padding = { { 1, 0 }, { 8, 8 } } }, -- f16 and bf16 rows past 1800
     { in_shape = { 2, 2100 }, padding = { { 1, 0 }, { 16, 16 } }, big = true },
     -- Vulkan's quads (f32 rows on 16 bytes both sides) over two rows groups, the second from
     -- the middle of a row
     { in_shape = { 40, 500 }, padding = { { 1, 1 }, { 4, 4 } }, big = true },
-    -- reflect's two mirrors on most columns (b + after >= d - 1): Vulkan's border quads sum
-    -- those columns element by element
+    -- reflect's two mirrors on most columns (b + after >= d - 1): the rows kernels sum those
+    -- columns element by element (Vulkan's column walk, CUDA's general chunks)
     { in_shape = { 3, 128 }, padding = { { 1, 1 }, { 120, 120 } } },
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
