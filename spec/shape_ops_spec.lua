@@ -364,6 +364,10 @@ cases.write_slice = function(c, d, dt)
     -- a whole group over runs of whole 16-byte chunks whose dest starts one element past 16
     -- bytes (Vulkan's chunk walk: word stores, or element by element below 4 bytes)
     { dest = { 6, 1028 }, ranges = { { 0, 6 }, { 1, 1025 } } },
+    -- runs of 3 and of 4 items: a group spans hundreds of runs (Vulkan's row table holds an
+    -- entry each); f32 runs of 4 are 16-byte chunks
+    { dest = { 700, 8 }, ranges = { { 0, 700 }, { 2, 5 } } },
+    { dest = { 1200, 8 }, ranges = { { 0, 1200 }, { 4, 8 } } },
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
@@ -390,6 +394,8 @@ cases.write_slice_rotating = function(c, d, dt)
     { dest = { 3, 8, 32 }, axis = 1, modulus = 8, ranges = { { 1, 2 }, { 0, 3 }, { 0, 32 } }, pos = 6 },
     { dest = { 6, 3 }, axis = 0, modulus = 5, ranges = { { 0, 4 }, { 0, 3 } }, pos = 3 }, -- a chunk across the split
     { dest = { 40, 300 }, axis = 0, modulus = 37, ranges = { { 0, 30 }, { 0, 300 } }, pos = 20 }, -- past a group's items
+    -- runs of 3 over a ring of 700 rows: hundreds of runs in a group
+    { dest = { 800, 8 }, axis = 0, modulus = 700, ranges = { { 0, 600 }, { 2, 5 } }, pos = 650 },
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
@@ -428,6 +434,7 @@ cases.contiguize = function(c, d, dt)
     -- a transpose past contiguize_tiles' first group (8 tiles of 4096 items a group): partial
     -- tiles on both edges, the second group's tiles after the first's
     { shape = { 150, 230 }, strides = { 1, 150 }, offset = 5 },
+    { shape = { 3000, 1 }, strides = { 3, 1 }, offset = 2 },  -- rows of one item: thousands of rows in a group
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
