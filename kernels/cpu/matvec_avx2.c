@@ -439,17 +439,19 @@ AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, const uint8_t *b
 {
 	const __m128i scm = q4_K_scales_mins(p);
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
-	__m256i s = _mm256_setzero_si256();
+	/* two accumulators, the low nibbles' and the high's: two chains of four dependent dots a
+	 * block instead of one of eight (integer sums: any order gives the same bits) */
+	__m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
 #pragma GCC unroll 4
 	for (int k = 0; k < 4; k++) {
 		__m256i lo, hi;
 		nibbles(p + 12 + 32 * k, &lo, &hi);
 		__m256i a0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k));
 		__m256i a1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k + 32));
-		s = wdot(s, _mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc, spread16(2 * k)));
-		s = wdot(s, _mm256_maddubs_epi16(hi, a1), _mm256_shuffle_epi8(sc, spread16(2 * k + 1)));
+		s0 = wdot(s0, _mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc, spread16(2 * k)));
+		s1 = wdot(s1, _mm256_maddubs_epi16(hi, a1), _mm256_shuffle_epi8(sc, spread16(2 * k + 1)));
 	}
-	*isum = s;
+	*isum = _mm256_add_epi32(s0, s1);
 	__m256i mins = _mm256_cvtepu8_epi32(_mm_srli_si128(scm, 8));
 	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)bsums));
 }
@@ -537,7 +539,10 @@ AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, bool unbias, 
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
 	const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
-	__m256i isum = _mm256_setzero_si256();
+	/* an accumulator a part: four chains of two dependent dots a block instead of one of eight
+	 * (integer sums: any order gives the same bits) */
+	__m256i isum = _mm256_setzero_si256(), isum2 = _mm256_setzero_si256();
+	__m256i isum3 = _mm256_setzero_si256(), isum4 = _mm256_setzero_si256();
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
 		/* this half's eight scales in both 128-bit halves */
@@ -555,11 +560,11 @@ AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, bool unbias, 
 					     _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
 		const uint8_t *a = xb + 128 * h;
 		isum = q6_K_part(isum, q1, a, _mm256_shuffle_epi8(sc, q6_spread(0)), unbias, wdot);
-		isum = q6_K_part(isum, q2, a + 32, _mm256_shuffle_epi8(sc, q6_spread(1)), unbias, wdot);
-		isum = q6_K_part(isum, q3, a + 64, _mm256_shuffle_epi8(sc, q6_spread(2)), unbias, wdot);
-		isum = q6_K_part(isum, q4, a + 96, _mm256_shuffle_epi8(sc, q6_spread(3)), unbias, wdot);
+		isum2 = q6_K_part(isum2, q2, a + 32, _mm256_shuffle_epi8(sc, q6_spread(1)), unbias, wdot);
+		isum3 = q6_K_part(isum3, q3, a + 64, _mm256_shuffle_epi8(sc, q6_spread(2)), unbias, wdot);
+		isum4 = q6_K_part(isum4, q4, a + 96, _mm256_shuffle_epi8(sc, q6_spread(3)), unbias, wdot);
 	}
-	return isum;
+	return _mm256_add_epi32(_mm256_add_epi32(isum, isum2), _mm256_add_epi32(isum3, isum4));
 }
 
 /* A q8_K block's sixteen group-of-16 sums A_g (at most 16 * 127: int16). */
