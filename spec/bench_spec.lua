@@ -5,15 +5,17 @@ local xpu = require "xpu"
 
 local BIN = os.getenv("XPULUA") or "build/xpulua"
 
--- stored: an Autotune key and value for cpu:0 (a ceiling), remembered in the run's fresh cache first.
-local function run(args, stored)
+-- A script's stdout (with its stderr where with_stderr) and "exit N", in a fresh Autotune
+-- cache; stored: a key and value for cpu:0 (a ceiling) remembered there first.
+local function run(args, stored, with_stderr)
   local cache = os.tmpname()
   os.remove(cache)
   if stored then
     assert(os.execute(("XPULUA_CACHE=%s %s -e 'require\"xpu.autotune\".remember(require\"xpu\".device\"cpu:0\", \"%s\", \"%s\")'"):format(
       cache, BIN, stored[1], stored[2])))
   end
-  local p = assert(io.popen(("XPULUA_CACHE=%s %s %s 2>/dev/null; echo \"exit $?\""):format(cache, BIN, args)))
+  local p = assert(io.popen(("XPULUA_CACHE=%s %s %s %s; echo \"exit $?\""):format(cache, BIN, args,
+    with_stderr and "2>&1" or "2>/dev/null")))
   local out = p:read("a")
   p:close()
   os.execute("rm -rf " .. cache)
@@ -117,9 +119,7 @@ describe("bench-matvec-kernel --fixtures", function()
     f = assert(io.open(path, "wb"))
     f:write(data:sub(1, 1000))
     f:close()
-    local p = assert(io.popen(("%s %s 2>&1; echo \"exit $?\""):format(BIN, args)))
-    local out = p:read("a")
-    p:close()
+    local out = run(args, nil, true)
     os.execute("rm -rf " .. dir)
     assert.matches("q4_0%-64x512%.bin: not a fixture of q4_0 64x512", out)
     assert.not_matches("\nexit 0\n$", out)
@@ -193,9 +193,7 @@ end)
 
 describe("transpose-shapes", function()
   it("times each shape beside a copy, says which kernel ran, and leaves out a shape that does not divide", function()
-    local p = assert(io.popen(BIN .. " scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64,1024,3 2>&1; echo \"exit $?\""))
-    local out = p:read("a")
-    p:close()
+    local out = run("scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64,1024,3", nil, true)
     assert.matches("\nexit 0\n$", out)
     assert.matches("\n4096x64 +256 +16384 +%d+ +%d+ +%d+%% +contiguize", out)
     assert.matches("\n256x1024 +4096 +1024 +%d+ +%d+ +%d+%% +contiguize", out)

@@ -23,7 +23,7 @@ void main()
 {
 #ifdef SMEM_WORDS
 	if (pc.n.y == 0xFFFFFFFFu) { /* never at a real size; keeps the array allocated */
-		smem_probe[gl_LocalInvocationIndex] = pc.off_src;
+		smem_probe[gl_LocalInvocationIndex % uint(SMEM_WORDS)] = pc.off_src;
 		barrier();
 		dst[0].x = smem_probe[(gl_LocalInvocationIndex * 7u) % uint(SMEM_WORDS)];
 	}
