@@ -18,7 +18,11 @@
 -- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
 -- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N]
+-- --run N times write_slice, write_slice_rotating and contiguize on runs of N items apart from
+-- each other (the first N of every row of 2N): their item walks, where whole rows would take
+-- the row kernels (write_slice_rows, contiguize_tiles) instead. The bytes moved stay those of
+-- the plain cases (half the input's elements read and written).
 -- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
 -- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
 -- about half the bandwidth for a few milliseconds; the warm-up takes that out of the timed
@@ -41,6 +45,12 @@ while i <= #arg do
   elseif a == "--warm-ms" then opts.warm_ms = math.max(0, tonumber(arg[i + 1]) or 200); i = i + 1
   elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
+  elseif a == "--run" then
+    opts.run = tonumber(arg[i + 1]); i = i + 1
+    if not opts.run or opts.run < 1 or opts.run % 1 ~= 0 then
+      io.stderr:write("bench-shape-ops: --run '", tostring(arg[i]), "': not a whole number of items\n")
+      os.exit(2)
+    end
   elseif a == "--pad-mode" then
     opts.pad_mode = arg[i + 1]; i = i + 1
     if not PAD_MODES[opts.pad_mode] then
@@ -112,6 +122,18 @@ local function cases()
   }
 end
 
+-- --run N: the walks' cases, M runs of N items, each the first half of a row of 2N.
+local function run_cases(t, N)
+  local M = n // (2 * N)
+  local f32 = function(shape) return { dtype = "f32", shape = shape, bytes = 4 * shape[1] * shape[2] } end
+  t.write_slice = { inputs = { source = f32 { M, N }, dest = f32 { M, 2 * N } }, params = { ranges = { { 0, M }, { 0, N } } } }
+  t.write_slice_rotating = { inputs = { source = f32 { M // 2, N }, position = { dtype = "u32", shape = { 1 }, bytes = 4, data = string.pack("<I4", 3 * M // 4) },
+                                        dest = f32 { M, 2 * N } },
+                             params = { axis = 0, modulus = M, ranges = { { 0, M // 2 }, { 0, N } } } }
+  t.contiguize = { inputs = { input = { dtype = "f32", shape = { M, N }, strides = { 2 * N, 1 }, bytes = n * 4 } }, params = {}, out = M * N * 4 }
+  return t
+end
+
 -- Buffers on device dev for a case; returns the launch spec. poison: the output starts as
 -- 0xa5 bytes (the bit gate's two sides alike, so no byte compares by chance of allocation).
 local function spec_on(dev, case, out_bytes, poison)
@@ -153,7 +175,7 @@ local function bit_gate(c, case)
 end
 
 local rows, records, failed = {}, {}, false
-local all = cases()
+local all = opts.run and run_cases(cases(), opts.run) or cases()
 local list = {}
 for _, c in ipairs(mine) do
   if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
@@ -165,6 +187,7 @@ if opts.apart and #list > 1 and not opts.child then
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
                   "--warm-ms", opts.warm_ms,
                   "--contracts", opts.file, "--ops", c.kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
+                  opts.run and "--run" or "", opts.run or "",
                   opts.jsonl and "--jsonl" or "" }
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
@@ -251,7 +274,7 @@ for k, c in ipairs(list) do
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
                             gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
-                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil }
+                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run }
   release(spec)
 end
 
@@ -268,8 +291,8 @@ if opts.child then
 end
 
 print(report.table {
-  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, GB/s from each contract's bytes_moved"):format(
-    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode),
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s%s, GB/s from each contract's bytes_moved"):format(
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, opts.run and (", walks on runs of %d"):format(opts.run) or ""),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
              "of own" },
   rows = rows,
