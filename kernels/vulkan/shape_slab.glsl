@@ -154,11 +154,27 @@ void slab_chunks(Slab sl, uint g0, uint first, uint one, uint elem)
 	}
 }
 
+/* A group whose items span more runs than the row table holds (runs shorter than 16 items):
+ * item by item, each run's dest base worked out on its own (a rolled loop: no pass of the
+ * others holds one). */
+void slab_direct(Slab sl, uint cnt, uint elem)
+{
+	for (uint t = 0u; t < cnt; t++) {
+		uint e = shape_item_at(t), r = e / sl.run, i = e - r * sl.run;
+		uint at = slab_run_base(sl, r) + (sl.ka == sl.axis ? slab_wrap(sl, i) : sl.run0 + i);
+		shape_store(pc.off_dest + at * elem, elem, shape_load(pc.off_src + e * elem, elem));
+	}
+}
+
 void main()
 {
 	Slab sl = slab_of();
 	uvec2 span = shape_row_span(sl.n, sl.run);
 	uint one = 0xffffffffu; /* a dest base is below 2^32 elements, less one */
+	if (span.y > SHAPE_TABLE_ROWS) { /* the same for the whole group: no table, no barrier */
+		slab_direct(sl, shape_count(sl.n), sl.elem);
+		return;
+	}
 	if (span.y == 1u) { /* the same for the whole group: no table, no barrier */
 		one = slab_run_base(sl, span.x);
 	} else {
