@@ -368,6 +368,8 @@ cases.write_slice = function(c, d, dt)
     -- entry each); f32 runs of 4 are 16-byte chunks
     { dest = { 700, 8 }, ranges = { { 0, 700 }, { 2, 5 } } },
     { dest = { 1200, 8 }, ranges = { { 0, 1200 }, { 4, 8 } } },
+    -- runs of 2: a group spans 2048 runs, more than Vulkan's row table holds (filled twice)
+    { dest = { 3000, 4 }, ranges = { { 0, 3000 }, { 1, 3 } } },
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
@@ -396,6 +398,8 @@ cases.write_slice_rotating = function(c, d, dt)
     { dest = { 40, 300 }, axis = 0, modulus = 37, ranges = { { 0, 30 }, { 0, 300 } }, pos = 20 }, -- past a group's items
     -- runs of 3 over a ring of 700 rows: hundreds of runs in a group
     { dest = { 800, 8 }, axis = 0, modulus = 700, ranges = { { 0, 600 }, { 2, 5 } }, pos = 650 },
+    -- runs of 2 over a ring of 2500 rows: more runs in a group than Vulkan's row table holds
+    { dest = { 2600, 4 }, axis = 0, modulus = 2500, ranges = { { 0, 2400 }, { 1, 3 } }, pos = 2000 },
   } do
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end

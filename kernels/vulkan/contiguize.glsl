@@ -43,21 +43,19 @@ layout(push_constant) uniform Args {
  * driver a group's shared memory limits how many groups an SM keeps far sooner than under CUDA
  * (H200: a copy kernel holding 16.9 KB a group ran 2773-2809 GB/s against 3893-3923 holding
  * 8 KB or none; whole 64 x 64 tiles, 16.9 KB, ran contiguize at 3389 against 3629 in halves).
- * contiguize.comp's walk keeps its row table here too (SHAPE_ROWS, 256 * XPU_SHAPE_GRAIN). */
+ * contiguize.comp's walk keeps its row table here too (SHAPE_ROWS: TILE_WORDS rows; a group
+ * whose items span more, output rows of one item, works each item's row out on its own). */
 #define TILE_PITCH 65u
 #define TILE_PITCH8 33u
 #define TILE_HI (32u * TILE_PITCH8)
 #define TILE_WORDS (64u * TILE_PITCH8)
 #include "../shape_grain.h"
-#ifdef CONTIG_TILES
 shared uint tile[TILE_WORDS];
-#else
-shared uint tile[max(TILE_WORDS, 256u * uint(XPU_SHAPE_GRAIN))];
-#endif
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
 #define SHAPE_ROWS tile
+#define SHAPE_TABLE_ROWS TILE_WORDS
 #include "shape_ops.glsl"
 
 uint contig_d(uint k) { return SHAPE_U32(pc.d, 0u, k); }
@@ -91,12 +89,27 @@ void contig_items(uint e, uint cnt, uint n, uint first, uint len, uint stl, uint
 			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
 }
 
+/* A group whose items span more output rows than the row table holds: item by item, each
+ * row's start worked out on its own (a rolled loop: no pass of the others holds one). */
+void contig_direct(uint rank, uint elem, uint n, uint len, uint stl)
+{
+	uint cnt = shape_count(n);
+	for (uint t = 0u; t < cnt; t++) {
+		uint e = shape_item_at(t), row = e / len, i = e - row * len;
+		shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + (contig_row(row, rank) + i * stl) * elem, elem));
+	}
+}
+
 /* Any other view: an invocation's items read where the view puts them. A scalar (rank 0) is
  * one element at the offset. */
 void contig_walk(uint rank, uint elem, uint n)
 {
 	uint len = rank > 0u ? contig_d(rank - 1u) : 1u, stl = rank > 0u ? pc.st[rank - 1u].x : 0u;
 	uvec2 span = shape_row_span(n, len);
+	if (span.y > SHAPE_TABLE_ROWS) { /* the same for the whole group: no table, no barrier */
+		contig_direct(rank, elem, n, len, stl);
+		return;
+	}
 	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
 		SHAPE_ROWS[r] = contig_row(span.x + r, rank);
 	barrier();

@@ -16,8 +16,8 @@ layout(push_constant) uniform Args {
 
 #define SHAPE_DST dst
 #define SHAPE_SRC src
-/* pad_backward's own row table, PAD_BWD_ROWS entries (1 KB) instead of shape_ops.glsl's one a
- * group item (16 KB), as pad's: a group's 4096 items span PAD_BWD_ROWS rows or fewer wherever
+/* pad_backward's own row table, PAD_BWD_ROWS entries (1 KB) instead of shape_ops.glsl's (4 KB),
+ * as pad's: a group's 4096 items span PAD_BWD_ROWS rows or fewer wherever
  * the gradient rows hold 17 items or more; shorter rows go to pad_bwd_direct. The rows kernel's
  * groups (rows of XPU_SHAPE_ROW_MIN items or more) span XPU_SHAPE_ROWS at most. */
 #include "../shape_grain.h"

@@ -81,13 +81,20 @@ uint shape_count(uint n)
  * base) comes from the group's row table instead. */
 
 /* A group's row table: entry r for the r-th of the rows (of `len` items) that the group's
- * items touch, at most one an item (shape_row_span); the body fills it, every invocation a
- * share, and meets a barrier before its passes read it. A body with shared memory of its own
- * (contiguize's tiles) names that instead (SHAPE_ROWS, 256 * XPU_SHAPE_GRAIN words or more),
- * so the pipeline does not hold both. */
+ * items touch (shape_row_span); the body fills it, every invocation a share, and meets a
+ * barrier before its passes read it. It holds SHAPE_TABLE_ROWS entries (4 KB, rows of 4 items
+ * or more); a group whose items span more rows fills it again for each share of them
+ * (write_slice*) or works each item's row out on its own (contiguize). NVIDIA's Vulkan driver
+ * keeps fewer groups an SM for a group's shared memory far sooner than CUDA does (docs/PERF.md,
+ * "Shared memory and occupancy"): with 16 KB, a row for every item, write_slice's walk ran at
+ * 87-94 % of the copy beside it on runs of 64 and 512 items, with 4 KB at 98-101 % (H200;
+ * on runs of 8 the other way round, 81-85 % against 73-79 %: "Row tables"). A body with
+ * shared memory of its own (contiguize's tiles) names that instead (SHAPE_ROWS and
+ * SHAPE_TABLE_ROWS), so the pipeline does not hold both. */
 #ifndef SHAPE_ROWS
 #define SHAPE_ROWS shape_rows
-shared uint shape_rows[256 * XPU_SHAPE_GRAIN];
+#define SHAPE_TABLE_ROWS 1024u
+shared uint shape_rows[SHAPE_TABLE_ROWS];
 #endif
 
 /* The first row the group's items touch, and how many rows from it (0: the group is past n).
