@@ -55,6 +55,40 @@ describe("bench-shape-ops", function()
     end)
   end
 
+  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
+    it(dev .. ": --run 8 times the item walks on runs of 8, bit-gated, the runs in the title and the records" .. (dev == "vulkan:0" and
+      " (a child process each: --apart passes --run on)" or ""), function()
+      local d, why = xpu.device(dev)
+      if not d then return pending("skipped: " .. tostring(why)) end
+      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops write_slice,write_slice_rotating,contiguize --run 8 --jsonl%s"):format(
+        dev, dev == "vulkan:0" and " --apart" or ""))
+      assert.matches("\nexit 0\n$", out)
+      assert.matches("walks on runs of 8", out)
+      local records = 0
+      for line in out:gmatch("[^\n]+") do
+        if line:sub(1, 1) == "{" then
+          records = records + 1
+          assert.matches('"run":8', line)
+          assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+          -- the walks, not the row kernels whole rows would take (write_slice_rows, contiguize_tiles)
+          local kernel = line:match('"kernel":"([%w_]+)"')
+          assert.matches('"ran":"' .. kernel .. '"', line)
+          -- the slab's runs of 8 of rows of 16: half the dest (the ring: a quarter) read and written
+          local bytes = tonumber(line:match('"bytes_moved":(%d+)'))
+          assert.equal(kernel == "write_slice_rotating" and (1 << 19) or (1 << 20), bytes, line)
+        end
+      end
+      assert.equal(3, records, out)
+    end)
+  end
+
+  it("refuses a --run that is not a whole number of items", function()
+    for _, bad in ipairs { "0", "2.5", "x" } do
+      local out = run("scripts/bench-shape-ops.lua --device cpu:0 --run " .. bad, nil, true)
+      assert.matches("%-%-run '" .. bad .. "': not a whole number of items\nexit 2\n$", out)
+    end
+  end)
+
   it("names each op whose own copy ran under half the copy ceiling, and no other", function()
     local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy"
     local slow = run(args, { "bandwidth.copy_gbs", "1e9" }) -- a ceiling no copy reaches
