@@ -22,65 +22,71 @@ local function run(args, stored, with_stderr)
   return out
 end
 
-describe("bench-shape-ops", function()
+-- it() on cpu:0 and vulkan:0 (lavapipe in CI), pending with the reason where the device is absent.
+local function on_devices(title, body)
   for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": a row and a record per op, the bit gate's and the kernel's columns filled" .. (dev == "vulkan:0" and
-      ", each op timed in a process of its own (--apart)" or ""), function()
+    it(dev .. ": " .. title, function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl%s"):format(
-        dev, dev == "vulkan:0" and " --apart" or ""))
-      assert.matches("\nexit 0\n$", out)
-      for _, op in ipairs { "pad", "copy" } do
-        assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
-      end
-      local records = 0
-      for line in out:gmatch("[^\n]+") do
-        if line:sub(1, 1) == "{" then
-          records = records + 1
-          assert.matches('"bench":"shape%-ops"', line)
-          assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
-          -- the kernel that ran: pad's rows variant on Vulkan (rows of 1056), pad's own on the CPU, a
-          -- copy kernel for copy; pad's border as asked, in the child process too
-          local is_pad = line:find('"kernel":"pad"', 1, true)
-          assert.matches(is_pad and ('"ran":"pad' .. (dev == "cpu:0" and '"' or '_rows"')) or '"ran":"[%w_]+"', line)
-          if is_pad then assert.matches('"pad_mode":"reflect"', line) end
-          -- the copy between the op's own buffers, timed in the same process: a rate, not a blank
-          local own = tonumber(line:match('"own_copy_gbs":([%d.e+-]+)'))
-          assert.is_true(own and own > 0, line)
-        end
-      end
-      assert.equal(2, records, out)
-      assert.not_matches("slow copy:", out) -- no copy ceiling stored: nothing to be slow against
+      body(dev)
     end)
   end
+end
 
-  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": --run 8 times the item walks on runs of 8, bit-gated, the runs in the title and the records" .. (dev == "vulkan:0" and
-      " (a child process each: --apart passes --run on)" or ""), function()
-      local d, why = xpu.device(dev)
-      if not d then return pending("skipped: " .. tostring(why)) end
-      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops write_slice,write_slice_rotating,contiguize --run 8 --jsonl%s"):format(
-        dev, dev == "vulkan:0" and " --apart" or ""))
-      assert.matches("\nexit 0\n$", out)
-      assert.matches("walks on runs of 8", out)
-      local records = 0
-      for line in out:gmatch("[^\n]+") do
-        if line:sub(1, 1) == "{" then
-          records = records + 1
-          assert.matches('"run":8', line)
-          assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
-          -- the walks, not the row kernels whole rows would take (write_slice_rows, contiguize_tiles)
-          local kernel = line:match('"kernel":"([%w_]+)"')
-          assert.matches('"ran":"' .. kernel .. '"', line)
-          -- the slab's runs of 8 of rows of 16: half the dest (the ring: a quarter) read and written
-          local bytes = tonumber(line:match('"bytes_moved":(%d+)'))
-          assert.equal(kernel == "write_slice_rotating" and (1 << 19) or (1 << 20), bytes, line)
-        end
-      end
-      assert.equal(3, records, out)
-    end)
+-- The JSONL records among a script's output lines.
+local function records_of(out)
+  local recs = {}
+  for line in out:gmatch("[^\n]+") do
+    if line:sub(1, 1) == "{" then recs[#recs + 1] = line end
   end
+  return recs
+end
+
+describe("bench-shape-ops", function()
+  on_devices("a row and a record per op, the bit gate's and the kernel's columns filled (vulkan:0: each op timed in a "
+    .. "process of its own, --apart)", function(dev)
+    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl%s"):format(
+      dev, dev == "vulkan:0" and " --apart" or ""))
+    assert.matches("\nexit 0\n$", out)
+    for _, op in ipairs { "pad", "copy" } do
+      assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
+    end
+    local recs = records_of(out)
+    for _, line in ipairs(recs) do
+      assert.matches('"bench":"shape%-ops"', line)
+      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+      -- the kernel that ran: pad's rows variant on Vulkan (rows of 1056), pad's own on the CPU, a
+      -- copy kernel for copy; pad's border as asked, in the child process too
+      local is_pad = line:find('"kernel":"pad"', 1, true)
+      assert.matches(is_pad and ('"ran":"pad' .. (dev == "cpu:0" and '"' or '_rows"')) or '"ran":"[%w_]+"', line)
+      if is_pad then assert.matches('"pad_mode":"reflect"', line) end
+      -- the copy between the op's own buffers, timed in the same process: a rate, not a blank
+      local own = tonumber(line:match('"own_copy_gbs":([%d.e+-]+)'))
+      assert.is_true(own and own > 0, line)
+    end
+    assert.equal(2, #recs, out)
+    assert.not_matches("slow copy:", out) -- no copy ceiling stored: nothing to be slow against
+  end)
+
+  on_devices("--run 8 times the item walks on runs of 8, bit-gated, the runs in the title and the records (vulkan:0: "
+    .. "a child process each, --apart passing --run on)", function(dev)
+    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops write_slice,write_slice_rotating,contiguize --run 8 --jsonl%s"):format(
+      dev, dev == "vulkan:0" and " --apart" or ""))
+    assert.matches("\nexit 0\n$", out)
+    assert.matches("walks on runs of 8", out)
+    local recs = records_of(out)
+    for _, line in ipairs(recs) do
+      assert.matches('"run":8', line)
+      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+      -- the walks, not the row kernels whole rows would take (write_slice_rows, contiguize_tiles)
+      local kernel = line:match('"kernel":"([%w_]+)"')
+      assert.matches('"ran":"' .. kernel .. '"', line)
+      -- the slab's runs of 8 of rows of 16: half the dest (the ring: a quarter) read and written
+      local bytes = tonumber(line:match('"bytes_moved":(%d+)'))
+      assert.equal(kernel == "write_slice_rotating" and (1 << 19) or (1 << 20), bytes, line)
+    end
+    assert.equal(3, #recs, out)
+  end)
 
   it("refuses a --run that is not a whole number of items", function()
     for _, bad in ipairs { "0", "2.5", "x" } do
@@ -101,17 +107,6 @@ describe("bench-shape-ops", function()
     assert.not_matches("slow copy:", fast)
   end)
 end)
-
--- it() on cpu:0 and vulkan:0 (lavapipe in CI), pending with the reason where the device is absent.
-local function on_devices(title, body)
-  for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": " .. title, function()
-      local d, why = xpu.device(dev)
-      if not d then return pending("skipped: " .. tostring(why)) end
-      body(dev)
-    end)
-  end
-end
 
 describe("bench-matvec-kernel --outputs", function()
   on_devices("each launch its own output, the note saying how many launches waited (the CPU does not say)", function(dev)
