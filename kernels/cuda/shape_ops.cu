@@ -21,7 +21,8 @@
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
- * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER;
+ * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
+ * SHAPE_CONTIG_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -2088,39 +2089,54 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 		long long st2, long long st3, long long st4, long long st5, long long st6, long long st7
 #define SHAPE_CONTIG_ARGS out, in, geom, offset, d01, d23, d45, d67, st0, st1, st2, st3, st4, st5, st6, st7
 
+/* Blocks an SM the plain contiguize (the walks) must hold: 3 -> 70 registers, no spill; 4 -> 64,
+ * 16 bytes spilled. H200, 1 GiB f32, a view of runs of 512 / 64 / 8 items at stride 1
+ * (`bench-shape-ops.lua --run N`), GB/s: 3 blocks 3094-3127 / 3120 / 2775-2819, 4 blocks
+ * 3337-3372 / 3399 / 2811-2812; with the tiles in the kernel (80 registers, 192 bytes spilled)
+ * 2243-2288 / 2292 / 1903-1919 (docs/PERF.md, "Row tables"). */
+#ifndef SHAPE_CONTIG_BLOCKS
+#define SHAPE_CONTIG_BLOCKS 4
+#endif
+
 /* TILES: the grid has a group for every XPU_SHAPE_TILE_GROUPS tiles of a transpose (the
  * launcher's contiguize_tiles), so a group's setup (the view's geometry over eight axes, about
  * three quarters of a one-tile group's instructions) serves that many tiles; a view that is
  * no transpose then walks its items across the whole grid, element by element (right for any
- * grid; the launcher does not take contiguize_tiles for one). */
+ * grid; the launcher does not take contiguize_tiles for one). The plain kernel keeps no tiles:
+ * the launcher sends every transpose to contiguize_tiles, and one launched on the plain kernel
+ * anyway takes the element walk. With the tiles' code and shared memory in it as well, the
+ * plain kernel's walks held 80 registers and spilled 192 bytes (`nvcc -Xptxas -v`), and ran
+ * 31-34 % slower (SHAPE_CONTIG_BLOCKS). */
 template <bool TILES>
 static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 {
-	/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
-	__shared__ uint4 tile[64 * 33 * 8 / 16];
 	const unsigned long long w[4] = { d01, d23, d45, d67 };
 	const long long st[8] = { st0, st1, st2, st3, st4, st5, st6, st7 };
 	shape_contig_op op;
 	op.init(out, in, geom, offset, w, st);
-	const int p = op.unit_axis();
-	if (!TILES && op.stl == 1)
+	if constexpr (TILES) {
+		/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
+		__shared__ uint4 tile[64 * 33 * 8 / 16];
+		const int p = op.unit_axis();
+		if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
+			switch (op.elem) {
+			case 1: shape_transpose(op, p, (uint8_t *)tile); break;
+			case 2: shape_transpose(op, p, (uint16_t *)tile); break;
+			case 4: shape_transpose(op, p, (uint32_t *)tile); break;
+			default: shape_transpose(op, p, (uint64_t *)tile); break;
+			}
+		else
+			for (uint64_t e = (uint64_t)xpu_group() * SHAPE_BLOCK + xpu_thread(); e < op.n;
+			     e += (uint64_t)gridDim.x * SHAPE_BLOCK)
+				op.slow(e, 1);
+	} else if (op.stl == 1) {
 		shape_chunks<SHAPE_KEEP>(op);
-	else if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
-		switch (op.elem) {
-		case 1: shape_transpose(op, p, (uint8_t *)tile); break;
-		case 2: shape_transpose(op, p, (uint16_t *)tile); break;
-		case 4: shape_transpose(op, p, (uint32_t *)tile); break;
-		default: shape_transpose(op, p, (uint64_t *)tile); break;
-		}
-	else if (TILES)
-		for (uint64_t e = (uint64_t)xpu_group() * SHAPE_BLOCK + xpu_thread(); e < op.n;
-		     e += (uint64_t)gridDim.x * SHAPE_BLOCK)
-			op.slow(e, 1);
-	else
+	} else {
 		shape_items(op);
+	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_CONTIG_BLOCKS)
 contiguize(SHAPE_CONTIG_PARAMS)
 {
 	shape_contiguize<false>(SHAPE_CONTIG_ARGS);
