@@ -44,7 +44,7 @@ layout(push_constant) uniform Args {
  * (H200: a copy kernel holding 16.9 KB a group ran 2773-2809 GB/s against 3893-3923 holding
  * 8 KB or none; whole 64 x 64 tiles, 16.9 KB, ran contiguize at 3389 against 3629 in halves).
  * contiguize.comp's walk keeps its row table here too (SHAPE_ROWS: TILE_WORDS rows; a group
- * whose items span more, output rows of one item, works each item's row out on its own). */
+ * whose items span more, output rows of one item, fills it again pass by pass). */
 #define TILE_PITCH 65u
 #define TILE_PITCH8 33u
 #define TILE_HI (32u * TILE_PITCH8)
@@ -73,31 +73,33 @@ uint contig_row(uint row, uint rank)
 }
 
 /* The cnt items from e, elements of elem bytes, walking (output row, column) by a cursor; a
- * row's start in the input comes from the group's row table, whose first row is `first`.
- * Loads, then stores (shape_ops.glsl). */
-void contig_items(uint e, uint cnt, uint n, uint first, uint len, uint stl, uint elem)
+ * row's start in the input comes from the group's row table (span: its first row and how many
+ * the group's items touch). Loads, then stores (shape_ops.glsl). A group whose items span more
+ * rows than the table holds (output rows of one item) fills it again for each SHAPE_TABLE_ROWS
+ * of them, each pass loading the items whose rows it holds; the loads stay in flight across
+ * the barriers, and every invocation meets them (group-uniform; cnt may be 0). */
+void contig_items(uint e, uint cnt, uint n, uvec2 span, uint rank, uint len, uint stl, uint elem)
 {
-	ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
 	uvec2 v[XPU_SHAPE_GRAIN];
-	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
-		if (t < cnt)
-			v[t] = shape_load(pc.off_in + (SHAPE_ROWS[c.j - first] + c.i * stl) * elem, elem);
-		shape_cursor_step(c);
+	uint passes = (span.y - 1u) / SHAPE_TABLE_ROWS + 1u;
+	for (uint q = 0u; q < passes; q++) {
+		uint p = q * SHAPE_TABLE_ROWS;
+		if (q > 0u)
+			barrier(); /* the pass before has read the table */
+		for (uint r = gl_LocalInvocationIndex; r < min(SHAPE_TABLE_ROWS, span.y - p); r += WG_SIZE)
+			SHAPE_ROWS[r] = contig_row(span.x + p + r, rank);
+		barrier();
+		ShapeCursor c = shape_cursor(e, n / len, len); /* (0, output row, column) */
+		[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++) {
+			uint k = c.j - span.x - p; /* past the pass's rows: above the table (unsigned) */
+			if (t < cnt && k < SHAPE_TABLE_ROWS)
+				v[t] = shape_load(pc.off_in + (SHAPE_ROWS[k] + c.i * stl) * elem, elem);
+			shape_cursor_step(c);
+		}
 	}
 	[[unroll]] for (uint t = 0u; t < uint(XPU_SHAPE_GRAIN); t++)
 		if (t < cnt)
 			shape_store(pc.off_out + shape_item_at(t) * elem, elem, v[t]);
-}
-
-/* A group whose items span more output rows than the row table holds: item by item, each
- * row's start worked out on its own (a rolled loop: no pass of the others holds one). */
-void contig_direct(uint rank, uint elem, uint n, uint len, uint stl)
-{
-	uint cnt = shape_count(n);
-	for (uint t = 0u; t < cnt; t++) {
-		uint e = shape_item_at(t), row = e / len, i = e - row * len;
-		shape_store(pc.off_out + e * elem, elem, shape_load(pc.off_in + (contig_row(row, rank) + i * stl) * elem, elem));
-	}
 }
 
 /* Any other view: an invocation's items read where the view puts them. A scalar (rank 0) is
@@ -106,18 +108,10 @@ void contig_walk(uint rank, uint elem, uint n)
 {
 	uint len = rank > 0u ? contig_d(rank - 1u) : 1u, stl = rank > 0u ? pc.st[rank - 1u].x : 0u;
 	uvec2 span = shape_row_span(n, len);
-	if (span.y > SHAPE_TABLE_ROWS) { /* the same for the whole group: no table, no barrier */
-		contig_direct(rank, elem, n, len, stl);
+	if (span.y == 0u) /* the whole group past the view */
 		return;
-	}
-	for (uint r = gl_LocalInvocationIndex; r < span.y; r += WG_SIZE)
-		SHAPE_ROWS[r] = contig_row(span.x + r, rank);
-	barrier();
-	uint cnt = shape_count(n);
-	if (cnt == 0u)
-		return;
-	uint e = shape_item_at(0u);
-#define CONTIG(E) contig_items(e, cnt, n, span.x, len, stl, E)
+	uint cnt = shape_count(n), e = shape_item_at(0u);
+#define CONTIG(E) contig_items(e, cnt, n, span, rank, len, stl, E)
 	SHAPE_PER_ELEM(elem, CONTIG);
 #undef CONTIG
 }

@@ -83,8 +83,8 @@ uint shape_count(uint n)
 /* A group's row table: entry r for the r-th of the rows (of `len` items) that the group's
  * items touch (shape_row_span); the body fills it, every invocation a share, and meets a
  * barrier before its passes read it. It holds SHAPE_TABLE_ROWS entries (4 KB, rows of 4 items
- * or more); a group whose items span more rows fills it again for each share of them
- * (write_slice*) or works each item's row out on its own (contiguize). NVIDIA's Vulkan driver
+ * or more); a group whose items span more rows fills it again for each share of them, its
+ * loads or stores pass by pass (write_slice*, contiguize). NVIDIA's Vulkan driver
  * keeps fewer groups an SM for a group's shared memory far sooner than CUDA does (docs/PERF.md,
  * "Shared memory and occupancy"): with 16 KB, a row for every item, write_slice's walk ran at
  * 87-94 % of the copy beside it on runs of 64 and 512 items, with 4 KB at 98-101 % (H200;
