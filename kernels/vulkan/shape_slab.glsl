@@ -120,8 +120,8 @@ void slab_part(Slab sl, SlabRuns ru, uint e, uint cnt, uint elem, uint t0, uint 
 	uint passes = ru.many ? (ru.span.y - 1u) / SHAPE_TABLE_ROWS + 1u : 1u;
 	for (uint q = 0u; q < passes; q++) {
 		uint p = q * SHAPE_TABLE_ROWS;
-		if (ru.many)
-			slab_table(sl, ru.span, p, true);
+		if (ru.many) /* the table is still read by the pass before, or by the first half's last */
+			slab_table(sl, ru.span, p, q > 0u || t0 > 0u);
 		ShapeCursor c = shape_cursor(e + t0 * WG_SIZE, sl.n / sl.run, sl.run); /* (0, run, offset) */
 		[[unroll]] for (uint t = t0; t < t0 + tn; t++) {
 			uint k = c.j - ru.span.x - p; /* past the pass's runs: above the table (unsigned) */
@@ -165,7 +165,7 @@ void slab_chunks(Slab sl, SlabRuns ru, uint g0, uint elem)
 	for (uint q = 0u; q < passes; q++) {
 		uint p = q * SHAPE_TABLE_ROWS;
 		if (ru.many)
-			slab_table(sl, ru.span, p, true);
+			slab_table(sl, ru.span, p, q > 0u);
 		[[unroll]] for (uint u = 0u; u < 8u; u++) {
 			uint i0 = g0 + (u * WG_SIZE + gl_LocalInvocationIndex) * per;
 			uint r = ru.one != 0xffffffffu ? ru.span.x : i0 / sl.run, k = r - ru.span.x - p;
