@@ -961,6 +961,19 @@ describe("contiguize_tiles", function()
       strides[1], strides[2], 0, 0, 0, 0, 0, 0)
     same_bytes(want, out:download(), 4, "contiguize_tiles on reversed rows, one group")
   end)
+
+  -- The launcher sends every transpose to contiguize_tiles where built, but the plain kernel
+  -- launched straight on one (CUDA's keeps no tiles: its element walk) still comes out whole.
+  on_each_backend("the plain contiguize launched straight on a transpose writes every item", function(d, backend)
+    local shape, strides, offset = { 50, 100 }, { 1, 50 }, 3 -- a column-major source
+    local data = random_bytes((50 * 100 + 3) * 4)
+    local want = ref.view(elements(data, 4), shape, strides, offset)
+    local out, src = d:buffer(poison(#want)), d:buffer(data)
+    local u64 = function(lo, hi) return lo | hi << 32 end
+    d:kernel("contiguize"):launch(nil, 2, 256, out, src, u64(2 | 4 << 8, 0), offset, u64(50, 100), 0, 0, 0,
+      strides[1], strides[2], 0, 0, 0, 0, 0, 0)
+    same_bytes(want, out:download(), 4, "contiguize on a transpose, launched straight")
+  end)
 end)
 
 -- cumsum_vec4 (four lanes an invocation) takes f32 cumsums whose inner extent is a multiple
