@@ -18,7 +18,10 @@
 -- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
 -- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N]
+-- --cols N (default 1024) sets the rows' length of every case: rows shorter than 128 items, or
+-- not whole 16-byte chunks (e.g. 1023), take the plain kernels where whole ones take a row
+-- kernel (pad_rows, pad_backward_rows), so their rates can be read too.
 -- --run N times write_slice, write_slice_rotating and contiguize on runs of N items apart from
 -- each other (the first N of every row of 2N): their item walks, where whole rows would take
 -- the row kernels (write_slice_rows, contiguize_tiles) instead. The bytes moved stay those of
@@ -45,6 +48,12 @@ while i <= #arg do
   elseif a == "--warm-ms" then opts.warm_ms = math.max(0, tonumber(arg[i + 1]) or 200); i = i + 1
   elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
+  elseif a == "--cols" then
+    opts.cols = tonumber(arg[i + 1]); i = i + 1
+    if not opts.cols or opts.cols < 1 or opts.cols % 1 ~= 0 then
+      io.stderr:write("bench-shape-ops: --cols '", tostring(arg[i]), "': not a whole number of columns\n")
+      os.exit(2)
+    end
   elseif a == "--run" then
     opts.run = tonumber(arg[i + 1]); i = i + 1
     if not opts.run or opts.run < 1 or opts.run % 1 ~= 0 then
@@ -83,7 +92,7 @@ for op in (opts.ops or ""):gmatch("[^,]+") do wanted[op] = true end
 -- The working set (input bytes) past any cache: 16x the L2, at least 64 MiB.
 local mib = opts.mib or math.max(64, (d.l2_bytes * 16) >> 20)
 local n = (mib << 20) // 4 -- f32 elements
-local C = 1024
+local C = opts.cols or 1024
 local R = n // C
 -- triu/tril: B square matrices of side S, C where the rows allow, else the largest power of two
 -- whose square fits: never an empty batch, so the bit gate compares written triangles.
@@ -187,7 +196,7 @@ if opts.apart and #list > 1 and not opts.child then
     local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
                   "--warm-ms", opts.warm_ms,
                   "--contracts", opts.file, "--ops", c.kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
-                  opts.run and "--run" or "", opts.run or "",
+                  opts.run and "--run" or "", opts.run or "", opts.cols and "--cols" or "", opts.cols or "",
                   opts.jsonl and "--jsonl" or "" }
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
@@ -292,7 +301,8 @@ end
 
 print(report.table {
   title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s%s, GB/s from each contract's bytes_moved"):format(
-    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, opts.run and (", walks on runs of %d"):format(opts.run) or ""),
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, (opts.run and (", walks on runs of %d"):format(opts.run) or "")
+    .. (opts.cols and (", rows of %d"):format(C) or "")),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
              "of own" },
   rows = rows,

@@ -88,10 +88,29 @@ describe("bench-shape-ops", function()
     assert.equal(3, #recs, out)
   end)
 
-  it("refuses a --run that is not a whole number of items", function()
+  on_devices("--cols 90: rows of 90, pad on the plain kernel (its output rows under 128 items: no pad_rows), bit-gated "
+    .. "(vulkan:0: through --apart)", function(dev)
+    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --cols 90 --jsonl%s"):format(
+      dev, dev == "vulkan:0" and " --apart" or ""))
+    assert.matches("\nexit 0\n$", out)
+    assert.matches("rows of 90", out)
+    local recs = records_of(out)
+    for _, line in ipairs(recs) do
+      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+      if line:find('"kernel":"pad"', 1, true) then
+        assert.matches('"ran":"pad"', line)
+        assert.matches('"shape":%[%d+,90%]', line)
+      end
+    end
+    assert.equal(2, #recs, out)
+  end)
+
+  it("refuses a --run or --cols that is not a whole number", function()
     for _, bad in ipairs { "0", "2.5", "x" } do
       local out = run("scripts/bench-shape-ops.lua --device cpu:0 --run " .. bad, nil, true)
       assert.matches("%-%-run '" .. bad .. "': not a whole number of items\nexit 2\n$", out)
+      out = run("scripts/bench-shape-ops.lua --device cpu:0 --cols " .. bad, nil, true)
+      assert.matches("%-%-cols '" .. bad .. "': not a whole number of columns\nexit 2\n$", out)
     end
   end)
 
