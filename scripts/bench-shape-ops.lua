@@ -24,8 +24,9 @@
 -- kernel (pad_rows, pad_backward_rows), so their rates can be read too.
 -- --run N times write_slice, write_slice_rotating and contiguize on runs of N items apart from
 -- each other (the first N of every row of 2N): their item walks, where whole rows would take
--- the row kernels (write_slice_rows, contiguize_tiles) instead. The bytes moved stay those of
--- the plain cases (half the input's elements read and written).
+-- the row kernels (write_slice_rows, contiguize_tiles) instead. write_slice and contiguize read
+-- and write half the input's elements, as write_slice's plain case; the ring writes half the
+-- rows of a ring of all of them (a quarter of the elements).
 -- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
 -- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
 -- about half the bandwidth for a few milliseconds; the warm-up takes that out of the timed
