@@ -40,6 +40,15 @@ local autotune = require "xpu.autotune"
 local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant",
                warm_ms = 200 }
 local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
+-- A flag's value that must be a whole number of `what`, 1 or more; else the error and exit 2.
+local function whole(flag, v, what)
+  local x = tonumber(v)
+  if not x or x < 1 or x % 1 ~= 0 then
+    io.stderr:write("bench-shape-ops: ", flag, " '", tostring(v), "': not a whole number of ", what, "\n")
+    os.exit(2)
+  end
+  return math.tointeger(x)
+end
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -49,18 +58,8 @@ while i <= #arg do
   elseif a == "--warm-ms" then opts.warm_ms = math.max(0, tonumber(arg[i + 1]) or 200); i = i + 1
   elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
-  elseif a == "--cols" then
-    opts.cols = tonumber(arg[i + 1]); i = i + 1
-    if not opts.cols or opts.cols < 1 or opts.cols % 1 ~= 0 then
-      io.stderr:write("bench-shape-ops: --cols '", tostring(arg[i]), "': not a whole number of columns\n")
-      os.exit(2)
-    end
-  elseif a == "--run" then
-    opts.run = tonumber(arg[i + 1]); i = i + 1
-    if not opts.run or opts.run < 1 or opts.run % 1 ~= 0 then
-      io.stderr:write("bench-shape-ops: --run '", tostring(arg[i]), "': not a whole number of items\n")
-      os.exit(2)
-    end
+  elseif a == "--cols" then opts.cols = whole(a, arg[i + 1], "columns"); i = i + 1
+  elseif a == "--run" then opts.run = whole(a, arg[i + 1], "items"); i = i + 1
   elseif a == "--pad-mode" then
     opts.pad_mode = arg[i + 1]; i = i + 1
     if not PAD_MODES[opts.pad_mode] then
@@ -109,9 +108,15 @@ local function pattern(bytes)
   return unit:rep(bytes // #unit + 1):sub(1, bytes)
 end
 
+-- A dense f32 operand of this shape.
+local function f32(shape)
+  local b = 4
+  for _, v in ipairs(shape) do b = b * v end
+  return { dtype = "f32", shape = shape, bytes = b }
+end
+
 -- Per op: inputs (name -> { dtype, shape, bytes }, or a strided view), params, output bytes.
 local function cases()
-  local f32 = function(shape) local b = 4 for _, v in ipairs(shape) do b = b * v end return { dtype = "f32", shape = shape, bytes = b } end
   return {
     pad = { inputs = { input = f32 { R, C } }, params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = PAD_MODES[opts.pad_mode] },
             out = (R + 2) * (C + 32) * 4 },
@@ -135,7 +140,6 @@ end
 -- --run N: the walks' cases, M runs of N items, each the first half of a row of 2N.
 local function run_cases(t, N)
   local M = n // (2 * N)
-  local f32 = function(shape) return { dtype = "f32", shape = shape, bytes = 4 * shape[1] * shape[2] } end
   t.write_slice = { inputs = { source = f32 { M, N }, dest = f32 { M, 2 * N } }, params = { ranges = { { 0, M }, { 0, N } } } }
   t.write_slice_rotating = { inputs = { source = f32 { M // 2, N }, position = { dtype = "u32", shape = { 1 }, bytes = 4, data = string.pack("<I4", 3 * M // 4) },
                                         dest = f32 { M, 2 * N } },

@@ -42,19 +42,29 @@ local function records_of(out)
   return recs
 end
 
+-- bench-shape-ops on dev with args, records on (vulkan:0: each op in a process of its own,
+-- --apart, so the child gets every flag): its exit-0 output and records, each record's bit
+-- gate run and passed off the CPU ("-" on it: the CPU is its own twin).
+local function shape_bench(dev, args)
+  local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --jsonl %s%s"):format(
+    dev, args, dev == "vulkan:0" and " --apart" or ""))
+  assert.matches("\nexit 0\n$", out)
+  local recs = records_of(out)
+  for _, line in ipairs(recs) do
+    assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
+  end
+  return out, recs
+end
+
 describe("bench-shape-ops", function()
   on_devices("a row and a record per op, the bit gate's and the kernel's columns filled (vulkan:0: each op timed in a "
     .. "process of its own, --apart)", function(dev)
-    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --pad-mode reflect --jsonl%s"):format(
-      dev, dev == "vulkan:0" and " --apart" or ""))
-    assert.matches("\nexit 0\n$", out)
+    local out, recs = shape_bench(dev, "--ops pad,copy --pad-mode reflect")
     for _, op in ipairs { "pad", "copy" } do
       assert.matches("\n" .. op .. " +%d+ +[%d.]+ +[%d.]+", out)
     end
-    local recs = records_of(out)
     for _, line in ipairs(recs) do
       assert.matches('"bench":"shape%-ops"', line)
-      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
       -- the kernel that ran: pad's rows variant on Vulkan (rows of 1056), pad's own on the CPU, a
       -- copy kernel for copy; pad's border as asked, in the child process too
       local is_pad = line:find('"kernel":"pad"', 1, true)
@@ -70,14 +80,10 @@ describe("bench-shape-ops", function()
 
   on_devices("--run 8 times the item walks on runs of 8, bit-gated, the runs in the title and the records (vulkan:0: "
     .. "a child process each, --apart passing --run on)", function(dev)
-    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops write_slice,write_slice_rotating,contiguize --run 8 --jsonl%s"):format(
-      dev, dev == "vulkan:0" and " --apart" or ""))
-    assert.matches("\nexit 0\n$", out)
+    local out, recs = shape_bench(dev, "--ops write_slice,write_slice_rotating,contiguize --run 8")
     assert.matches("walks on runs of 8", out)
-    local recs = records_of(out)
     for _, line in ipairs(recs) do
       assert.matches('"run":8', line)
-      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
       -- the walks, not the row kernels whole rows would take (write_slice_rows, contiguize_tiles)
       local kernel = line:match('"kernel":"([%w_]+)"')
       assert.matches('"ran":"' .. kernel .. '"', line)
@@ -90,13 +96,9 @@ describe("bench-shape-ops", function()
 
   on_devices("--cols 90: rows of 90, pad on the plain kernel (its output rows under 128 items: no pad_rows), bit-gated "
     .. "(vulkan:0: through --apart)", function(dev)
-    local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --ops pad,copy --cols 90 --jsonl%s"):format(
-      dev, dev == "vulkan:0" and " --apart" or ""))
-    assert.matches("\nexit 0\n$", out)
+    local out, recs = shape_bench(dev, "--ops pad,copy --cols 90")
     assert.matches("rows of 90", out)
-    local recs = records_of(out)
     for _, line in ipairs(recs) do
-      assert.matches('"bit_gate":"' .. (dev == "cpu:0" and "%-" or "ok") .. '"', line)
       if line:find('"kernel":"pad"', 1, true) then
         assert.matches('"ran":"pad"', line)
         assert.matches('"shape":%[%d+,90%]', line)

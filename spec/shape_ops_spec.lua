@@ -948,31 +948,32 @@ describe("contiguize_tiles", function()
     end
   end)
 
+  -- kernel launched straight on groups groups over a 50 x 100 f32 view of data (its element
+  -- strides and offset), against the reference's bytes.
+  local function launched_straight(d, kernel, groups, strides, offset, data, what)
+    local want = ref.view(elements(data, 4), { 50, 100 }, strides, offset)
+    local out, src = d:buffer(poison(#want)), d:buffer(data)
+    local u64 = function(lo, hi) return lo | hi << 32 end
+    d:kernel(kernel):launch(nil, groups, 256, out, src, u64(2 | 4 << 8, 0), offset, u64(50, 100), 0, 0, 0,
+      strides[1], strides[2], 0, 0, 0, 0, 0, 0)
+    same_bytes(want, out:download(), 4, what)
+  end
+
   -- The launcher never gives it one, but a view that is no transpose launched straight on
   -- contiguize_tiles' grid (here one group for 5000 items) still comes out whole.
   on_each_backend("launched straight on a view that is no transpose, writes every item", function(d, backend)
     if not d:kernel_available "contiguize_tiles" then return pending("contiguize_tiles is not built for " .. backend) end
-    local shape, strides, offset = { 50, 100 }, { 103, -1 }, 99 -- rows reversed, a row pitch of 103
-    local data = random_bytes(50 * 103 * 4)
-    local want = ref.view(elements(data, 4), shape, strides, offset)
-    local out, src = d:buffer(poison(#want)), d:buffer(data)
-    local u64 = function(lo, hi) return lo | hi << 32 end
-    d:kernel("contiguize_tiles"):launch(nil, 1, 256, out, src, u64(2 | 4 << 8, 0), offset, u64(50, 100), 0, 0, 0,
-      strides[1], strides[2], 0, 0, 0, 0, 0, 0)
-    same_bytes(want, out:download(), 4, "contiguize_tiles on reversed rows, one group")
+    -- rows reversed, a row pitch of 103
+    launched_straight(d, "contiguize_tiles", 1, { 103, -1 }, 99, random_bytes(50 * 103 * 4),
+      "contiguize_tiles on reversed rows, one group")
   end)
 
   -- The launcher sends every transpose to contiguize_tiles where built, but the plain kernel
   -- launched straight on one (CUDA's keeps no tiles: its element walk) still comes out whole.
   on_each_backend("the plain contiguize launched straight on a transpose writes every item", function(d, backend)
-    local shape, strides, offset = { 50, 100 }, { 1, 50 }, 3 -- a column-major source
-    local data = random_bytes((50 * 100 + 3) * 4)
-    local want = ref.view(elements(data, 4), shape, strides, offset)
-    local out, src = d:buffer(poison(#want)), d:buffer(data)
-    local u64 = function(lo, hi) return lo | hi << 32 end
-    d:kernel("contiguize"):launch(nil, 2, 256, out, src, u64(2 | 4 << 8, 0), offset, u64(50, 100), 0, 0, 0,
-      strides[1], strides[2], 0, 0, 0, 0, 0, 0)
-    same_bytes(want, out:download(), 4, "contiguize on a transpose, launched straight")
+    -- a column-major source
+    launched_straight(d, "contiguize", 2, { 1, 50 }, 3, random_bytes((50 * 100 + 3) * 4),
+      "contiguize on a transpose, launched straight")
   end)
 end)
 
