@@ -32,6 +32,14 @@ static const struct {
 	[XPU_SK_CUMSUM] = { "cumsum_vec4", 4 }, /* four lanes an invocation */
 };
 
+/* The kernels that move rows that are not a whole number of 16-byte chunks (or whose bases
+ * are off 16 bytes) item by item, where a device has them (the CUDA bodies; Vulkan's plain
+ * kernels walk items already): their groups cover a plain group's items. */
+static const char *const item_variants[XPU_SK_COUNT] = {
+	[XPU_SK_PAD] = "pad_items",   [XPU_SK_PAD_BACKWARD] = "pad_backward_items", [XPU_SK_FLIP] = "flip_items",
+	[XPU_SK_TRIU] = "triu_items", [XPU_SK_TRIL] = "tril_items",
+};
+
 /* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
  * so the grid is the items over that; cumsum's items are lanes, one a thread; a variant's
  * groups cover its `groups` times that. */
@@ -301,16 +309,58 @@ static bool pad_of_rows(const struct xpu_shape_geom *g)
 	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
 }
 
+/* Whether a row of len items of elem bytes, at bases out and in (byte offsets in their
+ * allocations; in: 0 where the op reads no aligned run), is a whole number of 16-byte chunks
+ * on 16-byte boundaries: what the plain kernels' chunk walks move as vectors. */
+static bool whole_chunks(uint64_t len, uint32_t elem, const struct xpu_karg *out, const struct xpu_karg *in)
+{
+	return len * elem % 16 == 0 && (out->b.offset & 15) == 0 && (!in || (in->b.offset & 15) == 0);
+}
+
+/* Whether kernel's geometry goes item by item (item_variants): rows that are not whole chunks. */
+static bool by_items(const struct xpu_shape_geom *g)
+{
+	switch (g->kernel) {
+	case XPU_SK_PAD:
+	case XPU_SK_PAD_BACKWARD: {
+		int k = g->rank - 1;
+		uint64_t len = k < 0 ? 1 : g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
+		return !whole_chunks(len, g->elem, &g->out, NULL);
+	}
+	case XPU_SK_FLIP: /* a chunk's row: the flipped axis (inner 1) or the inner rows */
+		return !whole_chunks(g->inner == 1 ? g->dim : g->inner, g->elem, &g->out, &g->in);
+	case XPU_SK_TRIU:
+	case XPU_SK_TRIL:
+		return !whole_chunks(g->inner, g->elem, &g->out, &g->in);
+	default:
+		return false;
+	}
+}
+
+/* The kernel named `name` where the device has it, else NULL (cache: one slot per name). */
+static struct xpu_kernel *found_on(struct xpu_stream *s, const char *name, struct xpu_kernel **cache, bool *looked)
+{
+	if (!*looked) {
+		*cache = name ? xpu_kernel_find(name) : NULL;
+		*looked = true;
+	}
+	return *cache && xpu_kernel_available(s->dev, (*cache)->id) ? *cache : NULL;
+}
+
 /* The variant of kernel where it has one and the device has it, else NULL. */
 static struct xpu_kernel *variant_of(struct xpu_stream *s, int kernel)
 {
 	static struct xpu_kernel *cache[XPU_SK_COUNT];
 	static bool looked[XPU_SK_COUNT];
-	if (!looked[kernel]) {
-		cache[kernel] = variants[kernel].name ? xpu_kernel_find(variants[kernel].name) : NULL;
-		looked[kernel] = true;
-	}
-	return cache[kernel] && xpu_kernel_available(s->dev, cache[kernel]->id) ? cache[kernel] : NULL;
+	return found_on(s, variants[kernel].name, &cache[kernel], &looked[kernel]);
+}
+
+/* The item variant of kernel where it has one and the device has it, else NULL. */
+static struct xpu_kernel *item_variant_of(struct xpu_stream *s, int kernel)
+{
+	static struct xpu_kernel *cache[XPU_SK_COUNT];
+	static bool looked[XPU_SK_COUNT];
+	return found_on(s, item_variants[kernel], &cache[kernel], &looked[kernel]);
 }
 
 int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran)
@@ -345,6 +395,9 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
 	struct xpu_kernel *vk = variant ? variant_of(s, g->kernel) : NULL, *k = vk ? vk : cache[g->kernel];
+	struct xpu_kernel *ik = !vk && by_items(g) ? item_variant_of(s, g->kernel) : NULL;
+	if (ik)
+		k = ik;
 	uint64_t per = group_items(g->kernel, vk != NULL), groups = (items + per - 1) / per;
 	if (groups > MAX_GROUPS)
 		return xpu_fail("kernel '%s': %llu items is more than one launch covers", names[g->kernel],

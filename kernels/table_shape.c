@@ -224,6 +224,13 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .launch = NULL, .block = 256 },
 	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
 	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
+	/* pad and pad_backward item by item, for rows that are not a whole number of 16-byte chunks
+	 * or bases off 16 bytes (kernels/launch_shape.c picks them where the device has them: the
+	 * CUDA bodies); no route row names them */
+	{ .name = "pad_items", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
+	  .launch = NULL, .block = 256 },
+	{ .name = "pad_backward_items", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
+	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
 	{ .name = "flip", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64", .extent = flip_extent,
 	  .launch = xpu_launch_flip, .block = 256 },
 	{ .name = "roll", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64",
@@ -238,6 +245,13 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .extent = tri_extent, .launch = xpu_launch_triu, .block = 256 },
 	{ .name = "tril", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
 	  .extent = tri_extent, .launch = xpu_launch_tril, .block = 256 },
+	/* flip, triu and tril item by item, as pad_items */
+	{ .name = "flip_items", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64", .extent = flip_extent,
+	  .launch = NULL, .block = 256 },
+	{ .name = "triu_items", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
+	  .extent = tri_extent, .launch = NULL, .block = 256 },
+	{ .name = "tril_items", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
+	  .extent = tri_extent, .launch = NULL, .block = 256 },
 	{ .name = "write_slice", .signature = "dest:buf! src:buf geom:u64 " SLAB_GEOM,
 	  .extent = write_slice_extent, .launch = xpu_launch_write_slice, .block = 256 },
 	{ .name = "write_slice_rotating", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
