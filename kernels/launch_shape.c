@@ -34,10 +34,12 @@ static const struct {
 
 /* The kernels that move rows that are not a whole number of 16-byte chunks (or whose bases
  * are off 16 bytes) item by item, where a device has them (the CUDA bodies; Vulkan's plain
- * kernels walk items already): their groups cover a plain group's items. */
+ * kernels walk items already): their groups cover a plain group's items. contiguize's: the
+ * transposes whose steps are off 16 bytes (contiguize_tiles' grid, every tile element by
+ * element with its loads ahead). */
 static const char *const item_variants[XPU_SK_COUNT] = {
 	[XPU_SK_PAD] = "pad_items",   [XPU_SK_PAD_BACKWARD] = "pad_backward_items", [XPU_SK_FLIP] = "flip_items",
-	[XPU_SK_TRIU] = "triu_items", [XPU_SK_TRIL] = "tril_items",
+	[XPU_SK_TRIU] = "triu_items", [XPU_SK_TRIL] = "tril_items", [XPU_SK_CONTIGUIZE] = "contiguize_tiles_odd",
 };
 
 /* Items per group: a group covers BLOCK * grain items on every backend (kernels/shape_grain.h),
@@ -317,9 +319,30 @@ static bool whole_chunks(uint64_t len, uint32_t elem, const struct xpu_karg *out
 	return len * elem % 16 == 0 && (out->b.offset & 15) == 0 && (!in || (in->b.offset & 15) == 0);
 }
 
-/* Whether kernel's geometry goes item by item (item_variants): rows that are not whole chunks. */
-static bool by_items(const struct xpu_shape_geom *g)
+/* Whether a transpose's tiles can move as 16-byte vectors, as the CUDA contiguize_tiles tells:
+ * the last axis's stride and the output stride of p (the last axis before it of stride 1 and
+ * more than one element) whole multiples of 16 bytes. */
+static bool transpose_steps_whole(const struct xpu_shape_geom *g)
 {
+	int p = -1, last = g->rank - 1;
+	uint64_t ostp = 1;
+	for (int k = 0; k < last; k++)
+		if (g->lo[k] == 1 && g->dims[k] > 1)
+			p = k;
+	for (int k = p + 1; k <= last; k++)
+		ostp *= g->dims[k];
+	return ((uint64_t)g->lo[last] * g->elem) % 16 == 0 && ostp * g->elem % 16 == 0;
+}
+
+/* Whether kernel's geometry goes to its item variant (item_variants): rows that are not whole
+ * chunks, where no other variant takes them; transposes (variant: contiguize_tiles) whose
+ * steps are off 16 bytes. */
+static bool by_items(const struct xpu_shape_geom *g, bool variant)
+{
+	if (g->kernel == XPU_SK_CONTIGUIZE)
+		return variant && !transpose_steps_whole(g);
+	if (variant)
+		return false;
 	switch (g->kernel) {
 	case XPU_SK_PAD:
 	case XPU_SK_PAD_BACKWARD: {
@@ -395,7 +418,7 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
 	struct xpu_kernel *vk = variant ? variant_of(s, g->kernel) : NULL, *k = vk ? vk : cache[g->kernel];
-	struct xpu_kernel *ik = !vk && by_items(g) ? item_variant_of(s, g->kernel) : NULL;
+	struct xpu_kernel *ik = by_items(g, vk != NULL) ? item_variant_of(s, g->kernel) : NULL;
 	if (ik)
 		k = ik;
 	uint64_t per = group_items(g->kernel, vk != NULL), groups = (items + per - 1) / per;

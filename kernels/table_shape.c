@@ -274,5 +274,10 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "contiguize_tiles", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
 	  .extent = contiguize_extent, .launch = NULL, .block = 256 },
+	/* contiguize_tiles for transposes whose steps are off 16 bytes (kernels/launch_shape.c picks
+	 * it where the device has it: the CUDA bodies); no route row names it */
+	{ .name = "contiguize_tiles_odd", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
+						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
+	  .extent = contiguize_extent, .launch = NULL, .block = 256 },
 	{ .name = NULL },
 };

@@ -518,6 +518,12 @@ cases.pad_backward = function(c, d, dt)
     -- reflect's two mirrors on most columns (b + after >= d - 1): the rows kernels sum those
     -- columns element by element (Vulkan's column walk, CUDA's general chunks)
     { in_shape = { 3, 128 }, padding = { { 1, 1 }, { 120, 120 } } },
+    -- gradient rows that are no whole 16-byte chunks in any dtype, of 17 items or more (CUDA's
+    -- pad_backward_items from its row table): several rows a group and rows past a group's
+    -- 256-item step; then columns 7 .. 15 with both of reflect's mirrors (three terms)
+    { in_shape = { 9, 45 }, padding = { { 1, 2 }, { 3, 4 } } },
+    { in_shape = { 5, 301 }, padding = { { 2, 1 }, { 6, 5 } } },
+    { in_shape = { 4, 20 }, padding = { { 1, 1 }, { 15, 12 } } },
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local in_shape, padding = case.in_shape, case.padding
@@ -737,17 +743,22 @@ local function on_each_backend(title, body)
   end
 end
 
--- Runs launch() (it returns the output bytes and the call's result) and checks that exactly one
--- of kernel `plain` and its variant ran on d, the variant where `fired`, and that the result
--- names the one that ran. Returns what launch returned.
-local function expect_variant(d, plain, variant, fired, what, launch)
-  local pk, vk = d:kernel(plain), d:kernel(variant)
-  local p0, v0 = pk.launches, vk.launches
+-- Runs launch() (it returns the output bytes and the call's result) and checks that of the
+-- kernels `names` exactly `want` ran on d, once, and that the result names it. Returns what
+-- launch returned. expect_variant: of kernel `plain` and its variant, the variant where `fired`.
+local function expect_kernel(d, names, want, what, launch)
+  local before = {}
+  for _, n in ipairs(names) do before[n] = d:kernel(n).launches end
   local got, r = launch()
-  assert.equal(fired and variant or plain, r.kernel, "the kernel the result names, " .. what)
-  assert.equal(fired and 1 or 0, vk.launches - v0, variant .. " launches, " .. what)
-  assert.equal(fired and 0 or 1, pk.launches - p0, plain .. " launches, " .. what)
+  assert.equal(want, r.kernel, "the kernel the result names, " .. what)
+  for _, n in ipairs(names) do
+    assert.equal(n == want and 1 or 0, d:kernel(n).launches - before[n], n .. " launches, " .. what)
+  end
   return got, r
+end
+
+local function expect_variant(d, plain, variant, fired, what, launch)
+  return expect_kernel(d, { plain, variant }, fired and variant or plain, what, launch)
 end
 
 -- A write_slice* fire / no-fire list on d (op "write_slice" or "write_slice_rotating", its variant
@@ -837,7 +848,8 @@ end)
 -- whole 16-byte chunks, go to pad_rows / pad_backward_rows where the device has them (CUDA
 -- and Vulkan; HIP builds the CUDA bodies) and nowhere else; shorter rows,
 -- and rows of 130 f32 (520 bytes, whose chunks the CUDA rows walk would take element by
--- element), go to the plain kernels everywhere. Both write what the CPU reference says.
+-- element), go to the plain kernels, or where a row is not whole 16-byte chunks to the item
+-- kernels where built (CUDA). All write what the CPU reference says.
 describe("pad_rows and pad_backward_rows", function()
   -- pad_backward's gradient in constant mode: each element is its one upstream term, bit for bit
   local function one_term_grad(up, shape, padding)
@@ -865,7 +877,10 @@ describe("pad_rows and pad_backward_rows", function()
           want = one_term_grad(input, shape, padding)
         end
         local what = ("%s rows of %d"):format(kn, len)
-        local got = expect_variant(d, kn, kn .. "_rows", built and len >= 128 and len * 4 % 16 == 0, what, function()
+        local whole = len * 4 % 16 == 0
+        local items = d:kernel_available(kn .. "_items") and not whole
+        local want_kernel = built and len >= 128 and whole and kn .. "_rows" or items and kn .. "_items" or kn
+        local got = expect_kernel(d, { kn, kn .. "_rows", kn .. "_items" }, want_kernel, what, function()
           return run(c, d, { [kn == "pad" and "input" or "upstream"] = { dtype = "f32", shape = kn == "pad" and shape or out_shape,
             data = input } }, { padding = padding, mode_tag = 0, fill_bits = kn == "pad" and 0x3f800000 or nil }, #want)
         end)
@@ -921,18 +936,79 @@ describe("pad_rows and pad_backward_rows", function()
   end)
 end)
 
+-- The item kernels (pad_items, pad_backward_items, flip_items, triu_items, tril_items): where a
+-- row is not a whole number of 16-byte chunks, or the output's base is off 16 bytes, the
+-- launcher takes them where built (CUDA) and the plain kernel elsewhere; whole rows on 16-byte
+-- bases take the plain kernel everywhere (rows of 64 f32: below pad_rows' 128). Each writes
+-- what the reference says and nothing outside its output.
+describe("item kernels", function()
+  -- Per op: the input of rows of `cols` f32 (pad: padded to rows of cols), params, reference.
+  local function item_case(kn, cols)
+    if kn == "pad" then
+      local shape, padding = { 3, cols - 8 }, { { 1, 1 }, { 4, 4 } }
+      local x = random_bytes(prod(shape) * 4)
+      return "input", { dtype = "f32", shape = shape, data = x }, { padding = padding, mode_tag = 0, fill_bits = 0x3f800000 },
+        ref.pad(elements(x, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
+    elseif kn == "pad_backward" then -- constant mode: each gradient element is its one upstream term
+      local shape, padding = { 3, cols }, { { 1, 1 }, { 4, 4 } }
+      local terms, up_shape = ref.pad_terms(shape, padding, 0)
+      local x = encode("f32", random_values(prod(up_shape), "f32"))
+      local ups, want = elements(x, 4), {}
+      for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
+      return "upstream", { dtype = "f32", shape = up_shape, data = x }, { padding = padding, mode_tag = 0 }, table.concat(want)
+    elseif kn == "flip" then
+      local shape = { 5, cols }
+      local x = random_bytes(prod(shape) * 4)
+      return "input", { dtype = "f32", shape = shape, data = x }, { axis = 1 },
+        ref.reorder(elements(x, 4), shape, 1, function(j, dim) return dim - 1 - j end)
+    end
+    local shape = { 2, 9, cols }
+    local x = random_bytes(prod(shape) * 4)
+    return "input", { dtype = "f32", shape = shape, data = x }, { diagonal = 1 },
+      ref.tri(elements(x, 4), shape, 1, kn == "triu", ("\0"):rep(4))
+  end
+
+  on_each_backend("fire for rows of 45 and a base off 16 bytes where built, not for whole rows of 64", function(d, backend)
+    for _, kn in ipairs { "pad", "pad_backward", "flip", "triu", "tril" } do
+      local c, items = C[kn .. "." .. backend], kn .. "_items"
+      local built = d:kernel_available(items)
+      assert.equal(backend == "cuda", built, items .. " built on " .. backend)
+      for _, case in ipairs { { cols = 45, fires = true }, { cols = 64, fires = false }, { cols = 64, off = 4, fires = true } } do
+        local name, input, params, want = item_case(kn, case.cols)
+        local off = case.off or 0
+        local fill = poison(#want + 32)
+        local out = d:buffer(fill)
+        local what = ("%s rows of %d at byte %d"):format(kn, case.cols, off)
+        input.buffer, input.data = d:buffer(input.data), nil
+        expect_kernel(d, { kn, items }, built and case.fires and items or kn, what, function()
+          return nil, c:launch { inputs = { [name] = input }, params = params, out = out:slice(off, #want) }
+        end)
+        local got = out:download()
+        same_bytes(want, got:sub(off + 1, off + #want), 4, what)
+        assert.equal(fill:sub(1, off), got:sub(1, off), what .. ": the bytes before the output")
+        assert.equal(fill:sub(off + #want + 1), got:sub(off + #want + 1), what .. ": the bytes after the output")
+      end
+    end
+  end)
+end)
+
 -- contiguize of a transpose (the last axis strided, an earlier one of stride 1) goes to
 -- contiguize_tiles where the device has it (CUDA and Vulkan here; HIP builds the CUDA bodies)
 -- and not on the CPU; rows of stride 1 and views with no axis of stride 1 go to the plain
 -- kernel everywhere. Both write what the CPU reference says.
 describe("contiguize_tiles", function()
+  -- odd: a transpose whose steps are off 16 bytes (the last axis's stride, or the output's
+  -- stride of the unit axis: the rows of 70 f32 below), which goes to contiguize_tiles_odd
+  -- where built (CUDA) instead.
   on_each_backend("fires for a transpose where built, not for strided rows or a view with no unit axis", function(d, backend)
     local c = C["contiguize." .. backend]
-    local built = d:kernel_available "contiguize_tiles"
+    local built, odd_built = d:kernel_available "contiguize_tiles", d:kernel_available "contiguize_tiles_odd"
     assert.equal(backend ~= "cpu", built, "contiguize_tiles built on " .. backend)
+    assert.equal(backend == "cuda", odd_built, "contiguize_tiles_odd built on " .. backend)
     local data = random_bytes(128 * 193 * 4)
     for _, v in ipairs {
-      { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true },
+      { shape = { 40, 70 }, strides = { 1, 40 }, offset = 0, transpose = true, odd = true },
+      { shape = { 33, 70 }, strides = { 1, 33 }, offset = 2, transpose = true, odd = true },
       -- whole 64 x 64 tiles on 16-byte rows (Vulkan moves them as 16-byte words), and off them
       { shape = { 128, 192 }, strides = { 1, 128 }, offset = 0, transpose = true },
       { shape = { 128, 192 }, strides = { 1, 128 }, offset = 1, transpose = true },
@@ -941,7 +1017,9 @@ describe("contiguize_tiles", function()
     } do
       local want = ref.view(elements(data, 4), v.shape, v.strides, v.offset)
       local what = ("strides %s offset %d"):format(table.concat(v.strides, ","), v.offset)
-      local got = expect_variant(d, "contiguize", "contiguize_tiles", built and v.transpose, what, function()
+      local kernel = not (built and v.transpose) and "contiguize"
+        or (odd_built and v.odd) and "contiguize_tiles_odd" or "contiguize_tiles"
+      local got = expect_kernel(d, { "contiguize", "contiguize_tiles", "contiguize_tiles_odd" }, kernel, what, function()
         return run(c, d, { input = { dtype = "f32", shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
       end)
       same_bytes(want, got, 4, what)
@@ -966,6 +1044,10 @@ describe("contiguize_tiles", function()
     -- rows reversed, a row pitch of 103
     launched_straight(d, "contiguize_tiles", 1, { 103, -1 }, 99, random_bytes(50 * 103 * 4),
       "contiguize_tiles on reversed rows, one group")
+    if d:kernel_available "contiguize_tiles_odd" then
+      launched_straight(d, "contiguize_tiles_odd", 1, { 103, -1 }, 99, random_bytes(50 * 103 * 4),
+        "contiguize_tiles_odd on reversed rows, one group")
+    end
   end)
 
   -- The launcher sends every transpose to contiguize_tiles where built, but the plain kernel

@@ -2309,7 +2309,13 @@ struct shape_tile {
 };
 
 /* Element by element: consecutive threads take consecutive input along p, then consecutive
- * output along the last axis. */
+ * output along the last axis. AHEAD: a thread's loads all issued before the tile is written,
+ * for transposes whose steps are off 16 bytes (every tile comes here); the tile's stores
+ * through a generic pointer, which may alias the input as far as the compiler knows, held each
+ * load until the store before it (H200, 1 GiB f32, rows of 1023: 1288 GB/s, 33 % of the copy
+ * beside it). Not AHEAD: the edge tiles of the others, whose registers stay few (a function of
+ * many registers called beside shape_tile_vec cost the vector tiles 15 %: the caller saves
+ * its own around the call). */
 template <class T>
 static __device__ __noinline__ void shape_tile_scalar(const shape_tile<T> g, T *tile)
 {
@@ -2328,6 +2334,44 @@ static __device__ __noinline__ void shape_tile_scalar(const shape_tile<T> g, T *
 		if (a < g.na && b < g.nb)
 			*(T *)(g.out + (a * g.ostp + b) * sizeof(T)) = tile[b * G::PITCH + a];
 	}
+	__syncthreads(); /* the tile is free for the next */
+}
+
+/* shape_tile_scalar with a thread's loads all issued before the tile is written, for
+ * transposes whose steps are off 16 bytes (contiguize_tiles_odd, every tile). In
+ * shape_tile_scalar the tile's stores, through a generic pointer that may alias the input as
+ * far as the compiler knows, hold each load until the store before it (H200, 1 GiB f32, rows
+ * of 1023: 1288 GB/s, 33 % of the copy beside it); it keeps the edge tiles of the other
+ * transposes, few registers beside shape_tile_vec. */
+template <class T>
+static __device__ __forceinline__ void shape_tile_ahead(const shape_tile<T> g, T *tile)
+{
+	typedef shape_tile<T> G;
+	constexpr uint32_t K = G::TA * G::TB / SHAPE_BLOCK, BA = SHAPE_BLOCK / G::TA, BB = SHAPE_BLOCK / G::TB;
+	const uint32_t t = xpu_thread(), a = t % G::TA, b0 = t / G::TA, b1 = t % G::TB, a1 = t / G::TB;
+	T v[K];
+	/* load k: (a, b0 + k * BA), BA input rows on from the one before */
+	const uint8_t *src = g.in + ((int64_t)a + (int64_t)b0 * g.stl) * (int64_t)sizeof(T);
+	const int64_t in_step = (int64_t)BA * g.stl * (int64_t)sizeof(T);
+	const uint32_t rows = a < g.na ? (uint32_t)g.nb : 0; /* rows this thread's column holds */
+#pragma unroll
+	for (uint32_t k = 0; k < K; k++, src += in_step)
+		if (b0 + k * BA < rows)
+			v[k] = *(const T *)src;
+#pragma unroll
+	for (uint32_t k = 0; k < K; k++)
+		tile[(b0 + k * BA) * G::PITCH + a] = v[k];
+	__syncthreads();
+	/* store k: (a1 + k * BB, b1) */
+#pragma unroll
+	for (uint32_t k = 0; k < K; k++)
+		v[k] = tile[b1 * G::PITCH + a1 + k * BB];
+	uint8_t *dst = g.out + (a1 * g.ostp + b1) * sizeof(T);
+	const uint64_t out_step = (uint64_t)BB * g.ostp * sizeof(T);
+#pragma unroll
+	for (uint32_t k = 0; k < K; k++, dst += out_step)
+		if (a1 + k * BB < g.na && b1 < g.nb)
+			*(T *)dst = v[k];
 	__syncthreads(); /* the tile is free for the next */
 }
 
@@ -2371,7 +2415,7 @@ static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *til
  * tiles through shared memory, read along p and written along the last axis, so both sides
  * move whole rows. The grid has no more blocks than tiles: block g takes tiles g, g + grid, ...
  * Which path a tile takes is the same for the whole block, so the barriers are safe. */
-template <class T>
+template <class T, bool AHEAD>
 static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile)
 {
 	typedef shape_tile<T> G;
@@ -2401,12 +2445,15 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 		g.ostp = ostp;
 		g.na = P - a0 < G::TA ? P - a0 : G::TA;
 		g.nb = Q - b0 < G::TB ? Q - b0 : G::TB;
-		if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2)
+		if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2 && !AHEAD)
 			if (steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out)) {
 				shape_tile_vec(g, tile);
 				continue;
 			}
-		shape_tile_scalar(g, tile);
+		if constexpr (AHEAD)
+			shape_tile_ahead(g, tile);
+		else
+			shape_tile_scalar(g, tile);
 	}
 }
 
@@ -2434,7 +2481,7 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
  * anyway takes the element walk. With the tiles' code and shared memory in it as well, the
  * plain kernel's walks held 80 registers and spilled 192 bytes (`nvcc -Xptxas -v`), and ran
  * 31-34 % slower (SHAPE_CONTIG_BLOCKS). */
-template <bool TILES>
+template <bool TILES, bool AHEAD = false>
 static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 {
 	const unsigned long long w[4] = { d01, d23, d45, d67 };
@@ -2447,10 +2494,10 @@ static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 		const int p = op.unit_axis();
 		if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 			switch (op.elem) {
-			case 1: shape_transpose(op, p, (uint8_t *)tile); break;
-			case 2: shape_transpose(op, p, (uint16_t *)tile); break;
-			case 4: shape_transpose(op, p, (uint32_t *)tile); break;
-			default: shape_transpose(op, p, (uint64_t *)tile); break;
+			case 1: shape_transpose<uint8_t, AHEAD>(op, p, (uint8_t *)tile); break;
+			case 2: shape_transpose<uint16_t, AHEAD>(op, p, (uint16_t *)tile); break;
+			case 4: shape_transpose<uint32_t, AHEAD>(op, p, (uint32_t *)tile); break;
+			default: shape_transpose<uint64_t, AHEAD>(op, p, (uint64_t *)tile); break;
 			}
 		else
 			for (uint64_t e = (uint64_t)xpu_group() * SHAPE_BLOCK + xpu_thread(); e < op.n;
@@ -2473,4 +2520,17 @@ extern "C" __global__ void SHAPE_BOUNDS(3)
 contiguize_tiles(SHAPE_CONTIG_PARAMS)
 {
 	shape_contiguize<true>(SHAPE_CONTIG_ARGS);
+}
+
+/* contiguize_tiles for transposes whose steps (the last axis's stride, axis p's output stride)
+ * are off 16 bytes, so that no tile takes the vector form: every tile through
+ * shape_tile_ahead, inlined. A kernel of its own: in contiguize_tiles, shape_tile_ahead's
+ * registers cost the vector tiles (200-550 bytes spilled, 15 % slower at rows of 1024). */
+#ifndef SHAPE_TILES_ODD_BLOCKS
+#define SHAPE_TILES_ODD_BLOCKS 3 /* blocks an SM contiguize_tiles_odd must hold */
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_TILES_ODD_BLOCKS)
+contiguize_tiles_odd(SHAPE_CONTIG_PARAMS)
+{
+	shape_contiguize<true, true>(SHAPE_CONTIG_ARGS);
 }
