@@ -17,12 +17,13 @@
  * where it goes; contiguize of a transposed view goes through shared-memory tiles. pad and
  * pad_backward over rows of 128 items or more have kernels of their own (pad_rows,
  * pad_backward_rows: shape_rows_walk, shape_pbw_rows_walk), whose groups are four times larger
- * and find each output row's source once.
+ * and find each output row's source once; rows that are not whole chunks go item by item
+ * (pad_items ... tril_items, contiguize_tiles_odd: "item walks" below).
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_CONTIG_BLOCKS;
+ * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_TILES_ODD_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -1529,11 +1530,13 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
  * the operands' items are below 2^32, since an item has a budget of some 60 instructions at
  * the copy's rate for four-byte elements. The chunk walk on such rows planned most chunks as
  * two loads and a shift and moved those across two rows element by element after the rest,
- * each load waiting on the store before it: H200, 1 GiB f32, rows of 1023, pad 45 %,
- * pad_backward 17 %, flip 61 %, triu and tril 79-82 % of the copy beside them (docs/PERF.md,
- * "Rows that are not whole chunks"). In the plain kernels themselves, the item walks' code
- * cost the chunk walks 10 % (triu at rows of 1024) and short whole rows ran slower item by
- * item than in chunks (pad at rows of 64: 44 % against 68 %), hence kernels of their own. */
+ * each load waiting on the store before it. H200, 1 GiB f32, rows of 1023, % of the copy
+ * beside each op, in chunks / here: pad 45 / 73, pad_backward 17-18 / 51, flip 61 / 89-90,
+ * triu and tril 79-81 / 119-121 (a dropped element is read by neither; bytes_moved counts it)
+ * (docs/PERF.md, "Rows that are not whole chunks"). In the plain kernels themselves, the item
+ * walks' code cost the chunk walks 10 % (triu at rows of 1024) and short whole rows ran slower
+ * item by item than in chunks (pad at rows of 64: 44 % against 68 %), hence kernels of their
+ * own. */
 
 #ifndef SHAPE_ITEM_BATCH
 #define SHAPE_ITEM_BATCH 8 /* items of a thread whose loads are issued before their stores */
@@ -2524,8 +2527,10 @@ contiguize_tiles(SHAPE_CONTIG_PARAMS)
 
 /* contiguize_tiles for transposes whose steps (the last axis's stride, axis p's output stride)
  * are off 16 bytes, so that no tile takes the vector form: every tile through
- * shape_tile_ahead, inlined. A kernel of its own: in contiguize_tiles, shape_tile_ahead's
- * registers cost the vector tiles (200-550 bytes spilled, 15 % slower at rows of 1024). */
+ * shape_tile_ahead, inlined. H200, 1 GiB f32, a transpose of rows of 1023: 72-73 % of the copy
+ * beside it (contiguize_tiles 33 %; at two blocks an SM, 128 registers, 69 %). A kernel of its
+ * own: in contiguize_tiles, shape_tile_ahead's registers cost the vector tiles (200-550 bytes
+ * spilled, 16 % slower at rows of 1024). */
 #ifndef SHAPE_TILES_ODD_BLOCKS
 #define SHAPE_TILES_ODD_BLOCKS 3 /* blocks an SM contiguize_tiles_odd must hold */
 #endif
