@@ -23,7 +23,8 @@
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_TILES_ODD_BLOCKS;
+ * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS,
+ * SHAPE_TILES_ODD_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -1531,7 +1532,7 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
  * the copy's rate for four-byte elements. The chunk walk on such rows planned most chunks as
  * two loads and a shift and moved those across two rows element by element after the rest,
  * each load waiting on the store before it. H200, 1 GiB f32, rows of 1023, % of the copy
- * beside each op, in chunks / here: pad 45 / 73, pad_backward 17-18 / 51, flip 61 / 89-90,
+ * beside each op, in chunks / here: pad 45 / 82-83, pad_backward 17-18 / 53-54, flip 61 / 89-90,
  * triu and tril 79-81 / 119-121 (a dropped element is read by neither; bytes_moved counts it)
  * (docs/PERF.md, "Rows that are not whole chunks"). In the plain kernels themselves, the item
  * walks' code cost the chunk walks 10 % (triu at rows of 1024) and short whole rows ran slower
@@ -1541,7 +1542,13 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 #ifndef SHAPE_ITEM_BATCH
 #define SHAPE_ITEM_BATCH 8 /* items of a thread whose loads are issued before their stores */
 #endif
-static_assert(XPU_SHAPE_GRAIN % SHAPE_ITEM_BATCH == 0, "whole batches");
+/* pad_items': H200, 1 GiB f32, rows of 1023, GB/s at 4 / 8 / 16 a batch: 2661-2693 / 2766-2829 /
+ * 3083-3085 (72 / 76 / 82-83 % of the copy beside it); pad_backward_items at 16 spills (668
+ * bytes) and ran 1789-1806 against 1979-2013 at 8. */
+#ifndef SHAPE_PAD_ITEM_BATCH
+#define SHAPE_PAD_ITEM_BATCH 16
+#endif
+static_assert(XPU_SHAPE_GRAIN % SHAPE_ITEM_BATCH == 0 && XPU_SHAPE_GRAIN % SHAPE_PAD_ITEM_BATCH == 0, "whole batches");
 /* pad's and pad_backward's row table: a group's 4096 items span at most this many rows
  * wherever the rows hold 17 items or more; a group that spans more works out each item's row
  * on its own. */
@@ -1697,8 +1704,9 @@ static __device__ __forceinline__ bool shape_item_table(const Op &op, int64_t *t
 	if (g0 >= op.n)
 		return false;
 	const uint64_t last = op.n - g0 > SHAPE_BLOCK * XPU_SHAPE_GRAIN ? g0 + SHAPE_BLOCK * XPU_SHAPE_GRAIN - 1 : op.n - 1;
-	*first = g0 / op.len;
-	const uint64_t span = last / op.len - *first + 1;
+	uint64_t rem;
+	*first = shape_div(g0, op.len, &rem); /* 64-bit division costs some 70 instructions: 32 here */
+	const uint64_t span = shape_div(last, op.len, &rem) - *first + 1;
 	if (span > SHAPE_ITEM_ROWS)
 		return false;
 	for (uint32_t r = xpu_thread(); r < span; r += SHAPE_BLOCK)
@@ -1725,12 +1733,12 @@ static __device__ __forceinline__ void shape_pad_items(const shape_pad_op &op, c
 	const T *in = (const T *)op.in, fill = *(const T *)&op.fill;
 	const I lol = (I)op.lol, dl = (I)op.dl, top = (I)first;
 	shape_cursor3<I> c; /* (0, output row, column) */
-	c.init(e0, op.n / op.len, op.len);
+	c.init(e0, ~(I)0, op.len); /* the rows never wrap */
 #pragma unroll 1
-	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_ITEM_BATCH) {
-		T v[SHAPE_ITEM_BATCH];
+	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_PAD_ITEM_BATCH) {
+		T v[SHAPE_PAD_ITEM_BATCH];
 #pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++) {
+		for (int u = 0; u < SHAPE_PAD_ITEM_BATCH; u++) {
 			const int64_t r = shape_item_in(e0, u0 + u, n) ? table[c.j - top] : -1;
 			/* the column's input column, or past the row: a constant border */
 			const I q = op.mode == 0 ? c.i - lol : (I)shape_pad_from(c.i, lol, dl, op.mode);
@@ -1740,13 +1748,16 @@ static __device__ __forceinline__ void shape_pad_items(const shape_pad_op &op, c
 			c.step();
 		}
 #pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++)
+		for (int u = 0; u < SHAPE_PAD_ITEM_BATCH; u++)
 			if (shape_item_in(e0, u0 + u, n))
 				out[e0 + (I)(u0 + u) * SHAPE_BLOCK] = v[u];
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(4)
+#ifndef SHAPE_PAD_ITEMS_BLOCKS
+#define SHAPE_PAD_ITEMS_BLOCKS 4 /* blocks an SM pad_items must hold */
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PAD_ITEMS_BLOCKS)
 pad_items(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, SHAPE_PAD_PARAMS)
 {
 	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
@@ -1784,7 +1795,7 @@ static __device__ __forceinline__ uint32_t shape_pbw_items(const shape_pad_bwd_o
 	const I lo_edge = op.mode == 1 ? (lol + 1 < len ? lol + 1 : len) : op.mode == 2 && lol ? 1 : 0;
 	const I hi_edge = op.mode == 1 ? (hil + 1 < len ? len - 1 - hil : 0) : op.mode == 2 && hil ? len - 1 : len;
 	shape_cursor3<I> c; /* (0, gradient row, column) */
-	c.init(e0, op.n / op.len, op.len);
+	c.init(e0, ~(I)0, op.len); /* the rows never wrap */
 	uint32_t slow = 0; /* bit u: item u sums its terms on its own */
 #pragma unroll 1
 	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_ITEM_BATCH) {
@@ -1823,7 +1834,10 @@ static __device__ __forceinline__ uint32_t shape_pbw_items(const shape_pad_bwd_o
 	return slow;
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
+#ifndef SHAPE_PBW_ITEMS_BLOCKS
+#define SHAPE_PBW_ITEMS_BLOCKS 3 /* blocks an SM pad_backward_items must hold */
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ITEMS_BLOCKS)
 pad_backward_items(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
 	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
@@ -1832,7 +1846,7 @@ pad_backward_items(uint8_t *grad, const uint8_t *up, unsigned long long geom, SH
 	op.init(grad, up, geom, w);
 	uint64_t first = 0;
 	const bool tabled = shape_item_table(op, table, &first);
-	const bool small = (uint64_t)(op.up_end - op.up) / op.elem < (1ull << 32); /* the upstream's items */
+	const bool small = (uint64_t)(op.up_end - op.up) < ((uint64_t)op.elem << 32); /* the upstream's items */
 	uint32_t slow; /* bit u: item u sums its terms after the rest */
 #define PBW(T, DT) (small ? shape_pbw_items<T, DT, uint32_t>(op, table, first, tabled)                         \
 			  : shape_pbw_items<T, DT, uint64_t>(op, table, first, tabled))
