@@ -1674,25 +1674,28 @@ static __device__ __forceinline__ void shape_tri_items(T *__restrict__ out, cons
 	}
 }
 
-#define SHAPE_TRI_ITEMS(T, I) shape_tri_items<T, I>((T *)out, (const T *)in, (I)n, (I)rows, (I)cols, diagonal, UPPER)
+static __device__ __forceinline__ void shape_tri_items_of(uint8_t *out, const uint8_t *in, uint64_t batch, uint64_t rows,
+							  uint64_t cols, int64_t diagonal, uint64_t elem, bool upper)
+{
+	const uint64_t n = batch * rows * cols;
+#define TRI(T, I) shape_tri_items<T, I>((T *)out, (const T *)in, (I)n, (I)rows, (I)cols, diagonal, upper)
+	SHAPE_ITEM_TYPES(elem, n, TRI);
+#undef TRI
+}
+
 extern "C" __global__ void SHAPE_BOUNDS(4)
 triu_items(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long long rows, unsigned long long cols,
 	   long long diagonal, unsigned long long elem)
 {
-	const uint64_t n = batch * rows * cols;
-	const bool UPPER = true;
-	SHAPE_ITEM_TYPES(elem, n, SHAPE_TRI_ITEMS);
+	shape_tri_items_of(out, in, batch, rows, cols, diagonal, elem, true);
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(4)
 tril_items(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long long rows, unsigned long long cols,
 	   long long diagonal, unsigned long long elem)
 {
-	const uint64_t n = batch * rows * cols;
-	const bool UPPER = false;
-	SHAPE_ITEM_TYPES(elem, n, SHAPE_TRI_ITEMS);
+	shape_tri_items_of(out, in, batch, rows, cols, diagonal, elem, false);
 }
-#undef SHAPE_TRI_ITEMS
 
 /* Fills table with op.row_entry of the output rows the group's items touch, from the group's
  * first (*first); false where they are more than the table holds (or the group is past n).
