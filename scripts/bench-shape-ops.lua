@@ -3,7 +3,7 @@
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
 -- Each kernel is bit-checked against its CPU twin first where the device is not the CPU. The
 -- column "ran" (and the records' "ran") names the kernel that ran, which may be a variant the
--- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles on CUDA). "own
+-- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles, pad_items on CUDA). "own
 -- copy" (and the records' own_copy_gbs) is a copy between the op's own buffers timed right after
 -- it in the same process, "of own" the op against it: where the driver puts a process's memory
 -- in a slower mode (NVIDIA's Vulkan, docs/PERF.md), the op's own buffers say so.
@@ -19,9 +19,10 @@
 -- timed with reflect's).
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
 --          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N]
--- --cols N (default 1024) sets the rows' length of every case: rows shorter than 128 items, or
--- not whole 16-byte chunks (e.g. 1023), take the plain kernels where whole ones take a row
--- kernel (pad_rows, pad_backward_rows), so their rates can be read too.
+-- --cols N (default 1024) sets the rows' length of every case: rows shorter than 128 items take
+-- the plain kernels where whole ones take a row kernel (pad_rows, pad_backward_rows), and rows
+-- that are not whole 16-byte chunks (e.g. 1023) the plain kernels, or on CUDA the item kernels
+-- (pad_items ... tril_items, contiguize_tiles_odd), so their rates can be read too.
 -- --run N times write_slice, write_slice_rotating and contiguize on runs of N items apart from
 -- each other (the first N of every row of 2N): their item walks, where whole rows would take
 -- the row kernels (write_slice_rows, contiguize_tiles) instead. write_slice and contiguize read
