@@ -23,8 +23,8 @@
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS,
- * SHAPE_TILES_ODD_BLOCKS;
+ * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
+ * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -1548,7 +1548,12 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 #ifndef SHAPE_PAD_ITEM_BATCH
 #define SHAPE_PAD_ITEM_BATCH 16
 #endif
-static_assert(XPU_SHAPE_GRAIN % SHAPE_ITEM_BATCH == 0 && XPU_SHAPE_GRAIN % SHAPE_PAD_ITEM_BATCH == 0, "whole batches");
+#ifndef SHAPE_PBW_ITEM_BATCH
+#define SHAPE_PBW_ITEM_BATCH SHAPE_ITEM_BATCH /* pad_backward_items' */
+#endif
+static_assert(XPU_SHAPE_GRAIN % SHAPE_ITEM_BATCH == 0 && XPU_SHAPE_GRAIN % SHAPE_PAD_ITEM_BATCH == 0 &&
+		      XPU_SHAPE_GRAIN % SHAPE_PBW_ITEM_BATCH == 0,
+	      "whole batches");
 /* pad's and pad_backward's row table: a group's 4096 items span at most this many rows
  * wherever the rows hold 17 items or more; a group that spans more works out each item's row
  * on its own. */
@@ -1801,11 +1806,11 @@ static __device__ __forceinline__ uint32_t shape_pbw_items(const shape_pad_bwd_o
 	c.init(e0, ~(I)0, op.len); /* the rows never wrap */
 	uint32_t slow = 0; /* bit u: item u sums its terms on its own */
 #pragma unroll 1
-	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_ITEM_BATCH) {
-		T a[SHAPE_ITEM_BATCH], b[SHAPE_ITEM_BATCH];
+	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_PBW_ITEM_BATCH) {
+		T a[SHAPE_PBW_ITEM_BATCH], b[SHAPE_PBW_ITEM_BATCH];
 		uint32_t two = 0; /* bit u: two terms, a then b */
 #pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++) {
+		for (int u = 0; u < SHAPE_PBW_ITEM_BATCH; u++) {
 			const bool here = shape_item_in(e0, u0 + u, n);
 			const int64_t r = here ? table[c.j - top] : -1;
 			const I j = c.i;
@@ -1830,7 +1835,7 @@ static __device__ __forceinline__ uint32_t shape_pbw_items(const shape_pad_bwd_o
 			c.step();
 		}
 #pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++)
+		for (int u = 0; u < SHAPE_PBW_ITEM_BATCH; u++)
 			if (shape_item_in(e0, u0 + u, n) && !(slow >> (u0 + u) & 1))
 				out[e0 + (I)(u0 + u) * SHAPE_BLOCK] = two >> u & 1 ? (T)shape_sum2(a[u], b[u], DT) : a[u];
 	}
