@@ -1602,11 +1602,15 @@ static __device__ __forceinline__ bool shape_item_in(I e0, int u, I n)
 	return e0 + (I)u * SHAPE_BLOCK < n;
 }
 
+/* Items below this take 32-bit indices: a thread's last item (its first plus 15 * 256) must not
+ * wrap past 2^32 where it is tested against n. */
+#define SHAPE_ITEMS_32 ((1ull << 32) - (uint64_t)SHAPE_BLOCK * XPU_SHAPE_GRAIN)
+
 /* CALL(T, I) with T the element's bits for elem bytes and I the index type (32 bits where
- * every item of the operands, `reach`, is below 2^32). */
+ * every item of the operands, `reach`, is below SHAPE_ITEMS_32). */
 #define SHAPE_ITEM_TYPES(elem, reach, CALL)                                                         \
 	do {                                                                                        \
-		const bool small_ = (reach) < (1ull << 32);                                          \
+		const bool small_ = (reach) < SHAPE_ITEMS_32;                                        \
 		switch (elem) {                                                                     \
 		case 1: if (small_) CALL(uint8_t, uint32_t); else CALL(uint8_t, uint64_t); break;     \
 		case 2: if (small_) CALL(uint16_t, uint32_t); else CALL(uint16_t, uint64_t); break;   \
@@ -1854,7 +1858,7 @@ pad_backward_items(uint8_t *grad, const uint8_t *up, unsigned long long geom, SH
 	op.init(grad, up, geom, w);
 	uint64_t first = 0;
 	const bool tabled = shape_item_table(op, table, &first);
-	const bool small = (uint64_t)(op.up_end - op.up) < ((uint64_t)op.elem << 32); /* the upstream's items */
+	const bool small = (uint64_t)(op.up_end - op.up) < SHAPE_ITEMS_32 * op.elem; /* the upstream's items */
 	uint32_t slow; /* bit u: item u sums its terms after the rest */
 #define PBW(T, DT) (small ? shape_pbw_items<T, DT, uint32_t>(op, table, first, tabled)                         \
 			  : shape_pbw_items<T, DT, uint64_t>(op, table, first, tabled))
