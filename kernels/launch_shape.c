@@ -302,17 +302,21 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, cons
  * walk takes every chunk of rows that are not whole chunks element by element (right, and
  * slower than the plain kernels, which move such rows' inner chunks as vectors); it steps a
  * row's place in 32 bits. */
+/* pad's and pad_backward's output row: the last axis, padded for pad (a scalar: one item). */
+static uint64_t pad_row_len(const struct xpu_shape_geom *g)
+{
+	int k = g->rank - 1;
+	return k < 0 ? 1 : g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
+}
+
 static bool pad_of_rows(const struct xpu_shape_geom *g)
 {
-	if (g->rank < 1)
-		return false;
-	int k = g->rank - 1;
-	uint64_t len = g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
-	return len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
+	uint64_t len = pad_row_len(g);
+	return g->rank >= 1 && len >= XPU_SHAPE_ROW_MIN && len < (1ull << 31) && len * g->elem % 16 == 0;
 }
 
 /* Whether a row of len items of elem bytes, at bases out and in (byte offsets in their
- * allocations; in: 0 where the op reads no aligned run), is a whole number of 16-byte chunks
+ * allocations; in: NULL where the op reads no aligned run), is a whole number of 16-byte chunks
  * on 16-byte boundaries: what the plain kernels' chunk walks move as vectors. */
 static bool whole_chunks(uint64_t len, uint32_t elem, const struct xpu_karg *out, const struct xpu_karg *in)
 {
@@ -345,11 +349,8 @@ static bool by_items(const struct xpu_shape_geom *g, bool variant)
 		return false;
 	switch (g->kernel) {
 	case XPU_SK_PAD:
-	case XPU_SK_PAD_BACKWARD: {
-		int k = g->rank - 1;
-		uint64_t len = k < 0 ? 1 : g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
-		return !whole_chunks(len, g->elem, &g->out, NULL);
-	}
+	case XPU_SK_PAD_BACKWARD:
+		return !whole_chunks(pad_row_len(g), g->elem, &g->out, NULL);
 	case XPU_SK_FLIP: /* a chunk's row: the flipped axis (inner 1) or the inner rows */
 		return !whole_chunks(g->inner == 1 ? g->dim : g->inner, g->elem, &g->out, &g->in);
 	case XPU_SK_TRIU:

@@ -1619,6 +1619,27 @@ static __device__ __forceinline__ bool shape_item_in(I e0, int u, I n)
 		}                                                                                   \
 	} while (0)
 
+/* A thread's items in batches of BATCH: load(c, here, e, v) sets item e's value v (c: its
+ * place, here: whether it is below n; v may stay unset where it is not), every value of a
+ * batch loaded before any is stored to out[e]. */
+template <int BATCH, typename T, typename I, class Load>
+static __device__ __forceinline__ void shape_items_walk(T *out, I e0, I n, shape_cursor3<I> &c, const Load &load)
+{
+#pragma unroll 1
+	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += BATCH) {
+		T v[BATCH];
+#pragma unroll
+		for (int u = 0; u < BATCH; u++) {
+			load(c, shape_item_in(e0, u0 + u, n), e0 + (I)(u0 + u) * SHAPE_BLOCK, v[u]);
+			c.step();
+		}
+#pragma unroll
+		for (int u = 0; u < BATCH; u++)
+			if (shape_item_in(e0, u0 + u, n))
+				out[e0 + (I)(u0 + u) * SHAPE_BLOCK] = v[u];
+	}
+}
+
 /* flip: out[o, j, i] = in[o, dim - 1 - j, i]. */
 template <typename T, typename I>
 static __device__ __forceinline__ void shape_flip_items(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
@@ -1629,20 +1650,10 @@ static __device__ __forceinline__ void shape_flip_items(T *__restrict__ out, con
 		return;
 	shape_cursor3<I> c;
 	c.init(e0, dim, inner);
-#pragma unroll 1
-	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_ITEM_BATCH) {
-		T v[SHAPE_ITEM_BATCH];
-#pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++) {
-			if (shape_item_in(e0, u0 + u, n))
-				v[u] = in[(c.o * dim + dim - 1 - c.j) * inner + c.i];
-			c.step();
-		}
-#pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++)
-			if (shape_item_in(e0, u0 + u, n))
-				out[e0 + (I)(u0 + u) * SHAPE_BLOCK] = v[u];
-	}
+	shape_items_walk<SHAPE_ITEM_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I, T &v) {
+		if (here)
+			v = in[(p.o * dim + dim - 1 - p.j) * inner + p.i];
+	});
 }
 
 extern "C" __global__ void SHAPE_BOUNDS(3)
@@ -1665,22 +1676,12 @@ static __device__ __forceinline__ void shape_tri_items(T *__restrict__ out, cons
 		return;
 	shape_cursor3<I> c; /* (matrix, row, column) */
 	c.init(e0, rows, cols);
-#pragma unroll 1
-	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_ITEM_BATCH) {
-		T v[SHAPE_ITEM_BATCH];
-#pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++) {
-			const int64_t off = (int64_t)c.i - (int64_t)c.j; /* column less row, against the diagonal */
-			v[u] = T{};
-			if (shape_item_in(e0, u0 + u, n) && (upper ? off >= diag : off <= diag))
-				v[u] = in[e0 + (I)(u0 + u) * SHAPE_BLOCK];
-			c.step();
-		}
-#pragma unroll
-		for (int u = 0; u < SHAPE_ITEM_BATCH; u++)
-			if (shape_item_in(e0, u0 + u, n))
-				out[e0 + (I)(u0 + u) * SHAPE_BLOCK] = v[u];
-	}
+	shape_items_walk<SHAPE_ITEM_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I e, T &v) {
+		const int64_t off = (int64_t)p.i - (int64_t)p.j; /* column less row, against the diagonal */
+		v = T{};
+		if (here && (upper ? off >= diag : off <= diag))
+			v = in[e];
+	});
 }
 
 static __device__ __forceinline__ void shape_tri_items_of(uint8_t *out, const uint8_t *in, uint64_t batch, uint64_t rows,
@@ -1746,6 +1747,7 @@ static __device__ __forceinline__ void shape_pad_items(const shape_pad_op &op, c
 	const I lol = (I)op.lol, dl = (I)op.dl, top = (I)first;
 	shape_cursor3<I> c; /* (0, output row, column) */
 	c.init(e0, ~(I)0, op.len); /* the rows never wrap */
+	/* shape_items_walk's loop written out: through it the kernel spilled 228 bytes, against 80 */
 #pragma unroll 1
 	for (int u0 = 0; u0 < XPU_SHAPE_GRAIN; u0 += SHAPE_PAD_ITEM_BATCH) {
 		T v[SHAPE_PAD_ITEM_BATCH];
