@@ -66,7 +66,7 @@ describe("quant formats", function()
   it("lists the five served formats with ARITHMETIC.md's layouts", function()
     local want = {
       q4_0 = { 2, 32, 18, 2, 0, 16 }, q8_0 = { 8, 32, 34, 2, 0, 32 },
-      q4_K = { 12, 256, 144, 4, 0, 140 }, q6_K = { 14, 256, 210, 2, 208, 208 },
+      q4_K = { 12, 256, 144, 16, 0, 128 }, q6_K = { 14, 256, 210, 2, 208, 208 },
       iq4_nl = { 20, 32, 18, 2, 0, 16 },
     }
     local got = q.formats()
@@ -83,7 +83,7 @@ describe("quant formats", function()
   it("sizes resident rows: the scale prefix padded to a dword, then the payloads", function()
     assert.equal(8 + 3 * 16, q.row_bytes("q4_0", 3))
     assert.equal(4 + 1 * 208, q.row_bytes("q6_K", 1))
-    assert.equal(16 + 4 * 140, q.row_bytes("q4_K", 4))
+    assert.equal(64 + 4 * 128, q.row_bytes("q4_K", 4))
     assert.equal(256 + 128 * 16, q.row_bytes("iq4_nl", 128))
     assert.equal(896 + 448 * 32, q.row_bytes("q8_0", 448))
   end)
@@ -381,7 +381,7 @@ describe("resident split", function()
     check("q6_K", 1, 3, 2)
   end)
 
-  it("q4_K: 4-byte scales need no padding; iq4_nl and q8_0 like q4_0", function()
+  it("q4_K: 16-byte heads (d, dmin, scales) need no padding; iq4_nl and q8_0 like q4_0", function()
     check("q4_K", 2, 2, 0)
     check("iq4_nl", 5, 2, 2)
     check("q8_0", 4, 2, 0)

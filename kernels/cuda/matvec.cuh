@@ -203,12 +203,14 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 
 /* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
  * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
- * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
+ * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. The block's
+ * 16-byte head (d, dmin, scales[12]) sits in the row prefix: one 16-byte load where the rows
+ * are on 16 bytes, and the 128-byte payloads are then too. */
 struct mv_q4_K {
 	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;
-	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
-	static constexpr bool VEC = false;
+	static constexpr uint32_t ELEMS = 256, SCALE = 16, PAY = 128;
+	static constexpr bool VEC = true;
 	struct W {
 		uint32_t qs[4], sc[3], dm;
 	};
@@ -216,14 +218,15 @@ struct mv_q4_K {
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
 		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		const uint4 head = ldw16<V>(row + (uint64_t)b * SCALE);
 		W w;
-#pragma unroll
-		for (int i = 0; i < 3; i++)
-			w.sc[i] = xpu_ldw32(blk + 4 * i);
+		w.dm = head.x;
+		w.sc[0] = head.y;
+		w.sc[1] = head.z;
+		w.sc[2] = head.w;
 #pragma unroll
 		for (int k = 0; k < 4; k++)
-			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
-		w.dm = xpu_ldw32(row + 4 * b);
+			w.qs[k] = xpu_ldw32(blk + 4 * (8 * k + sub));
 		return w;
 	}
 	template <bool V>
