@@ -117,11 +117,9 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *sc, int32_t *m)
 static float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
 {
 	float acc[32] = { 0 };
-	const uint8_t *payload = row + (uint64_t)bpr * 16;
 	for (uint32_t b = 0; b < bpr; b++) {
-		/* the block's head in the prefix: d, dmin, scales[12]; its nibbles in the payload */
-		const uint8_t *head = row + 16 * (uint64_t)b, *scales = head + 4;
-		const uint8_t *qs = payload + (uint64_t)b * 128;
+		/* no prefix: the block as in the file, d, dmin, scales[12], qs[128] */
+		const uint8_t *head = row + 144 * (uint64_t)b, *scales = head + 4, *qs = head + 16;
 		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
 		const int8_t *a = (const int8_t *)xb;
 		int32_t isum = 0, msum = 0;

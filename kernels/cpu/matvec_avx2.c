@@ -25,6 +25,13 @@ static inline uint16_t rd16(const uint8_t *p)
 	return v;
 }
 
+static inline uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
 static inline float rd_f32(const uint8_t *p)
 {
 	float v;
@@ -434,11 +441,12 @@ AVX2 INLINE __m256i spread16(int j)
 }
 
 /* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each;
- * head is the block's 16 bytes in the row prefix (d, dmin, scales[12]), qs its 128 nibble bytes */
-AVX2 INLINE void q4_K_sums(const uint8_t *head, const uint8_t *qs, const uint8_t *xb, const uint8_t *bsums,
-			   dot_fn wdot, __m256i *isum, __m256i *msum)
+ * blk is the 144-byte block (d, dmin, scales[12], qs[128]) */
+AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
+			   __m256i *isum, __m256i *msum)
 {
-	const __m128i scm = q4_K_scales_mins(head + 4);
+	const __m128i scm = q4_K_scales_mins(blk + 4);
+	const uint8_t *qs = blk + 16;
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
 	/* two accumulators, the low nibbles' and the high's: two chains of four dependent dots a
 	 * block instead of one of eight (integer sums: any order gives the same bits) */
@@ -457,18 +465,18 @@ AVX2 INLINE void q4_K_sums(const uint8_t *head, const uint8_t *qs, const uint8_t
 	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)bsums));
 }
 
-/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks: heads holds
- * their 16-byte heads, each starting with its f16 d, dmin pair */
-AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *heads,
-				__m256 xs)
+/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks from blk on,
+ * each starting with its f16 d, dmin pair */
+AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *blk, __m256 xs)
 {
-	uint32_t dm[8];
-	for (int k = 0; k < 8; k++)
-		memcpy(&dm[k], heads + 16 * k, 4);
+	/* the pairs as one vector, loaded lane by lane (stored to an array and read back as one
+	 * vector, the forwarding stalls) */
+	const __m256i dm = _mm256_i32gather_epi32((const int *)(const void *)blk,
+						  _mm256_setr_epi32(0, 36, 72, 108, 144, 180, 216, 252), 4);
 	/* d0 m0 d1 m1 .. in each half -> d0..d3 m0..m3 | d4..d7 m4..m7 -> d0..d7 | m0..m7 */
 	const __m256i order = _mm256_broadcastsi128_si256(
 		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
-	__m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)dm), order);
+	__m256i v = _mm256_shuffle_epi8(dm, order);
 	v = _mm256_permute4x64_epi64(v, _MM_SHUFFLE(3, 1, 2, 0));
 	const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
 	const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
@@ -492,18 +500,18 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 {
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
-	const uint8_t *payload = row + (uint64_t)bpr * 16;
-	prefetch_prefix(row, (uint64_t)bpr * 16);
+	/* the blocks by a pointer of their own, so the unrolled body's addresses are constant
+	 * offsets from it */
+	const uint8_t *blk = row;
 	uint32_t b = 0;
-	for (; b + 8 <= bpr; b += 8) {
+	for (; b + 8 <= bpr; b += 8, blk += 8 * 144) {
 		__m256i is[8], ms[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			prefetch_ahead(payload + (uint64_t)(b + k) * 128, 128, true);
-			q4_K_sums(row + 16 * (uint64_t)(b + k), payload + (uint64_t)(b + k) * 128, xv_values(X, b + k),
-				  xv_sums(X, b + k), wdot, &is[k], &ms[k]);
+			prefetch_ahead(blk + 144 * k, 144, true);
+			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k]);
 		}
-		const __m256 v = q4_K_values8(is, ms, row + 16 * (uint64_t)b, xv_scales8(X, b));
+		const __m256 v = q4_K_values8(is, ms, blk, xv_scales8(X, b));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
 	}
 	float lanes[32];
@@ -511,9 +519,9 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
 	for (; b < bpr; b++) {
 		__m256i is, ms;
-		q4_K_sums(row + 16 * (uint64_t)b, payload + (uint64_t)b * 128, xv_values(X, b), xv_sums(X, b), wdot,
-			  &is, &ms);
-		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, row + 16 * (uint64_t)b, xv_scale(X, b));
+		q4_K_sums(blk, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms);
+		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, blk, xv_scale(X, b));
+		blk += 144;
 	}
 	return xpu_wave_reduce(lanes);
 }
