@@ -204,14 +204,15 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 /* Q4_K: eight lanes per 256-element block. Lane p = 2k + m reads nibble bytes 32k + 16m ..
  * + 15 as one 16-byte load: their low nibbles are elements 64k + 16m.. (sub-block 2k), their
  * high nibbles 64k + 32 + 16m.. (sub-block 2k + 1), each against 16 consecutive activation
- * bytes; lane p also takes sub-block p's min term. All eight read the block's 16-byte head in
- * the row prefix (d, dmin, scales[12]). H200, us for 14336x4096 / 4096x14336, one output:
+ * bytes; lane p also takes sub-block p's min term. All eight read the block's 16-byte head
+ * (d, dmin, scales[12]; no row prefix: the 144-byte block is the payload, nine 16-byte words).
+ * H200, us for 14336x4096 / 4096x14336, one output (the head in a prefix then):
  * 16.7 / 15.7 against 17.4 / 18.2 for lanes of four words 32 bytes apart; independent
  * launches 12.8 / 12.6 against 13.7 / 14.7 (docs/PERF.md). */
 struct mv_q4_K {
 	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;
-	static constexpr uint32_t ELEMS = 256, SCALE = 16, PAY = 128;
+	static constexpr uint32_t ELEMS = 256, SCALE = 0, PAY = 144;
 	static constexpr bool VEC = true;
 	struct W {
 		uint4 qs;
@@ -220,9 +221,10 @@ struct mv_q4_K {
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
-		const uint4 head = ldw16<V>(row + (uint64_t)b * SCALE);
+		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		const uint4 head = ldw16<V>(blk);
 		W w;
-		w.qs = ldw16<V>(pay + (uint64_t)b * PAY + 16 * sub);
+		w.qs = ldw16<V>(blk + 16 + 16 * sub);
 		w.dm = head.x;
 		w.sc[0] = head.y;
 		w.sc[1] = head.z;
