@@ -422,16 +422,19 @@ VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const
 /* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
 
 /* q4_K's scales[12] as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15): ggml's
- * get_scale_min_k4 for every j at once. */
+ * get_scale_min_k4 for every j at once. Reads 16 bytes: the 12 and the 4 after them. */
 AVX2 INLINE __m128i q4_K_scales_mins(const uint8_t *scales)
 {
-	const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-	uint32_t u[3];
-	memcpy(u, scales, 12);
-	const uint32_t sc_lo = u[0] & k1, m_lo = u[1] & k1;
-	const uint32_t sc_hi = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-	const uint32_t m_hi = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-	return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+	/* dwords s0 s1 s2 (the fourth is not used): sc_lo = s0 & k1, m_lo = s1 & k1, sc_hi =
+	 * (s2 & k2) | ((s0 >> 6) & k3) << 4, m_hi = ((s2 >> 4) & k2) | ((s1 >> 6) & k3) << 4, the
+	 * last term per byte as (s >> 2) & 0x30 */
+	const __m128i s = _mm_loadu_si128((const __m128i *)scales);
+	const __m128i p = _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 1, 2, 0)); /* s0 s2 s1 s2 */
+	const __m128i q = _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 1, 0, 0)); /* s0 s0 s1 s1 */
+	const __m128i lo = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
+					 _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+	const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+	return _mm_or_si128(lo, hi); /* sc_lo sc_hi m_lo m_hi */
 }
 
 /* the byte shuffle that spreads int16 lane j of each 128-bit half over that half */
