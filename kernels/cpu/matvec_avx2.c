@@ -422,15 +422,14 @@ VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const
 /* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
 
 /* q4_K's scales[12] as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15): ggml's
- * get_scale_min_k4 for every j at once. Reads 16 bytes: the 12 and the 4 after them. */
-AVX2 INLINE __m128i q4_K_scales_mins(const uint8_t *scales)
+ * get_scale_min_k4 for every j at once, from the block's 16-byte head (dwords: d and dmin, then
+ * the scale bytes s0 s1 s2): sc_lo = s0 & k1, m_lo = s1 & k1, sc_hi = (s2 & k2) | ((s0 >> 6) &
+ * k3) << 4, m_hi = ((s2 >> 4) & k2) | ((s1 >> 6) & k3) << 4, the last term per byte as
+ * (s >> 2) & 0x30. */
+AVX2 INLINE __m128i q4_K_scales_mins(__m128i head)
 {
-	/* dwords s0 s1 s2 (the fourth is not used): sc_lo = s0 & k1, m_lo = s1 & k1, sc_hi =
-	 * (s2 & k2) | ((s0 >> 6) & k3) << 4, m_hi = ((s2 >> 4) & k2) | ((s1 >> 6) & k3) << 4, the
-	 * last term per byte as (s >> 2) & 0x30 */
-	const __m128i s = _mm_loadu_si128((const __m128i *)scales);
-	const __m128i p = _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 1, 2, 0)); /* s0 s2 s1 s2 */
-	const __m128i q = _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 1, 0, 0)); /* s0 s0 s1 s1 */
+	const __m128i p = _mm_shuffle_epi32(head, _MM_SHUFFLE(3, 2, 3, 1)); /* s0 s2 s1 s2 */
+	const __m128i q = _mm_shuffle_epi32(head, _MM_SHUFFLE(2, 2, 1, 1)); /* s0 s0 s1 s1 */
 	const __m128i lo = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
 					 _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
 	const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
@@ -444,11 +443,12 @@ AVX2 INLINE __m256i spread16(int j)
 }
 
 /* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each;
- * blk is the 144-byte block (d, dmin, scales[12], qs[128]) */
+ * blk is the 144-byte block (d, dmin, scales[12], qs[128]); its head goes to *head */
 AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
-			   __m256i *isum, __m256i *msum)
+			   __m256i *isum, __m256i *msum, __m128i *head)
 {
-	const __m128i scm = q4_K_scales_mins(blk + 4);
+	*head = _mm_loadu_si128((const __m128i *)blk);
+	const __m128i scm = q4_K_scales_mins(*head);
 	const uint8_t *qs = blk + 16;
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
 	/* two accumulators, the low nibbles' and the high's: two chains of four dependent dots a
@@ -468,14 +468,15 @@ AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t 
 	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)bsums));
 }
 
-/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks from blk on,
- * each starting with its f16 d, dmin pair */
-AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *blk, __m256 xs)
+/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks; dword 0 of each
+ * head is its f16 d, dmin pair */
+AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const __m128i h[8], __m256 xs)
 {
-	/* the pairs as one vector, loaded lane by lane (stored to an array and read back as one
-	 * vector, the forwarding stalls) */
-	const __m256i dm = _mm256_i32gather_epi32((const int *)(const void *)blk,
-						  _mm256_setr_epi32(0, 36, 72, 108, 144, 180, 216, 252), 4);
+	/* the eight pairs as one vector from the heads in registers: (p0 p1 . .) (p2 p3 . .) ->
+	 * (p0 p1 p2 p3), the same for 4..7 */
+	const __m128i p03 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(h[0], h[1]), _mm_unpacklo_epi32(h[2], h[3]));
+	const __m128i p47 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(h[4], h[5]), _mm_unpacklo_epi32(h[6], h[7]));
+	const __m256i dm = _mm256_set_m128i(p47, p03);
 	/* d0 m0 d1 m1 .. in each half -> d0..d3 m0..m3 | d4..d7 m4..m7 -> d0..d7 | m0..m7 */
 	const __m256i order = _mm256_broadcastsi128_si256(
 		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
@@ -509,12 +510,13 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8, blk += 8 * 144) {
 		__m256i is[8], ms[8];
+		__m128i h[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
 			prefetch_ahead(blk + 144 * k, 144, true);
-			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k]);
+			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k], &h[k]);
 		}
-		const __m256 v = q4_K_values8(is, ms, blk, xv_scales8(X, b));
+		const __m256 v = q4_K_values8(is, ms, h, xv_scales8(X, b));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
 	}
 	float lanes[32];
@@ -522,7 +524,8 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
 	for (; b < bpr; b++) {
 		__m256i is, ms;
-		q4_K_sums(blk, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms);
+		__m128i h;
+		q4_K_sums(blk, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms, &h);
 		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, blk, xv_scale(X, b));
 		blk += 144;
 	}
