@@ -507,13 +507,22 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 	/* the blocks by a pointer of their own, so the unrolled body's addresses are constant
 	 * offsets from it */
 	const uint8_t *blk = row;
+	/* rows past a page prefetch with the lowest temporal hint (docs/PERF.md, one core from
+	 * DRAM: 2048x28672 1859-1924 us against 3139-3594 at the L1 hint, main's layout 2913-3135;
+	 * rows of 4096 lost with it) */
+	const bool far = (uint64_t)bpr * 144 > AHEAD;
 	uint32_t b = 0;
 	for (; b + 8 <= bpr; b += 8, blk += 8 * 144) {
 		__m256i is[8], ms[8];
 		__m128i h[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			prefetch_ahead(blk + 144 * k, 144, true);
+			for (int o = 0; o < 144; o += 64) {
+				if (far)
+					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 1);
+				else
+					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 3);
+			}
 			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k], &h[k]);
 		}
 		const __m256 v = q4_K_values8(is, ms, h, xv_scales8(X, b));
