@@ -62,6 +62,8 @@ static int split_scale_dword_extent(const struct xpu_karg *a, uint64_t need[XPU_
 {
 	const uint64_t total = a[2].u, rbase = a[3].u, bb = a[4].u, sb = a[5].u, soff = a[6].u;
 	const uint64_t bpr = a[7].u, pfw = a[8].u, rw = a[9].u;
+	if (sb == 0)
+		return xpu_fail("scale_bytes is 0: a format with no row prefix has no scale pass");
 	if (split_geometry(bpr, sb, 4 * pfw))
 		return -1;
 	if (soff + sb > bb || rw < pfw)

@@ -66,7 +66,7 @@ describe("quant formats", function()
   it("lists the five served formats with ARITHMETIC.md's layouts", function()
     local want = {
       q4_0 = { 2, 32, 18, 2, 0, 16 }, q8_0 = { 8, 32, 34, 2, 0, 32 },
-      q4_K = { 12, 256, 144, 4, 0, 140 }, q6_K = { 14, 256, 210, 2, 208, 208 },
+      q4_K = { 12, 256, 144, 0, 0, 144 }, q6_K = { 14, 256, 210, 2, 208, 208 },
       iq4_nl = { 20, 32, 18, 2, 0, 16 },
     }
     local got = q.formats()
@@ -83,7 +83,7 @@ describe("quant formats", function()
   it("sizes resident rows: the scale prefix padded to a dword, then the payloads", function()
     assert.equal(8 + 3 * 16, q.row_bytes("q4_0", 3))
     assert.equal(4 + 1 * 208, q.row_bytes("q6_K", 1))
-    assert.equal(16 + 4 * 140, q.row_bytes("q4_K", 4))
+    assert.equal(4 * 144, q.row_bytes("q4_K", 4))
     assert.equal(256 + 128 * 16, q.row_bytes("iq4_nl", 128))
     assert.equal(896 + 448 * 32, q.row_bytes("q8_0", 448))
   end)
@@ -381,7 +381,7 @@ describe("resident split", function()
     check("q6_K", 1, 3, 2)
   end)
 
-  it("q4_K: 4-byte scales need no padding; iq4_nl and q8_0 like q4_0", function()
+  it("q4_K: no prefix, the blocks as they are; iq4_nl and q8_0 like q4_0", function()
     check("q4_K", 2, 2, 0)
     check("iq4_nl", 5, 2, 2)
     check("q8_0", 4, 2, 0)
@@ -575,7 +575,8 @@ describe("quant kernels on cpu:0", function()
       local pw = f.payload_bytes // 4
       cpu:kernel("split_payload_dword"):launch(nil, (n * pw + 63) // 64, 64, out, src, n * pw, first,
         f.block_bytes, pw, pay_off, bpr, prefix // 4, rb // 4)
-      if dword_scales then
+      if f.scale_bytes == 0 then -- no prefix (q4_K): the payload pass moved whole blocks
+      elseif dword_scales then
         cpu:kernel("split_scale_dword"):launch(nil, (n // bpr * prefix // 4 + 31) // 32, 32, out, src,
           n // bpr * prefix // 4, first // bpr, f.block_bytes, f.scale_bytes, f.scale_offset, bpr,
           prefix // 4, rb // 4)
@@ -599,7 +600,7 @@ describe("quant kernels on cpu:0", function()
     local before = k.launches
     split_case("q4_0", 7, { { 0, 14 }, { 14, 21 } }, true)
     split_case("q6_K", 3, { { 0, 15 } }, true)
-    split_case("q4_K", 2, { { 0, 4 }, { 4, 6 } }, true)
+    split_case("q8_0", 2, { { 0, 4 }, { 4, 6 } }, true)
     assert.equal(before + 5, k.launches)
   end)
 
@@ -610,6 +611,16 @@ describe("quant kernels on cpu:0", function()
     split_case("q8_0", 3, { { 0, 1 }, { 1, 14 } }, false)
     split_case("q6_K", 3, { { 0, 4 }, { 4, 11 } }, false)
     assert.equal(before, k.launches)
+  end)
+
+  it("split: q4_K has no prefix, so its payload pass alone makes its rows; no scale pass", function()
+    local k = cpu:kernel "split_scale_dword"
+    local before = k.launches
+    split_case("q4_K", 2, { { 0, 4 }, { 4, 6 } }, true)
+    assert.equal(before, k.launches)
+    local ok, err = pcall(k.launch, k, nil, 1, 32, cpu:buffer(288), cpu:buffer(288), 1, 0, 144, 0, 0, 2, 0, 72)
+    assert.is_false(ok)
+    assert.matches("scale_bytes is 0: a format with no row prefix has no scale pass", err)
   end)
 
   it("split: extents refuse an inconsistent layout by name", function()

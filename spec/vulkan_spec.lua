@@ -433,7 +433,8 @@ describe("vulkan quant kernels == cpu:0", function()
       local pw = f.payload_bytes // 4
       vk:kernel("split_payload_dword"):launch(nil, (n * pw + 63) // 64, 64, out, src, n * pw, first,
         f.block_bytes, pw, pay_off, bpr, prefix // 4, rb // 4)
-      if dword_scales then
+      if f.scale_bytes == 0 then -- no prefix (q4_K): the payload pass moved whole blocks
+      elseif dword_scales then
         vk:kernel("split_scale_dword"):launch(nil, (n // bpr * prefix // 4 + 31) // 32, 32, out, src,
           n // bpr * prefix // 4, first // bpr, f.block_bytes, f.scale_bytes, f.scale_offset, bpr,
           prefix // 4, rb // 4)
@@ -456,8 +457,15 @@ describe("vulkan quant kernels == cpu:0", function()
     local before = k.launches
     split_case("q4_0", 7, { { 0, 14 }, { 14, 21 } }, true)
     split_case("q6_K", 3, { { 0, 15 } }, true)
-    split_case("q4_K", 2, { { 0, 4 }, { 4, 6 } }, true)
+    split_case("q8_0", 2, { { 0, 4 }, { 4, 6 } }, true)
     assert.equal(before + 5, k.launches)
+  end)
+
+  vk_it("split: q4_K (no prefix) by its payload pass alone == the host split", function()
+    local k = vk:kernel "split_scale_dword"
+    local before = k.launches
+    split_case("q4_K", 2, { { 0, 4 }, { 4, 6 } }, true)
+    assert.equal(before, k.launches)
   end)
 
   vk_it("split: chunks ending mid-row through the byte scale kernel == the host split", function()

@@ -117,9 +117,9 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *sc, int32_t *m)
 static float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
 {
 	float acc[32] = { 0 };
-	const uint8_t *payload = row + (uint64_t)bpr * 4;
 	for (uint32_t b = 0; b < bpr; b++) {
-		const uint8_t *scales = payload + (uint64_t)b * 140, *qs = scales + 12;
+		/* no prefix: the block as in the file, d, dmin, scales[12], qs[128] */
+		const uint8_t *head = row + 144 * (uint64_t)b, *scales = head + 4, *qs = head + 16;
 		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
 		const int8_t *a = (const int8_t *)xb;
 		int32_t isum = 0, msum = 0;
@@ -133,8 +133,8 @@ static float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
 			isum += sc * s;
 			msum += m * rd_i32(xb + XPU_Q8K_SUMS + 4 * j);
 		}
-		const float d = xpu_f16_to_f32(rd16(row + 4 * b));
-		const float dmin = xpu_f16_to_f32(rd16(row + 4 * b + 2));
+		const float d = xpu_f16_to_f32(rd16(head));
+		const float dmin = xpu_f16_to_f32(rd16(head + 2));
 		const float xs = rd_f32(xb + XPU_Q8K_SCALE);
 		const float v = (d * xs) * (float)isum - (dmin * xs) * (float)msum;
 		acc[b % 32] = acc[b % 32] + v;

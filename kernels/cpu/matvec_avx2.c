@@ -25,6 +25,13 @@ static inline uint16_t rd16(const uint8_t *p)
 	return v;
 }
 
+static inline uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
 static inline float rd_f32(const uint8_t *p)
 {
 	float v;
@@ -415,16 +422,18 @@ VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const
 /* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
 
 /* q4_K's scales[12] as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15): ggml's
- * get_scale_min_k4 for every j at once. */
-AVX2 INLINE __m128i q4_K_scales_mins(const uint8_t *scales)
+ * get_scale_min_k4 for every j at once, from the block's 16-byte head (dwords: d and dmin, then
+ * the scale bytes s0 s1 s2): sc_lo = s0 & k1, m_lo = s1 & k1, sc_hi = (s2 & k2) | ((s0 >> 6) &
+ * k3) << 4, m_hi = ((s2 >> 4) & k2) | ((s1 >> 6) & k3) << 4, the last term per byte as
+ * (s >> 2) & 0x30. */
+AVX2 INLINE __m128i q4_K_scales_mins(__m128i head)
 {
-	const uint32_t k1 = 0x3f3f3f3f, k2 = 0x0f0f0f0f, k3 = 0x03030303;
-	uint32_t u[3];
-	memcpy(u, scales, 12);
-	const uint32_t sc_lo = u[0] & k1, m_lo = u[1] & k1;
-	const uint32_t sc_hi = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-	const uint32_t m_hi = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-	return _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+	const __m128i p = _mm_shuffle_epi32(head, _MM_SHUFFLE(3, 2, 3, 1)); /* s0 s2 s1 s2 */
+	const __m128i q = _mm_shuffle_epi32(head, _MM_SHUFFLE(2, 2, 1, 1)); /* s0 s0 s1 s1 */
+	const __m128i lo = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
+					 _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+	const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+	return _mm_or_si128(lo, hi); /* sc_lo sc_hi m_lo m_hi */
 }
 
 /* the byte shuffle that spreads int16 lane j of each 128-bit half over that half */
@@ -433,11 +442,14 @@ AVX2 INLINE __m256i spread16(int j)
 	return _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j));
 }
 
-/* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each */
-AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
-			   __m256i *isum, __m256i *msum)
+/* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each;
+ * blk is the 144-byte block (d, dmin, scales[12], qs[128]); its head goes to *head */
+AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
+			   __m256i *isum, __m256i *msum, __m128i *head)
 {
-	const __m128i scm = q4_K_scales_mins(p);
+	*head = _mm_loadu_si128((const __m128i *)blk);
+	const __m128i scm = q4_K_scales_mins(*head);
+	const uint8_t *qs = blk + 16;
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
 	/* two accumulators, the low nibbles' and the high's: two chains of four dependent dots a
 	 * block instead of one of eight (integer sums: any order gives the same bits) */
@@ -445,7 +457,7 @@ AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, const uint8_t *b
 #pragma GCC unroll 4
 	for (int k = 0; k < 4; k++) {
 		__m256i lo, hi;
-		nibbles(p + 12 + 32 * k, &lo, &hi);
+		nibbles(qs + 32 * k, &lo, &hi);
 		__m256i a0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k));
 		__m256i a1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k + 32));
 		s0 = wdot(s0, _mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc, spread16(2 * k)));
@@ -456,15 +468,19 @@ AVX2 INLINE void q4_K_sums(const uint8_t *p, const uint8_t *xb, const uint8_t *b
 	*msum = _mm256_mullo_epi32(mins, _mm256_loadu_si256((const __m256i *)bsums));
 }
 
-/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks: dm holds
- * their f16 d, dmin pairs */
-AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const uint8_t *dm,
-				__m256 xs)
+/* value = (d * xs) * (float)isum - (dmin * xs) * (float)msum for eight blocks; dword 0 of each
+ * head is its f16 d, dmin pair */
+AVX2 INLINE __m256 q4_K_values8(const __m256i is[8], const __m256i ms[8], const __m128i h[8], __m256 xs)
 {
+	/* the eight pairs as one vector from the heads in registers: (p0 p1 . .) (p2 p3 . .) ->
+	 * (p0 p1 p2 p3), the same for 4..7 */
+	const __m128i p03 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(h[0], h[1]), _mm_unpacklo_epi32(h[2], h[3]));
+	const __m128i p47 = _mm_unpacklo_epi64(_mm_unpacklo_epi32(h[4], h[5]), _mm_unpacklo_epi32(h[6], h[7]));
+	const __m256i dm = _mm256_set_m128i(p47, p03);
 	/* d0 m0 d1 m1 .. in each half -> d0..d3 m0..m3 | d4..d7 m4..m7 -> d0..d7 | m0..m7 */
 	const __m256i order = _mm256_broadcastsi128_si256(
 		_mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15));
-	__m256i v = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)dm), order);
+	__m256i v = _mm256_shuffle_epi8(dm, order);
 	v = _mm256_permute4x64_epi64(v, _MM_SHUFFLE(3, 1, 2, 0));
 	const __m256 d = _mm256_cvtph_ps(_mm256_castsi256_si128(v));
 	const __m256 dmin = _mm256_cvtph_ps(_mm256_extracti128_si256(v, 1));
@@ -488,18 +504,28 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 {
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
-	const uint8_t *payload = row + (uint64_t)bpr * 4;
-	prefetch_prefix(row, (uint64_t)bpr * 4);
+	/* the blocks by a pointer of their own, so the unrolled body's addresses are constant
+	 * offsets from it */
+	const uint8_t *blk = row;
+	/* rows past a page prefetch with the lowest temporal hint (docs/PERF.md, one core from
+	 * DRAM: 2048x28672 1859-1924 us against 3139-3594 at the L1 hint, main's layout 2913-3135;
+	 * rows of 4096 lost with it) */
+	const bool far = (uint64_t)bpr * 144 > AHEAD;
 	uint32_t b = 0;
-	for (; b + 8 <= bpr; b += 8) {
+	for (; b + 8 <= bpr; b += 8, blk += 8 * 144) {
 		__m256i is[8], ms[8];
+		__m128i h[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			prefetch_ahead(payload + (uint64_t)(b + k) * 140, 140, true);
-			q4_K_sums(payload + (uint64_t)(b + k) * 140, xv_values(X, b + k), xv_sums(X, b + k),
-				  wdot, &is[k], &ms[k]);
+			for (int o = 0; o < 144; o += 64) {
+				if (far)
+					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 1);
+				else
+					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 3);
+			}
+			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k], &h[k]);
 		}
-		const __m256 v = q4_K_values8(is, ms, row + 4 * b, xv_scales8(X, b));
+		const __m256 v = q4_K_values8(is, ms, h, xv_scales8(X, b));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
 	}
 	float lanes[32];
@@ -507,8 +533,10 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 		_mm256_storeu_ps(lanes + 8 * k, acc[k]);
 	for (; b < bpr; b++) {
 		__m256i is, ms;
-		q4_K_sums(payload + (uint64_t)b * 140, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms);
-		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, row + 4 * b, xv_scale(X, b));
+		__m128i h;
+		q4_K_sums(blk, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms, &h);
+		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, blk, xv_scale(X, b));
+		blk += 144;
 	}
 	return xpu_wave_reduce(lanes);
 }

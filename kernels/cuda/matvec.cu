@@ -122,7 +122,9 @@ q4_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, u
 	mv_wave<mv_q4_K>(y, w, x, rows, cols, y_off);
 }
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
+/* q4_K's grouped form at three groups an SM: at four (64 registers) its expert lookup
+ * spilled 36 bytes */
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, 3)
 q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
             unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
             unsigned int y_off)

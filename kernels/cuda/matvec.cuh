@@ -201,47 +201,55 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
 }
 
-/* Q4_K: eight lanes per 256-element block. Lane j reads qs words 8k + j (k = 0..3): bytes
- * 32k + 4j.., whose low nibbles are elements 64k + 4j.. (sub-block 2k) and high nibbles
- * 64k + 32 + 4j.. (sub-block 2k + 1); lane j also takes sub-block j's min term. */
+/* Q4_K: eight lanes per 256-element block. Lane p = 2k + m reads nibble bytes 32k + 16m ..
+ * + 15 as one 16-byte load: their low nibbles are elements 64k + 16m.. (sub-block 2k), their
+ * high nibbles 64k + 32 + 16m.. (sub-block 2k + 1), each against 16 consecutive activation
+ * bytes; lane p also takes sub-block p's min term. All eight read the block's 16-byte head
+ * (d, dmin, scales[12]; no row prefix: the 144-byte block is the payload, nine 16-byte words).
+ * H200, us for 14336x4096 / 4096x14336, one output (the head in a prefix then):
+ * 16.7 / 15.7 against 17.4 / 18.2 for lanes of four words 32 bytes apart; independent
+ * launches 12.8 / 12.6 against 13.7 / 14.7 (docs/PERF.md). */
 struct mv_q4_K {
 	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;
-	static constexpr uint32_t ELEMS = 256, SCALE = 4, PAY = 140;
-	static constexpr bool VEC = false;
+	static constexpr uint32_t ELEMS = 256, SCALE = 0, PAY = 144;
+	static constexpr bool VEC = true;
 	struct W {
-		uint32_t qs[4], sc[3], dm;
+		uint4 qs;
+		uint32_t sc[3], dm;
 	};
 	template <bool V>
 	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
 	{
 		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		const uint4 head = ldw16<V>(blk);
 		W w;
-#pragma unroll
-		for (int i = 0; i < 3; i++)
-			w.sc[i] = xpu_ldw32(blk + 4 * i);
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			w.qs[k] = xpu_ldw32(blk + 12 + 4 * (8 * k + sub));
-		w.dm = xpu_ldw32(row + 4 * b);
+		w.qs = ldw16<V>(blk + 16 + 16 * sub);
+		w.dm = head.x;
+		w.sc[0] = head.y;
+		w.sc[1] = head.z;
+		w.sc[2] = head.w;
 		return w;
 	}
 	template <bool V>
 	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
+		const int k = sub >> 1;
 		/* ggml's get_scale_min_k4 on four bytes at once */
 		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
 		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
 		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
-		int isum = 0;
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			const uint32_t sw = k < 2 ? sc_lo : sc_hi;
-			const int s0 = xpu_dp4a(w.qs[k] & MV_LO4, xpu_ld32(xb + 64 * k + 4 * sub), 0);
-			const int s1 = xpu_dp4a((w.qs[k] >> 4) & MV_LO4, xpu_ld32(xb + 64 * k + 32 + 4 * sub), 0);
-			isum += byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
-		}
+		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+		const uint4 alo = ld16<V>(xb + 64 * k + 16 * (sub & 1)), ahi = ld16<V>(xb + 64 * k + 32 + 16 * (sub & 1));
+		int s0 = xpu_dp4a(w.qs.x & MV_LO4, alo.x, 0), s1 = xpu_dp4a((w.qs.x >> 4) & MV_LO4, ahi.x, 0);
+		s0 = xpu_dp4a(w.qs.y & MV_LO4, alo.y, s0);
+		s1 = xpu_dp4a((w.qs.y >> 4) & MV_LO4, ahi.y, s1);
+		s0 = xpu_dp4a(w.qs.z & MV_LO4, alo.z, s0);
+		s1 = xpu_dp4a((w.qs.z >> 4) & MV_LO4, ahi.z, s1);
+		s0 = xpu_dp4a(w.qs.w & MV_LO4, alo.w, s0);
+		s1 = xpu_dp4a((w.qs.w >> 4) & MV_LO4, ahi.w, s1);
+		int isum = byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
 		isum = group_sum<G>(isum);
 		msum = group_sum<G>(msum);

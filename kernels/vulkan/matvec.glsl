@@ -50,9 +50,8 @@
  * of three alternated rounds, 2-7 % faster at 1 in all four cases), q8_0 1, q4_K 3, q6_K 2;
  * iq4_nl 1 with its codebook in shared memory, KV below; q4_K and q6_K kept at 3 and 2 after
  * their lanes took 16 consecutive bytes each), VEC_FMT whether it loads 16 bytes at a time where
- * the layout allows (q4_K's 140-byte payloads never start on 16 bytes from block to block, so
- * only its activation loads are wide; q6_K's 208 do). G (lanes per block) is fixed by the
- * layout except for q8_0's, a tuning constant below. */
+ * the layout allows (q4_K's 144-byte blocks, q6_K's 208-byte payloads). G
+ * (lanes per block) is fixed by the layout except for q8_0's, a tuning constant below. */
 #if defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
 #define ELEMS 32u
 #define SCALE 2u
@@ -68,11 +67,11 @@
 #define VEC_FMT true
 #elif defined(FMT_Q4_K)
 #define ELEMS 256u
-#define SCALE 4u
-#define PAYW 35u
+#define SCALE 0u /* no prefix: the block (d, dmin, scales[12], qs[128]) is the payload */
+#define PAYW 36u
 #define G_FMT 8u
 #define U_FMT 3u
-#define VEC_FMT true /* the activation's loads */
+#define VEC_FMT true
 #elif defined(FMT_Q6_K)
 #define ELEMS 256u
 #define SCALE 2u
@@ -516,9 +515,10 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #elif defined(FMT_Q4_K)
 /* Eight lanes per block. Lane p = 2k + m reads qs words 8k + 4m .. + 3, bytes 32k + l with
  * l = 16m ..16m + 15: their low nibbles are elements 64k + l (sub-block 2k), their high
- * nibbles 64k + 32 + l (sub-block 2k + 1), each against 16 consecutive activation bytes (one
- * 16-byte load where VEC allows; the 140-byte payloads keep the weights to 4-byte loads).
- * Lane p also takes sub-block p's min term. All eight read the 12 scale bytes. */
+ * nibbles 64k + 32 + l (sub-block 2k + 1), each against 16 consecutive activation bytes.
+ * Lane p also takes sub-block p's min term. All eight read the block's 16-byte head (d, dmin,
+ * the 12 scale bytes). Where VEC allows, the nibbles and the head are one 16-byte load each
+ * (no row prefix: the 144-byte blocks, nine 16-byte words, keep both on 16 bytes). */
 struct Wt {
 	uvec4 qs;
 	uvec3 sc;
@@ -532,9 +532,9 @@ Wt wt_none()
 
 Wt wt_load(Row r, uint b, uint sub, bool vec)
 {
-	uint blk = r.pay + PAYW * b, q = blk + 3u + 4u * sub;
-	return Wt(uvec4(w[q], w[q + 1u], w[q + 2u], w[q + 3u]), uvec3(w[blk], w[blk + 1u], w[blk + 2u]),
-		  w[r.w0 + b]);
+	uint blk = r.pay + PAYW * b;
+	uvec4 head = wload4(blk, vec);
+	return Wt(wload4(blk + 4u + 4u * sub, vec), head.yzw, head.x);
 }
 
 uint byte_of(uint v, uint i)
@@ -737,7 +737,8 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 	r.n = live ? bpr : 0u;
 	/* 16-byte loads where every row's payloads and the activation start on 16 bytes: the
 	 * same answer in every wave of the launch (no barrier sits in a divergent branch). One
-	 * straight-line walk per load width. */
+	 * straight-line walk per load width
+	 * (q4_K has no prefix: its heads are payload words) */
 	bool vec = VEC && (pc.off_w / 4u + prefix_words) % 4u == 0u && row_words % 4u == 0u && r.x0 % 4u == 0u;
 	float acc = 0.0;
 #ifdef MV_SUBGROUP

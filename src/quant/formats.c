@@ -8,7 +8,7 @@
 static const struct xpu_format formats[] = {
 	{ "q4_0", GGML_Q4_0, 32, 18, 2, 0, 16 },
 	{ "q8_0", GGML_Q8_0, 32, 34, 2, 0, 32 },
-	{ "q4_K", GGML_Q4_K, 256, 144, 4, 0, 140 },
+	{ "q4_K", GGML_Q4_K, 256, 144, 0, 0, 144 }, /* no prefix: the 144-byte block is the payload */
 	{ "q6_K", GGML_Q6_K, 256, 210, 2, 208, 208 },
 	{ "iq4_nl", GGML_IQ4_NL, 32, 18, 2, 0, 16 },
 };

@@ -12,7 +12,8 @@
 #endif
 
 /* One served format. The scale sits at one end of the block (offset 0 or the tail), so the
- * rest, the payload, is one contiguous run. */
+ * rest, the payload, is one contiguous run. A format with no scale bytes (q4_K) has no row
+ * prefix: its whole block is the payload. */
 struct xpu_format {
 	const char *name;        /* ggml's spelling */
 	int32_t type;            /* the GGUF type number, also the format name id */
