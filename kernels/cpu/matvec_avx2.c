@@ -25,13 +25,6 @@ static inline uint16_t rd16(const uint8_t *p)
 	return v;
 }
 
-static inline uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 static inline float rd_f32(const uint8_t *p)
 {
 	float v;
@@ -57,9 +50,9 @@ static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
  * 4096x14336 16.3-16.9 -> 22.2-22.9 GB/s, 2048x28672 14.4-14.6 -> 22.7-23.1; q4_0 and q6_K
  * 4096x14336 +17-20 %; the same distance with the L1 hint slower (14.3-14.4); q4_K lost
  * (7168x8192 17.2 -> 12.7, its old 140-byte payloads; its 144-byte blocks now take the lowest
- * hint at AHEAD on rows past it, row_q4_K). Both cores, bench-decode, six rounds in alternating order:
- * 4096x14336 q8_0 -7 %, q6_K -11 %, q4_0 -9 %, iq4_nl -5 % in time; a 4.3 KB q8_0 row lost
- * 8 % with it, hence FAR_ROWS (docs/PERF.md). */
+ * hint at AHEAD on rows past it, row_q4_K). Both cores, bench-decode, six rounds in
+ * alternating order: 4096x14336 q8_0 -7 %, q6_K -11 %, q4_0 -9 %, iq4_nl -5 % in time; a
+ * 4.3 KB q8_0 row lost 8 % with it, hence FAR_ROWS (docs/PERF.md). */
 #define AHEAD 4096
 #define FAR 8192
 #define FAR_ROWS 6144
