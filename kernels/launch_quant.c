@@ -87,9 +87,9 @@ static struct xpu_kernel *scale_dword, *scale_bytes, *split_bytes;
 static int split_scales(const struct xpu_call *c, const struct xpu_format *f, const struct xpu_karg *out,
 			const struct xpu_karg *src, uint64_t base, uint64_t n, uint64_t bpr)
 {
-	uint64_t prefix = xpu_row_prefix_bytes(f, bpr), row = xpu_row_resident_bytes(f, bpr);
 	if (f->scale_bytes == 0) /* no prefix (q4_K): the payload pass moved the whole block */
 		return 0;
+	uint64_t prefix = xpu_row_prefix_bytes(f, bpr), row = xpu_row_resident_bytes(f, bpr);
 	if (f->scale_bytes % 2 == 0 && base % bpr == 0 && n % bpr == 0) {
 		/* a prefix dword spans two blocks of one row: only whole rows may take it */
 		uint64_t total = n / bpr * prefix / 4;

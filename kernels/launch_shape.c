@@ -296,12 +296,6 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, cons
 	return copy_on_device(s, g, n, ran);
 }
 
-/* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items
- * and whole 16-byte chunks: pad_rows and pad_backward_rows, which find each row's source once
- * a group, move them with fewer instructions where a device has them (CUDA, Vulkan). Their
- * walk takes every chunk of rows that are not whole chunks element by element (right, and
- * slower than the plain kernels, which move such rows' inner chunks as vectors); it steps a
- * row's place in 32 bits. */
 /* pad's and pad_backward's output row: the last axis, padded for pad (a scalar: one item). */
 static uint64_t pad_row_len(const struct xpu_shape_geom *g)
 {
@@ -309,6 +303,12 @@ static uint64_t pad_row_len(const struct xpu_shape_geom *g)
 	return k < 0 ? 1 : g->dims[k] + (g->kernel == XPU_SK_PAD ? (uint64_t)g->lo[k] + (uint64_t)g->hi[k] : 0);
 }
 
+/* pad and pad_backward whose output rows (the last axis) hold at least XPU_SHAPE_ROW_MIN items
+ * and whole 16-byte chunks: pad_rows and pad_backward_rows, which find each row's source once
+ * a group, move them with fewer instructions where a device has them (CUDA, Vulkan). Their
+ * walk takes every chunk of rows that are not whole chunks element by element (right, and
+ * slower than the plain kernels, which move such rows' inner chunks as vectors); it steps a
+ * row's place in 32 bits. */
 static bool pad_of_rows(const struct xpu_shape_geom *g)
 {
 	uint64_t len = pad_row_len(g);

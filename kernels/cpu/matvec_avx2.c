@@ -43,7 +43,8 @@ static inline void prefetch_prefix(const uint8_t *row, uint64_t prefix)
 
 /* Rows longer than a page also prefetch their weights ahead of the n bytes about to be read
  * (through the row's end into the next: rows are back to back). Shorter rows leave it to the
- * hardware, which streams them faster alone, but for q4_K's (row_q4_K: a page ahead, into L1).
+ * hardware, which streams them faster alone, but for q4_K's (row_q4_K: a page ahead, into L1,
+ * and past a page at the lowest temporal hint).
  * Rows of FAR_ROWS or more of the other formats (prefetch_row): two pages ahead with the
  * lowest temporal hint (prefetcht2), so the weights do not take the L1 lines the activation,
  * re-read by every row, lives in. One core from DRAM (`cpu-matvec-probe.lua rows`): q8_0

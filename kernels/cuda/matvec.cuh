@@ -206,9 +206,9 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
  * high nibbles 64k + 32 + 16m.. (sub-block 2k + 1), each against 16 consecutive activation
  * bytes; lane p also takes sub-block p's min term. All eight read the block's 16-byte head
  * (d, dmin, scales[12]; no row prefix: the 144-byte block is the payload, nine 16-byte words).
- * H200, us for 14336x4096 / 4096x14336, one output (the head in a prefix then):
- * 16.7 / 15.7 against 17.4 / 18.2 for lanes of four words 32 bytes apart; independent
- * launches 12.8 / 12.6 against 13.7 / 14.7 (docs/PERF.md). */
+ * H200, us for 14336x4096 / 4096x14336: one output 16.5 / 16.7, independent launches 12.7 /
+ * 13.0, against 17.7 / 18.0 and 13.9 / 13.8 with the old 140-byte payloads read as words by
+ * lanes of four words 32 bytes apart (docs/PERF.md, "q4_K's resident layout"). */
 struct mv_q4_K {
 	static constexpr int G = 8, U = 3 * MV_UMUL;
 	static constexpr bool STREAM = false;

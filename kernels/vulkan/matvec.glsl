@@ -737,8 +737,7 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 	r.n = live ? bpr : 0u;
 	/* 16-byte loads where every row's payloads and the activation start on 16 bytes: the
 	 * same answer in every wave of the launch (no barrier sits in a divergent branch). One
-	 * straight-line walk per load width
-	 * (q4_K has no prefix: its heads are payload words) */
+	 * straight-line walk per load width. */
 	bool vec = VEC && (pc.off_w / 4u + prefix_words) % 4u == 0u && row_words % 4u == 0u && r.x0 % 4u == 0u;
 	float acc = 0.0;
 #ifdef MV_SUBGROUP
