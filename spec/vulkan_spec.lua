@@ -203,6 +203,15 @@ describe("vulkan modules from a directory", function()
     f:write(("\3\2\35\7"):rep(3)) -- the magic, but only 12 bytes
     f:close()
     assert.matches("refused: vulkan:0: " .. at .. "/vk_triu%.spv: not a SPIR%-V module %(12 bytes", child("XPULUA_VULKAN_SPV=" .. dir, body))
+    -- Where the device cannot preserve f16 denormals the backend walks every module's
+    -- instructions (to take that mode out, vulkan_pipe.c): one that runs past the end is
+    -- refused there, before the driver sees it.
+    if not vk:supports "f16_denorm_preserve" then
+      f = assert(io.open(dir .. "/vk_triu.spv", "wb"))
+      f:write(string.pack("<I4I4I4I4I4I4", 0x07230203, 0x00010500, 0, 8, 0, (9 << 16) | 17))
+      f:close()
+      assert.matches("vk_triu%.spv\n.*triu.*the instruction at word 5 runs past its end", child("XPULUA_VULKAN_SPV=" .. dir, body))
+    end
     os.remove(dir .. "/vk_triu.spv")
     os.remove(dir)
   end)
@@ -332,6 +341,7 @@ describe("vulkan mat-vec modules", function()
     { "U=4 VEC=0 iq4_nl:KV=3", "iq4_nl", false },
     { "U=1 iq4_nl:KV=4", "iq4_nl", false },
     { "U=3 iq4_nl:KV=5", "iq4_nl", true },
+    { "U=2 F16=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
   } do
     local env, fmts, id = case[1], case[2], case[3]
     vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()
@@ -347,6 +357,35 @@ describe("vulkan mat-vec modules", function()
       assert.equal(nfmt, notes, out)
     end)
   end
+end)
+
+describe("vulkan mat-vecs' f16 scales", function()
+  -- F16 (matvec.glsl): the hardware's conversion where the device preserves f16 denormals
+  -- (its modules ask for it), integer work elsewhere; decode.fixture's weights have
+  -- subnormal scales in every format, so the gates above cover whichever the device takes,
+  -- and "U=2 F16=0" the integer form. Asking for the hardware's where the device cannot
+  -- preserve them is refused by name.
+  vk_it("F16=1 runs where the device preserves f16 denormals and is refused elsewhere", function()
+    local out = child("XPULUA_VULKAN_MATVEC_SPEC=F16=1", [[
+      local xpu, decode = require "xpu", require "xpu.decode"
+      local vk = assert(xpu.device "vulkan:0")
+      for _, fmt in ipairs(decode.formats) do
+        for _, k in ipairs { fmt .. "_q8k_wave", fmt .. "_q8k_wave_dot4" } do
+          if vk:kernel_available(k) then
+            local pok, ok, msg = pcall(decode.gate, vk, fmt, 40, 2304, nil, nil, k)
+            print(pok and ok and "ok" or "FAILED", pok and msg or ok)
+          end
+        end
+      end
+    ]])
+    if vk:supports "f16_denorm_preserve" then
+      local _, oks = out:gsub("ok\t", "")
+      assert.equal(vk:kernel_available "q4_0_q8k_wave_dot4" and 10 or 5, oks, out)
+    else
+      assert.matches("F16=1 needs f16 denormals preserved %(shaderDenormPreserveFloat16%), which this device does not offer", out)
+      assert.not_matches("ok\t", out)
+    end
+  end)
 end)
 
 -- ---- the basic kernels ---------------------------------------------------------------------

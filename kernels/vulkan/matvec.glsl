@@ -103,7 +103,14 @@
  *         ever meet in a bank (16 KiB a group): 27.3 / 26.7 at U 1 (74 registers, where KV 0
  *         holds 32 and runs 21.2 / 22.2 in the same call)
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
- *         0: it is made anyway, on a block of the row (see above) */
+ *         0: it is made anyway, on a block of the row (see above)
+ *   F16   (8) 1: f16 scales by the hardware's conversion, exact where f16 denormals are
+ *         preserved, which the module asks for (DenormPreserve 16, below); 0: by integer work
+ *         (xpu_f16), exact anywhere. The backend sets it: 1 where the device offers the mode
+ *         (shaderDenormPreserveFloat16), else 0 with the mode taken out of the module
+ *         (vulkan_pipe.c). H200, dot4, independent launches, us for 14336x4096 / 4096x14336:
+ *         q4_K 13.5 / 12.3 at 0, 11.6 / 9.9 at 1; q4_0 9.5 / 8.8, 8.5 / 8.2; q6_K 16.5 /
+ *         14.7, 14.8 / 13.9; iq4_nl 16.7 / 15.8, 15.0 / 14.1 (docs/PERF.md) */
 #define MV_UMAX 8u
 layout(constant_id = 3) const uint U = U_FMT;
 layout(constant_id = 4) const uint VEC_ON = 1u;
@@ -116,6 +123,12 @@ const uint G = G_FMT;
 layout(constant_id = 6) const uint KV = 0u;
 #endif
 layout(constant_id = 7) const uint GUARD = 0u;
+layout(constant_id = 8) const uint F16 = 0u;
+
+/* SPV_KHR_float_controls (core in SPIR-V 1.4): f16 denormals preserved, also those unpacked
+ * from an integer (unpackHalf2x16), as F16 = 1 needs. */
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(capabilities = [4464], 4459, 16); /* DenormPreserve, 16-bit */
 
 const bool VEC = VEC_FMT && VEC_ON != 0u;
 const uint B = 32u / G; /* blocks per wave step */
@@ -297,10 +310,18 @@ float act_scale(uint xq)
 	return uintBitsToFloat(x[xq + 72u]);
 }
 
+/* The two f16 halves of h as f32, exactly (F16 above says how). */
+vec2 f16_pair(uint h)
+{
+	if (F16 != 0u)
+		return unpackHalf2x16(h);
+	return vec2(xpu_f16(h & 0xffffu), xpu_f16(h >> 16));
+}
+
 /* A 32-element block's value from its integer dot s, as the CPU computes it. */
 float value32(uint d16, int s, uint xq)
 {
-	float d = xpu_f16(d16), xs = act_scale(xq);
+	float d = f16_pair(d16).x, xs = act_scale(xq);
 	precise float v = (d * xs) * float(s);
 	return v;
 }
@@ -560,7 +581,8 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 	int msum = int(byte_of(mix(m_hi, m_lo, sub < 4u), sub % 4u)) * int(x[xq + 64u + sub]);
 	isum = group_sum(isum);
 	msum = group_sum(msum);
-	float d = xpu_f16(t.dm & 0xffffu), dmin = xpu_f16(t.dm >> 16), xs = act_scale(xq);
+	vec2 dm = f16_pair(t.dm);
+	float d = dm.x, dmin = dm.y, xs = act_scale(xq);
 	precise float v = (d * xs) * float(isum) - (dmin * xs) * float(msum);
 	return v;
 }

@@ -204,6 +204,10 @@ struct vk_dev {
 	 * device's own, with full subgroups required where the driver can. */
 	uint32_t mv_subgroup;
 	bool mv_required, mv_full;
+	/* The mat-vecs decode f16 scales with the hardware's conversion, their modules asking
+	 * for f16 denormals to be preserved (shaderDenormPreserveFloat16); without it, the
+	 * integer decode, the mode taken out of the modules (vulkan_pipe.c). */
+	bool f16_preserve;
 	uint8_t cache_uuid[VK_UUID_SIZE];
 	VkPipelineCache pcache;
 	char cache_path[512];

@@ -171,6 +171,34 @@ static void save_cache(struct vk_dev *vd)
 
 /* ---- layouts and pipelines ----------------------------------------------------------------- */
 
+/* The mat-vecs' modules ask for f16 denormals to be preserved (kernels/vulkan/matvec.glsl's
+ * F16): OpCapability DenormPreserve and OpExecutionMode DenormPreserve 16. */
+#define SPV_OP_EXECUTION_MODE 16u
+#define SPV_OP_CAPABILITY 17u
+#define SPV_DENORM_PRESERVE_MODE 4459u
+#define SPV_DENORM_PRESERVE_CAP 4464u
+
+/* Takes the DenormPreserve capability and execution mode out of the n words of a module, for
+ * a device that cannot preserve f16 denormals (vd->f16_preserve): a module that asks for what
+ * the device lacks is invalid there, and its mat-vecs then decode f16 by integer work
+ * (F16 = 0). *n becomes the words kept. */
+static int drop_denorm_preserve(uint32_t *code, size_t *n)
+{
+	size_t in = 5, out = 5; /* the header */
+	while (in < *n) {
+		uint32_t words = code[in] >> 16, op = code[in] & 0xffffu;
+		if (words == 0 || words > *n - in)
+			return xpu_fail("SPIR-V module: the instruction at word %zu runs past its end", in);
+		bool drop = (op == SPV_OP_CAPABILITY && words == 2 && code[in + 1] == SPV_DENORM_PRESERVE_CAP) ||
+			    (op == SPV_OP_EXECUTION_MODE && words >= 3 && code[in + 2] == SPV_DENORM_PRESERVE_MODE);
+		if (!drop)
+			memmove(code + out, code + in, 4 * (size_t)words), out += words;
+		in += words;
+	}
+	*n = out;
+	return 0;
+}
+
 /* A module from embedded SPIR-V, copied to words: the embedded bytes are only byte-aligned. */
 static int make_module(struct vk_dev *vd, const unsigned char *spv, size_t size, VkShaderModule *mod)
 {
@@ -178,9 +206,12 @@ static int make_module(struct vk_dev *vd, const unsigned char *spv, size_t size,
 	if (!code)
 		return -1;
 	memcpy(code, spv, size);
+	size_t words = size / 4;
+	int rc = !vd->f16_preserve && size >= 20 ? drop_denorm_preserve(code, &words) : 0;
 	VkShaderModuleCreateInfo mi = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-					.codeSize = size, .pCode = code };
-	int rc = VK(&vd->fn, vkCreateShaderModule, vd->device, &mi, NULL, mod);
+					.codeSize = 4 * words, .pCode = code };
+	if (rc == 0)
+		rc = VK(&vd->fn, vkCreateShaderModule, vd->device, &mi, NULL, mod);
 	xpu_free(code);
 	return rc;
 }
@@ -217,7 +248,7 @@ static bool use_subgroup(const struct vk_dev *vd, const struct vk_kern *kn, cons
 }
 
 /* ---- the mat-vecs' tuning constants ---------------------------------------------------------
- * XPULUA_VULKAN_MATVEC_SPEC sets specialization constants 3..7 of the mat-vecs
+ * XPULUA_VULKAN_MATVEC_SPEC sets specialization constants 3..8 of the mat-vecs
  * (kernels/vulkan/matvec.glsl says what each does) when their pipelines are made, so a tuning
  * run compares settings without new modules: settings [PREFIX:]NAME=VALUE separated by spaces
  * or commas, a PREFIX limiting one to the kernels whose names begin with it, a later one
@@ -236,7 +267,9 @@ static const struct mv_knob mv_knobs[] = {
 	{ "G", 5, 1, 2 },     /* lanes per q8_0 block */
 	{ "KV", 6, 0, 6 },    /* iq4_nl's codebook lookup (matvec.glsl: 0..6) */
 	{ "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
+	{ "F16", 8, 0, 1 },   /* f16 scales by the hardware's conversion (1) or integer work (0) */
 };
+#define MV_F16 5 /* mv_knobs' F16: unset, the device's choice (vd->f16_preserve) */
 #define MV_KNOBS (sizeof mv_knobs / sizeof *mv_knobs)
 
 /* The settings for `kernel`: set[i], val[i] per mv_knobs[i]; every setting is checked, also
@@ -265,7 +298,7 @@ static int mv_tuning(const char *kernel, bool set[MV_KNOBS], uint32_t val[MV_KNO
 		while (i < MV_KNOBS && strcmp(mv_knobs[i].name, name) != 0)
 			i++;
 		if (i == MV_KNOBS)
-			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: no setting '%s' (U, VEC, G, KV, GUARD)", name);
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: no setting '%s' (U, VEC, G, KV, GUARD, F16)", name);
 		if (end == eq + 1 || *end || v < mv_knobs[i].lo || v > mv_knobs[i].hi)
 			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: %s takes %u..%u, not '%s'", name, mv_knobs[i].lo,
 					mv_knobs[i].hi, eq + 1);
@@ -304,9 +337,16 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 	char tuning[sizeof kn->pipes[0].tuning] = "";
 	if (kn->wave && mv_tuning(kn->k->def->name, set, val))
 		return -1;
+	if (kn->wave && set[MV_F16] && val[MV_F16] && !vd->f16_preserve)
+		return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: F16=1 needs f16 denormals preserved "
+				"(shaderDenormPreserveFloat16), which this device does not offer");
 	for (uint32_t i = 0; i < 3; i++) {
 		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
 		data[i] = block[i];
+	}
+	if (kn->wave && !set[MV_F16]) { /* the device's choice, not a tuning: no note */
+		map[n] = (VkSpecializationMapEntry){ .constantID = mv_knobs[MV_F16].id, .offset = 4 * n, .size = 4 };
+		data[n++] = vd->f16_preserve;
 	}
 	for (size_t i = 0; i < MV_KNOBS; i++)
 		if (set[i]) {

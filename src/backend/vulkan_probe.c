@@ -12,6 +12,7 @@ struct vk_info {
 	uint32_t api;
 	VkPhysicalDeviceProperties2 props;
 	VkPhysicalDeviceDriverProperties driver;
+	VkPhysicalDeviceFloatControlsProperties floats;
 	VkPhysicalDeviceSubgroupProperties subgroup;
 	VkPhysicalDeviceSubgroupSizeControlProperties sizectl;
 	VkPhysicalDeviceShaderIntegerDotProductProperties dotp;
@@ -103,6 +104,7 @@ static int read_info(VkPhysicalDevice pd, struct vk_info *vi)
 	vi->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
 	void *tail = &vi->props;
 	link(&tail, &vi->driver, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+	link(&tail, &vi->floats, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
 	link(&tail, &vi->subgroup, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
 	if (vi->has_sizectl)
 		link(&tail, &vi->sizectl, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES);
@@ -210,6 +212,7 @@ static int fill_caps(struct xpu_device *d, const struct vk_info *vi)
 		{ ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup_shuffle" },
 		{ ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup_arith" },
 		{ vi->f12.shaderFloat16, "f16" },
+		{ vi->floats.shaderDenormPreserveFloat16, "f16_denorm_preserve" },
 		{ vi->f12.storageBuffer8BitAccess, "int8_storage" },
 		{ vi->feats.features.shaderInt64, "int64" },
 		{ vi->feats.features.shaderFloat64, "f64" },
@@ -323,6 +326,7 @@ int xpu_vk_create_device(struct xpu_device *d, struct vk_dev *vd)
 	if (rc == 0) {
 		fill_geometry(d, vd, vi);
 		rc = fill_caps(d, vi) || make_device(vd, vi, &dot4);
+		vd->f16_preserve = vi->floats.shaderDenormPreserveFloat16;
 	}
 	xpu_free(vi);
 	if (rc)
