@@ -47,9 +47,10 @@
 /* Per format: ELEMS per block, SCALE bytes per block in the row prefix, PAYW payload words,
  * U_FMT steps in flight by default (the fastest of U = 1..4 on an H200's NVIDIA driver, dot4
  * kernels each timed in a process of its own, docs/PERF.md: q4_0 1 (2 until a later sweep
- * of three alternated rounds, 2-7 % faster at 1 in all four cases), q8_0 1, q4_K 3, q6_K 2;
- * iq4_nl 1 with its codebook in shared memory, KV below; q4_K and q6_K kept at 3 and 2 after
- * their lanes took 16 consecutive bytes each), VEC_FMT whether it loads 16 bytes at a time where
+ * of three alternated rounds, 2-7 % faster at 1 in all four cases), q8_0 1, q4_K 1 (3 until
+ * F16 = 1 below shortened its body: then U 1 took 32 registers where 3 took 61, and ran
+ * 10.6 / 9.8 us against 11.6 / 9.8 with independent launches), q6_K 2; iq4_nl 1 with its
+ * codebook in shared memory, KV below), VEC_FMT whether it loads 16 bytes at a time where
  * the layout allows (q4_K's 144-byte blocks, q6_K's 208-byte payloads). G
  * (lanes per block) is fixed by the layout except for q8_0's, a tuning constant below. */
 #if defined(FMT_Q4_0) || defined(FMT_IQ4_NL)
@@ -70,7 +71,7 @@
 #define SCALE 0u /* no prefix: the block (d, dmin, scales[12], qs[128]) is the payload */
 #define PAYW 36u
 #define G_FMT 8u
-#define U_FMT 3u
+#define U_FMT 1u
 #define VEC_FMT true
 #elif defined(FMT_Q6_K)
 #define ELEMS 256u
@@ -108,9 +109,10 @@
  *         preserved, which the module asks for (DenormPreserve 16, below); 0: by integer work
  *         (xpu_f16), exact anywhere. The backend sets it: 1 where the device offers the mode
  *         (shaderDenormPreserveFloat16), else 0 with the mode taken out of the module
- *         (vulkan_pipe.c). H200, dot4, independent launches, us for 14336x4096 / 4096x14336:
- *         q4_K 13.5 / 12.3 at 0, 11.6 / 9.9 at 1; q4_0 9.5 / 8.8, 8.5 / 8.2; q6_K 16.5 /
- *         14.7, 14.8 / 13.9; iq4_nl 16.7 / 15.8, 15.0 / 14.1 (docs/PERF.md) */
+ *         (vulkan_pipe.c). H200, dot4, independent launches, us for 14336x4096 / 4096x14336,
+ *         the integer decode then the hardware's, two alternated rounds: q4_K 13.4 / 12.3,
+ *         11.6 / 9.8 (U 3); q4_0 9.4 / 8.6, 8.4 / 8.1; q6_K 16.4 / 14.6, 14.7 / 14.8 (min
+ *         13.3); iq4_nl 16.7 / 15.7, 15.1 / 14.1; q8_0 level (docs/PERF.md) */
 #define MV_UMAX 8u
 layout(constant_id = 3) const uint U = U_FMT;
 layout(constant_id = 4) const uint VEC_ON = 1u;
