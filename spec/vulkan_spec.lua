@@ -365,7 +365,7 @@ describe("vulkan mat-vecs' f16 scales", function()
   -- subnormal scales in every format, so the gates above cover whichever the device takes,
   -- and "U=2 F16=0" the integer form. Asking for the hardware's where the device cannot
   -- preserve them is refused by name.
-  vk_it("F16=1 runs where the device preserves f16 denormals and is refused elsewhere", function()
+  vk_it("F16=1 runs where the device preserves f16 denormals and is refused elsewhere; the note says which", function()
     local out = child("XPULUA_VULKAN_MATVEC_SPEC=F16=1", [[
       local xpu, decode = require "xpu", require "xpu.decode"
       local vk = assert(xpu.device "vulkan:0")
@@ -378,6 +378,12 @@ describe("vulkan mat-vecs' f16 scales", function()
         end
       end
     ]])
+    -- the manifest's note says which form a pipeline was made with
+    assert.matches("^[^;]*; f16 " .. (vk:supports "f16_denorm_preserve" and "hw" or "int") .. ";",
+      vk:kernel("q6_K_q8k_wave").manifest.note)
+    assert.matches("^[^;]*; f16 int; tuning U=2 F16=0;", child("XPULUA_VULKAN_MATVEC_SPEC='U=2 F16=0'", [[
+      print(require("xpu").device("vulkan:0"):kernel("q4_K_q8k_wave").manifest.note)
+    ]]))
     if vk:supports "f16_denorm_preserve" then
       local _, oks = out:gsub("ok\t", "")
       assert.equal(vk:kernel_available "q4_0_q8k_wave_dot4" and 10 or 5, oks, out)

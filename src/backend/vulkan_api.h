@@ -87,6 +87,7 @@ struct vk_pipe {
 	uint32_t block[3];
 	VkPipeline pipe;
 	bool subgroup;         /* made from the kernel's subgroup module */
+	bool f16_hw;           /* a mat-vec's f16 scales by the hardware's conversion (F16 = 1) */
 	char tuning[48];       /* a mat-vec's tuning constants set by the environment, "" if none */
 };
 

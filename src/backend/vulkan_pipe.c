@@ -344,9 +344,10 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
 		data[i] = block[i];
 	}
-	if (kn->wave && !set[MV_F16]) { /* the device's choice, not a tuning: no note */
+	bool f16_hw = set[MV_F16] ? val[MV_F16] != 0 : vd->f16_preserve;
+	if (kn->wave && !set[MV_F16]) { /* the device's choice, not a tuning */
 		map[n] = (VkSpecializationMapEntry){ .constantID = mv_knobs[MV_F16].id, .offset = 4 * n, .size = 4 };
-		data[n++] = vd->f16_preserve;
+		data[n++] = f16_hw;
 	}
 	for (size_t i = 0; i < MV_KNOBS; i++)
 		if (set[i]) {
@@ -374,6 +375,7 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		return -1;
 	memcpy(p->block, block, sizeof p->block);
 	p->subgroup = sg;
+	p->f16_hw = f16_hw;
 	memcpy(p->tuning, tuning, sizeof p->tuning);
 	kn->npipes++;
 	save_cache(vd);
@@ -565,17 +567,18 @@ static int read_stats(struct vk_dev *vd, VkPipeline pipe, struct xpu_manifest *m
 }
 
 /* A mat-vec's note begins with the module its pipeline was made from: "subgroup N" (lanes
- * trade values by shuffles in subgroups of N) or "shared memory"; then the tuning constants
+ * trade values by shuffles in subgroups of N) or "shared memory"; then how it turns f16
+ * scales into f32 ("f16 hw": the hardware's conversion, or "f16 int": integer work); then the tuning constants
  * the environment set, if any ("tuning U=2 G=1"). */
 static void wave_note(const struct vk_dev *vd, const struct vk_pipe *p, struct xpu_manifest *m)
 {
-	char all[sizeof m->note + sizeof p->tuning + 48], mod[24];
+	char all[sizeof m->note + sizeof p->tuning + 64], mod[24];
 	if (p->subgroup)
 		snprintf(mod, sizeof mod, "subgroup %u", vd->mv_subgroup);
 	else
 		snprintf(mod, sizeof mod, "shared memory");
-	snprintf(all, sizeof all, "%s; %s%s%s", mod, p->tuning[0] ? "tuning " : "", p->tuning,
-		 p->tuning[0] ? "; " : "");
+	snprintf(all, sizeof all, "%s; f16 %s; %s%s%s", mod, p->f16_hw ? "hw" : "int",
+		 p->tuning[0] ? "tuning " : "", p->tuning, p->tuning[0] ? "; " : "");
 	snprintf(all + strlen(all), sizeof all - strlen(all), "%s", m->note);
 	memcpy(m->note, all, sizeof m->note - 1); /* the driver's part may lose its tail */
 	m->note[sizeof m->note - 1] = 0;
