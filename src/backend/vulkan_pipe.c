@@ -261,16 +261,18 @@ struct mv_knob {
 	uint32_t id, lo, hi;
 };
 
-static const struct mv_knob mv_knobs[] = {
-	{ "U", 3, 1, 8 },     /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
-	{ "VEC", 4, 0, 1 },   /* 16-byte loads where the layout allows */
-	{ "G", 5, 1, 2 },     /* lanes per q8_0 block */
-	{ "KV", 6, 0, 6 },    /* iq4_nl's codebook lookup (matvec.glsl: 0..6) */
-	{ "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
-	{ "F16", 8, 0, 1 },   /* f16 scales by the hardware's conversion (1) or integer work (0) */
+enum { MV_U, MV_VEC, MV_G, MV_KV, MV_GUARD, MV_F16, MV_KNOBS };
+
+static const struct mv_knob mv_knobs[MV_KNOBS] = {
+	[MV_U] = { "U", 3, 1, 8 },         /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
+	[MV_VEC] = { "VEC", 4, 0, 1 },     /* 16-byte loads where the layout allows */
+	[MV_G] = { "G", 5, 1, 2 },         /* lanes per q8_0 block */
+	[MV_KV] = { "KV", 6, 0, 6 },       /* iq4_nl's codebook lookup (matvec.glsl: 0..6) */
+	[MV_GUARD] = { "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
+	/* f16 scales by the hardware's conversion (1) or integer work (0); unset, the device's
+	 * choice (vd->f16_preserve) */
+	[MV_F16] = { "F16", 8, 0, 1 },
 };
-#define MV_F16 5 /* mv_knobs' F16: unset, the device's choice (vd->f16_preserve) */
-#define MV_KNOBS (sizeof mv_knobs / sizeof *mv_knobs)
 
 /* The settings for `kernel`: set[i], val[i] per mv_knobs[i]; every setting is checked, also
  * those for other kernels, so a misspelt one fails the first mat-vec made. */
@@ -344,7 +346,7 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		map[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = 4 * i, .size = 4 };
 		data[i] = block[i];
 	}
-	bool f16_hw = set[MV_F16] ? val[MV_F16] != 0 : vd->f16_preserve;
+	bool f16_hw = kn->wave && (set[MV_F16] ? val[MV_F16] != 0 : vd->f16_preserve);
 	if (kn->wave && !set[MV_F16]) { /* the device's choice, not a tuning */
 		map[n] = (VkSpecializationMapEntry){ .constantID = mv_knobs[MV_F16].id, .offset = 4 * n, .size = 4 };
 		data[n++] = f16_hw;
@@ -568,8 +570,8 @@ static int read_stats(struct vk_dev *vd, VkPipeline pipe, struct xpu_manifest *m
 
 /* A mat-vec's note begins with the module its pipeline was made from: "subgroup N" (lanes
  * trade values by shuffles in subgroups of N) or "shared memory"; then how it turns f16
- * scales into f32 ("f16 hw": the hardware's conversion, or "f16 int": integer work); then the tuning constants
- * the environment set, if any ("tuning U=2 G=1"). */
+ * scales into f32 ("f16 hw": the hardware's conversion, or "f16 int": integer work); then
+ * the tuning constants the environment set, if any ("tuning U=2 G=1"). */
 static void wave_note(const struct vk_dev *vd, const struct vk_pipe *p, struct xpu_manifest *m)
 {
 	char all[sizeof m->note + sizeof p->tuning + 64], mod[24];
