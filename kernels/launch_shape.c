@@ -34,8 +34,7 @@ static const struct {
 
 /* The kernels that move rows that are not a whole number of 16-byte chunks (or whose bases
  * are off 16 bytes) item by item, where a device has them (the CUDA bodies; Vulkan's plain
- * kernels walk items already, and its pad_backward_items walks long rows' columns): their
- * groups cover a plain group's items. contiguize's: the
+ * kernels walk items already): their groups cover a plain group's items. contiguize's: the
  * transposes whose steps are off 16 bytes (contiguize_tiles' grid, every tile element by
  * element with its loads ahead). */
 static const char *const item_variants[XPU_SK_COUNT] = {

@@ -524,9 +524,8 @@ cases.pad_backward = function(c, d, dt)
     { in_shape = { 9, 45 }, padding = { { 1, 2 }, { 3, 4 } } },
     { in_shape = { 5, 301 }, padding = { { 2, 1 }, { 6, 5 } } },
     { in_shape = { 4, 20 }, padding = { { 1, 1 }, { 15, 12 } } },
-    -- rows of 128 items or more that are no whole chunks (Vulkan's pad_backward_items walks their
-    -- columns): over three groups, the second from the middle of a row; both of reflect's
-    -- mirrors on most columns
+    -- rows of 128 items or more that are no whole chunks: over three groups, the second from
+    -- the middle of a row; both of reflect's mirrors on most columns
     { in_shape = { 30, 301 }, padding = { { 1, 1 }, { 6, 5 } } },
     { in_shape = { 3, 131 }, padding = { { 1, 1 }, { 120, 120 } } },
   } do
@@ -943,8 +942,7 @@ end)
 
 -- The item kernels (pad_items, pad_backward_items, flip_items, triu_items, tril_items): where a
 -- row is not a whole number of 16-byte chunks, or the output's base is off 16 bytes, the
--- launcher takes them where built (CUDA; Vulkan's pad_backward_items) and the plain kernel
--- elsewhere; whole rows on 16-byte
+-- launcher takes them where built (CUDA) and the plain kernel elsewhere; whole rows on 16-byte
 -- bases take the plain kernel everywhere (rows of 64 f32: below pad_rows' 128). Each writes
 -- what the reference says and nothing outside its output.
 describe("item kernels", function()
@@ -978,8 +976,7 @@ describe("item kernels", function()
     for _, kn in ipairs { "pad", "pad_backward", "flip", "triu", "tril" } do
       local c, items = C[kn .. "." .. backend], kn .. "_items"
       local built = d:kernel_available(items)
-      -- Vulkan's plain kernels walk items already; its pad_backward_items walks long rows' columns
-      assert.equal(backend == "cuda" or backend == "vulkan" and kn == "pad_backward", built, items .. " built on " .. backend)
+      assert.equal(backend == "cuda", built, items .. " built on " .. backend)
       for _, case in ipairs { { cols = 45, fires = true }, { cols = 301, fires = true }, { cols = 64, fires = false },
                               { cols = 64, off = 4, fires = true } } do
         local name, input, params, want = item_case(kn, case.cols)

@@ -302,11 +302,16 @@ void pad_bwd_direct(uint cnt, uint rank, uint mode, uint dt)
 		pad_bwd_terms(shape_item_at(t), rank, dt, mode, dt == 0u ? 4u : 2u);
 }
 
-/* The plain kernel's group: its items in batches, each row's upstream start from the table
- * (rows of 16 items or fewer: by the odometer). A scalar (rank 0) has no border: its one
- * element is the upstream's one. n: the gradient's items. */
-void pad_bwd_group(uint rank, uint dt, uint mode, uint n)
+#ifndef PAD_BWD_ROWS_KERNEL
+/* A scalar (rank 0) has no border: its one element is the upstream's one. */
+void main()
 {
+	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
+	uint n = 1u;
+	if (dt == 1u || dt > 3u)
+		return;
+	for (uint k = 0u; k < rank; k++)
+		n *= SHAPE_U32(pc.w, 0u, k);
 	uvec2 span = shape_row_span(n, rank > 0u ? SHAPE_U32(pc.w, 0u, rank - 1u) : 1u);
 	if (span.y > PAD_BWD_ROWS) { /* the same for the whole group: no table, no barrier */
 		pad_bwd_direct(shape_count(n), rank, mode, dt);
@@ -324,17 +329,5 @@ void pad_bwd_group(uint rank, uint dt, uint mode, uint n)
 #define ITEMS(MODE, DT) pad_bwd_items(e, cnt, n, span.x, rank, MODE, DT)
 	PAD_BWD_PER_TYPE(mode, dt, ITEMS);
 #undef ITEMS
-}
-
-#ifndef PAD_BWD_OWN_MAIN
-void main()
-{
-	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
-	uint n = 1u;
-	if (dt == 1u || dt > 3u)
-		return;
-	for (uint k = 0u; k < rank; k++)
-		n *= SHAPE_U32(pc.w, 0u, k);
-	pad_bwd_group(rank, dt, mode, n);
 }
 #endif

@@ -1,17 +1,74 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 /* pad_backward_rows — pad_backward's signature (kernels/table_shape.c) and helpers
- * (pad_backward.glsl), for gradient rows of XPU_SHAPE_ROW_MIN items or more in whole 16-byte
- * chunks: a group covers XPU_SHAPE_ROW_GROUPS times pad_backward's items (kernels/launch_shape.c's
- * grid), and its invocations walk columns, not items (pad_backward_columns.glsl). H200 (driver
- * 580), 1 GiB f32, rows of 1024, reflect 16: the column walk alone 2941-3033 GB/s (77-79 % of
- * copy; 64 registers) against pad_backward's 2013-2069, three rounds alternated in one call.
- * f32 rows on 16 bytes on both sides go as quads of four columns instead (pad_bwd_quads,
- * below), the column walk taking only their border columns. */
+ * (pad_backward.glsl), for gradient rows of XPU_SHAPE_ROW_MIN items or more: a group covers
+ * XPU_SHAPE_ROW_GROUPS times pad_backward's items (kernels/launch_shape.c's grid), and an
+ * invocation walks columns, not items: column j, j + 256, ... of every row the group touches,
+ * so what a column is (one term, or reflect's interior and one mirror, and the mirror's place
+ * in the row) is worked out once per column, and an item costs its row's table entry, its
+ * loads, its store. Rows go in batches of eight, every load of a batch before its stores; the
+ * sums are added in the CPU's order, as pad_backward's. Items with more terms (replicate's
+ * edges, both mirrors, rows with several terms on an outer axis) are summed after their
+ * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
+ * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
+ * alternated in one call. f32 rows on 16 bytes on both sides go as quads of four columns
+ * instead (pad_bwd_quads, below), the column walk taking only their border columns. */
 #define PAD_BWD_ROWS_KERNEL
-#define PAD_BWD_OWN_MAIN
 #include "pad_backward.glsl"
-#include "pad_backward_columns.glsl"
+
+/* Row r + k of the batch (k a constant), a lone term or an interior and a mirror, added in
+ * the CPU's order (the left mirror first) and stored; written out per k, as PAD_BWD_PUT. */
+#define PAD_BWD_ROW_PUT(k)                                                                      \
+	if (r + (k) < r_end && (slow & (1u << (k))) == 0u) {                                    \
+		precise float s = !pair ? v[k] : lm ? m[k] + v[k] : v[k] + m[k];                 \
+		shape_store_f(pc.off_grad + (g0 + (k) * d) * elem, dt, s);                      \
+	}
+
+/* Column j of table rows [r, r_end); base is the first table row's first item. d, b, after:
+ * the last axis's dim, before, after. */
+void pad_bwd_column_rows(uint j, uint r, uint r_end, uint base, uint d, uint b, uint after, uint rank, uint mode,
+			 uint dt)
+{
+	uint elem = dt == 0u ? 4u : 2u;
+	bool lm = pad_bwd_left(j, b, mode), rm = pad_bwd_right(j, d, after, mode);
+	bool one = pad_bwd_single(j, d, b, after, mode), pair = lm != rm;
+	uint mo = lm ? b - j : b + 2u * (d - 1u) - j; /* the mirror, from the row's start */
+	for (; r < r_end; r += 8u) {
+		uint slow = 0u, g0 = base + r * d + j;
+		float v[8], m[8];
+		[[unroll]] for (uint k = 0u; k < 8u; k++) {
+			uint at = r + k < r_end ? SHAPE_ROWS[r + k] : 0xffffffffu;
+			bool fast = at != 0xffffffffu && (one || pair);
+			v[k] = 0.0;
+			m[k] = 0.0;
+			if (fast)
+				v[k] = shape_load_f(pc.off_up + (at + j + b) * elem, dt);
+			if (fast && pair)
+				m[k] = shape_load_f(pc.off_up + (at + mo) * elem, dt);
+			slow |= r + k < r_end && !fast ? 1u << k : 0u;
+		}
+		PAD_BWD_ROW_PUT(0u);
+		PAD_BWD_ROW_PUT(1u);
+		PAD_BWD_ROW_PUT(2u);
+		PAD_BWD_ROW_PUT(3u);
+		PAD_BWD_ROW_PUT(4u);
+		PAD_BWD_ROW_PUT(5u);
+		PAD_BWD_ROW_PUT(6u);
+		PAD_BWD_ROW_PUT(7u);
+		for (uint k = 0u; slow != 0u && k < 8u; k++) {
+			if ((slow & (1u << k)) == 0u)
+				continue;
+			pad_bwd_slow(g0 + k * d, SHAPE_ROWS[r + k], j, d, b, after, rank, mode, dt, elem);
+		}
+	}
+}
+
+/* Column j of the rows whose items lie in [lo, hi). */
+void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint after, uint rank, uint mode, uint dt)
+{
+	uint r = j < lo - base ? 1u : 0u, r_end = hi - base > j ? (hi - base - 1u - j) / d + 1u : 0u;
+	pad_bwd_column_rows(j, r, r_end, base, d, b, after, rank, mode, dt);
+}
 
 layout(std430, set = 0, binding = 0) buffer Grad4 { uvec4 dst4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
