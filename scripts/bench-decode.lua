@@ -2,7 +2,7 @@
 -- the weights rotated past the caches (and on one resident buffer, for comparison with tools
 -- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
 -- the fit t = bytes / rate + b across formats.
---   xpulua scripts/bench-decode.lua [--device cpu:0] [--format F] [--rows R --cols C]
+--   xpulua scripts/bench-decode.lua [--device cpu:0 [--device ...]] [--format F] [--rows R --cols C]
 --                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [--jsonl]
 --                                   [--apart]
 -- --dot4: time each format's packed-dot twin (<fmt>_q8k_wave_dot4, what the routes pick on a
@@ -17,16 +17,21 @@
 -- on NVIDIA's driver; that was the clock dropping between cells, which every timing now
 -- settles (lua/xpu/settle.lua; docs/PERF.md, "Clocks between cells"). --one-process, the
 -- default now, is still accepted.
+-- Several --device (e.g. --device vulkan:0 --device cuda:0): each device's bench runs in a
+-- process of its own (this script again, with the same options), its table passed through, then
+-- one table puts the rotated cells side by side, each device's rate as a share of the last
+-- device's. With --dot4 a device times the packed-dot twins where it has them, the plain
+-- kernels where not (what each device's routes pick).
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", n = 20, jsonl = false }
+local opts = { devices = {}, n = 20, jsonl = false }
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
+  if a == "--device" then opts.devices[#opts.devices + 1] = v
   elseif a == "--format" then opts.format = v
   elseif a == "--rows" then opts.rows = tonumber(v)
   elseif a == "--cols" then opts.cols = tonumber(v)
@@ -36,11 +41,84 @@ while i <= #arg do
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   elseif a == "--dot4" then opts.variant = "dot4"; i = i - 1
+  elseif a == "--dot4-where-built" then opts.variant = "dot4"; opts.dot4_where_built = true; i = i - 1
   elseif a == "--apart" then opts.apart = true; i = i - 1
   elseif a == "--one-process" then i = i - 1 -- the default; older commands in docs/PERF.md pass it
   elseif a == "--cell" then opts.cell = v -- rotated or resident: time that one cell, print one line (a child's job)
   else io.stderr:write("bench-decode: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
+end
+opts.device = opts.devices[1] or "cpu:0"
+
+-- One JSONL record's fields this script reads back (its own records: flat, no nesting).
+local function record_fields(line)
+  local r = {}
+  for k, v in line:gmatch('"([%w_]+)":("?[^,"}]*"?)') do
+    r[k] = v:sub(1, 1) == '"' and v:sub(2, -2) or tonumber(v)
+  end
+  return r
+end
+
+-- Several devices: a child per device, then the rotated cells side by side (the header says so).
+local function compare()
+  local ids, cells, order = opts.devices, {}, {}
+  for di, id in ipairs(ids) do
+    local cmd = { arg[-1] or "xpulua", arg[0], "--device", id, "--n", opts.n, "--jsonl",
+                  opts.variant == "dot4" and "--dot4-where-built" or "", opts.deferred and "--deferred" or "",
+                  opts.apart and "--apart" or "" }
+    for _, w in ipairs { "format", "rows", "cols", "copies", "grid" } do
+      if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
+    end
+    report.log("bench-decode: %s (%d of %d)", id, di, #ids)
+    local p = assert(io.popen(report.command(cmd)))
+    for line in p:lines() do
+      if line:sub(1, 1) ~= "{" then
+        print(line)
+      else
+        if opts.jsonl then print(line) end
+        local r = record_fields(line)
+        if r.mode == "rotated" then
+          local key = ("%s %dx%d"):format(r.format, r.rows, r.cols)
+          if not cells[key] then cells[key] = {}; order[#order + 1] = key end
+          cells[key][di] = r
+        end
+      end
+    end
+    if not p:close() then io.stderr:write("bench-decode: the bench on ", id, " failed\n"); os.exit(1) end
+    print()
+  end
+  local last, header, rows = #ids, { "format", "rows x cols" }, {}
+  for _, id in ipairs(ids) do
+    for _, h in ipairs { " kernel", " us", " GB/s", " % read" } do header[#header + 1] = id .. h end
+  end
+  for di = 1, last - 1 do header[#header + 1] = ("%s / %s"):format(ids[di], ids[last]) end
+  for _, key in ipairs(order) do
+    local c, row = cells[key], { key:match("^(%S+) (%S+)$") }
+    for di = 1, last do
+      local r = c[di] or {}
+      row[#row + 1] = r.kernel or "-"
+      row[#row + 1] = r.median_s and r.median_s * 1e6 or "-"
+      row[#row + 1] = r.gbs or "-"
+      row[#row + 1] = r.gbs and r.ceiling_gbs and 100 * r.gbs / r.ceiling_gbs or "-"
+    end
+    local ratios = {}
+    for di = 1, last - 1 do
+      local a, b = c[di] and c[di].gbs, c[last] and c[last].gbs
+      ratios[di] = a and b and 100 * a / b or 0 / 0 -- NaN: JSON null
+      row[#row + 1] = ratios[di] == ratios[di] and ratios[di] or "-"
+    end
+    if opts.jsonl then
+      report.jsonl { bench = "decode-compare", cell = key, devices = ids, of_last_pct = ratios }
+    end
+    rows[#rows + 1] = row
+  end
+  print(report.table { title = ("decode mat-vec side by side, rotated weights, %s; %% read: of each device's read ceiling; the last columns: each rate as %% of %s's"):format(
+    os.date("!%Y-%m-%d"), ids[last]), header = header, rows = rows })
+end
+if #opts.devices > 1 then
+  if opts.cell then io.stderr:write("bench-decode: --cell times one device\n"); os.exit(2) end
+  compare()
+  os.exit(0)
 end
 
 local d, err = xpu.device(opts.device)
@@ -50,6 +128,11 @@ local shapes = (opts.rows and opts.cols) and { { opts.rows, opts.cols } } or { {
 local ceiling = autotune.recall(d, "bandwidth.read_gbs")
 if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
 local commit = report.commit()
+if opts.dot4_where_built then -- the packed-dot twins where the device has every one
+  for _, fmt in ipairs(formats) do
+    if not d:kernel_available(decode.kernel_name(fmt, "dot4")) then opts.variant = nil end
+  end
+end
 local function kname(fmt) return decode.kernel_name(fmt, opts.variant) end
 for _, fmt in ipairs(formats) do
   if not d:kernel_available(kname(fmt)) then

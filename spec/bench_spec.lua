@@ -392,6 +392,34 @@ describe("bench-decode", function()
     assert.matches('"mode":"resident"[^\n]*"read_slow":false', out)
   end)
 
+  -- several --device: a process per device, each table passed through, then the rotated cells
+  -- side by side with each device's rate as a share of the last one's
+  it("puts devices side by side: each device's table, then one row a rotated cell with the share of the last device's rate", function()
+    local vk = xpu.device "vulkan:0"
+    local first = vk and "vulkan:0" or "cpu:0"
+    local out = run(("scripts/bench-decode.lua --device %s --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --dot4 --jsonl"):format(first))
+    assert.matches("\nexit 0\n$", out)
+    local _, titles = out:gsub("\ndecode mat%-vec %(", "")
+    assert.equal(2, titles, out)
+    local cmp = out:match('\n({"bench":"decode%-compare"[^\n]*)')
+    assert.is_truthy(cmp, out)
+    assert.matches('"cell":"q4_0 64x512"', cmp)
+    assert.matches(('"devices":%%["%s","cpu:0"%%]'):format(first:gsub("%p", "%%%0")), cmp)
+    local pct = tonumber(cmp:match('"of_last_pct":%[([^%]]+)%]'))
+    assert.is_true(pct ~= nil and pct > 0, cmp)
+    -- the packed-dot twin where the device has it (lavapipe: dot4_i8), the plain kernel on the CPU
+    local want = first == "vulkan:0" and vk:kernel_available "q4_0_q8k_wave_dot4" and "q4_0_q8k_wave_dot4" or "q4_0_q8k_wave"
+    assert.matches("\nq4_0 +64x512 +" .. want .. " +[%d.]+ +[%d.]+ +%S+ +q4_0_q8k_wave +[%d.]+ +[%d.]+ +%S+ +[%d.]+\n", out)
+    assert.matches("side by side[^\n]*as %% of cpu:0's", out)
+  end)
+
+  it("with several devices, a device whose bench fails fails the run by name", function()
+    local out = run("scripts/bench-decode.lua --device cpu:0 --device nosuch:0 --format q4_0 --rows 64 --cols 512 --n 2", nil, true)
+    assert.matches("bench%-decode: the bench on nosuch:0 failed\n", out)
+    assert.matches("exit 1\n$", out)
+    assert.matches("exit 2\n$", run("scripts/bench-decode.lua --device cpu:0 --device cpu:0 --format q4_0 --rows 64 --cols 512 --cell rotated"))
+  end)
+
   on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)
     local out = run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --n 2 --copies 3 --cell rotated"):format(dev))
     local copies, bytes, n, median, read = out:match("^cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t[^\t]+\t[^\t]+\t([^\n]+)\nexit 0\n$")
