@@ -418,6 +418,8 @@ describe("bench-decode", function()
     assert.matches("bench%-decode: the bench on nosuch:0 failed\n", out)
     assert.matches("exit 1\n$", out)
     assert.matches("exit 2\n$", run("scripts/bench-decode.lua --device cpu:0 --device cpu:0 --format q4_0 --rows 64 --cols 512 --cell rotated"))
+    out = run("scripts/bench-decode.lua --device cpu:0 --device", nil, true)
+    assert.matches("bench%-decode: %-%-device needs a value\nexit 2\n$", out)
   end)
 
   on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)
