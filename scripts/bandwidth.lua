@@ -9,6 +9,7 @@ local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
 local opts = { device = "cpu:0", reps = 9, jsonl = false }
+report.require_values("bandwidth", arg, { "--device", "--mib", "--reps" })
 local i = 1
 while i <= #arg do
   local a = arg[i]

@@ -29,11 +29,9 @@ local autotune = require "xpu.autotune"
 
 local opts = { devices = {}, n = 20, jsonl = false }
 local i = 1
-local TAKES_VALUE = { ["--device"] = true, ["--format"] = true, ["--rows"] = true, ["--cols"] = true, ["--n"] = true,
-                      ["--copies"] = true, ["--grid"] = true, ["--cell"] = true }
+report.require_values("bench-decode", arg, { "--device", "--format", "--rows", "--cols", "--n", "--copies", "--grid", "--cell" })
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
-  if TAKES_VALUE[a] and v == nil then io.stderr:write("bench-decode: ", a, " needs a value\n"); os.exit(2) end
   if a == "--device" then opts.devices[#opts.devices + 1] = v
   elseif a == "--format" then opts.format = v
   elseif a == "--rows" then opts.rows = tonumber(v)

@@ -9,6 +9,7 @@ local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
 local opts = { device = "cpu:0", experts = 128, used = 8, rows = 768, cols = 2048, n = 50 }
+report.require_values("bench-id", arg, { "--device", "--format", "--experts", "--used", "--rows", "--cols", "--n" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

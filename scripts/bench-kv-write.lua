@@ -17,6 +17,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
+report.require_values("bench-kv-write", arg, { "--device", "--contracts", "--heads", "--ctx", "--dim", "--n" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

@@ -7,6 +7,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", n = 100, passes = 20 }
+report.require_values("bench-launch", arg, { "--device", "--n", "--passes" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

@@ -32,6 +32,7 @@ local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
 local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256, outputs = "one" }
+report.require_values("bench-matvec-kernel", arg, { "--device", "--kernel", "--shape", "--n", "--distinct", "--grid", "--outputs", "--fixtures", "--idle", "--busy" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

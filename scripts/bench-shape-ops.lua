@@ -50,6 +50,7 @@ local function whole(flag, v, what)
   end
   return math.tointeger(x)
 end
+report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts" })
 local i = 1
 while i <= #arg do
   local a = arg[i]

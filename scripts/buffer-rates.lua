@@ -9,6 +9,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", buffers = 6, mib = 1024 }
+report.require_values("buffer-rates", arg, { "--device", "--buffers", "--mib" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

@@ -10,6 +10,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", idle = 10, load = 2 }
+report.require_values("idle-ramp", arg, { "--device", "--idle", "--load" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], tonumber(arg[i + 1])

@@ -17,6 +17,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "vulkan:0", churn = 8, seconds = 20, mib = 1024 }
+report.require_values("read-after-churn", arg, { "--device", "--churn", "--seconds", "--mib" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], tonumber(arg[i + 1])

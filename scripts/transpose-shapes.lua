@@ -11,6 +11,7 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 
 local opts = { device = "vulkan:0", mib = 1024, reps = 7, cols = "64,256,1024,4096,16384,65536,262144" }
+report.require_values("transpose-shapes", arg, { "--device", "--mib", "--reps", "--cols" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]

@@ -352,6 +352,19 @@ describe("xpu.decode: the grid, the fit and the read bound", function()
   end)
 end)
 
+describe("the scripts' options", function()
+  it("refuse an option that takes a value given none (or given the next option) by name, exit 2", function()
+    for _, script in ipairs { "bench-decode", "bench-matvec-kernel", "bench-shape-ops", "bandwidth", "bench-id",
+                              "bench-kv-write", "bench-launch", "idle-ramp", "buffer-rates", "read-after-churn",
+                              "transpose-shapes" } do
+      local out = run(("scripts/%s.lua --device"):format(script), nil, true)
+      assert.equal(script .. ": --device needs a value\nexit 2\n", out, script)
+      out = run(("scripts/%s.lua --device --mib 1"):format(script), nil, true)
+      assert.equal(script .. ": --device needs a value\nexit 2\n", out, script)
+    end
+  end)
+end)
+
 describe("bench-decode", function()
   local function records(out)
     local got = {}

@@ -113,6 +113,21 @@ function M.command(words)
   return table.concat(out, " ")
 end
 
+-- A script's options that take a value: each must be followed by one (a word that is not
+-- itself an option), else the script stops with exit 2 naming the option, rather than run with
+-- the option unset (a bare --device would otherwise time the CPU). takes: a list of names.
+function M.require_values(script, args, takes)
+  local set = {}
+  for _, t in ipairs(takes) do set[t] = true end
+  for i = 1, #args do
+    local v = args[i + 1]
+    if set[args[i]] and (v == nil or v:sub(1, 2) == "--") then
+      io.stderr:write(script, ": ", args[i], " needs a value\n")
+      os.exit(2)
+    end
+  end
+end
+
 -- The git commit of the source tree, or "unknown".
 function M.commit()
   local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
