@@ -9,6 +9,7 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 
 local opts = { backend = "hip" }
+report.require_values("manifest", arg, { "--backend", "--arch", "--kernel", "--file" })
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -20,7 +21,6 @@ while i <= #arg do
   else io.stderr:write("manifest: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 1
 end
-if type(opts.backend) ~= "string" then io.stderr:write("manifest: --backend needs a name\n"); os.exit(2) end
 
 local function wanted(kernel, arch)
   return (not opts.kernel or kernel == opts.kernel) and (not opts.arch or arch == opts.arch)

@@ -362,6 +362,7 @@ describe("the scripts' options", function()
       out = run(("scripts/%s.lua --device --mib 1"):format(script), nil, true)
       assert.equal(script .. ": --device needs a value\nexit 2\n", out, script)
     end
+    assert.equal("manifest: --backend needs a value\nexit 2\n", run("scripts/manifest.lua --backend", nil, true))
   end)
 end)
 
