@@ -21,7 +21,7 @@
 -- process of its own (this script again, with the same options), its table passed through, then
 -- one table puts the rotated cells side by side, each device's rate as a share of the last
 -- device's. With --dot4 a device times the packed-dot twins where it has them, the plain
--- kernels where not (what each device's routes pick).
+-- kernels where not (what each device's routes pick; a child gets --dot4-where-built).
 local xpu = require "xpu"
 local report = require "xpu.report"
 local decode = require "xpu.decode"
@@ -60,41 +60,46 @@ local function record_fields(line)
   return r
 end
 
--- Several devices: a child per device, then the rotated cells side by side (the header says so).
-local function compare()
-  local ids, cells, order = opts.devices, {}, {}
-  for di, id in ipairs(ids) do
-    local cmd = { arg[-1] or "xpulua", arg[0], "--device", id, "--n", opts.n, "--jsonl",
-                  opts.variant == "dot4" and "--dot4-where-built" or "", opts.deferred and "--deferred" or "",
-                  opts.apart and "--apart" or "" }
-    for _, w in ipairs { "format", "rows", "cols", "copies", "grid" } do
-      if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
-    end
-    report.log("bench-decode: %s (%d of %d)", id, di, #ids)
-    local p = assert(io.popen(report.command(cmd)))
-    for line in p:lines() do
-      if line:sub(1, 1) ~= "{" then
-        print(line)
-      else
-        if opts.jsonl then print(line) end
-        local r = record_fields(line)
-        if r.mode == "rotated" then
-          local key = ("%s %dx%d"):format(r.format, r.rows, r.cols)
-          if not cells[key] then cells[key] = {}; order[#order + 1] = key end
-          cells[key][di] = r
-        end
+-- Device di's bench in a child process: its table passed through, its rotated cells kept in
+-- cells[key][di] (keys in first-seen order), its records passed on with --jsonl.
+local function bench_child(di, id, cells, order)
+  local cmd = { arg[-1] or "xpulua", arg[0], "--device", id, "--n", opts.n, "--jsonl",
+                opts.variant == "dot4" and "--dot4-where-built" or "", opts.deferred and "--deferred" or "",
+                opts.apart and "--apart" or "" }
+  for _, w in ipairs { "format", "rows", "cols", "copies", "grid" } do
+    if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
+  end
+  report.log("bench-decode: %s (%d of %d)", id, di, #opts.devices)
+  local p = assert(io.popen(report.command(cmd)))
+  for line in p:lines() do
+    if line:sub(1, 1) ~= "{" then
+      print(line)
+    else
+      if opts.jsonl then print(line) end
+      local r = record_fields(line)
+      if r.mode == "rotated" then
+        local key = ("%s %dx%d"):format(r.format, r.rows, r.cols)
+        if not cells[key] then cells[key] = {}; order[#order + 1] = key end
+        cells[key][di] = r
       end
     end
-    if not p:close() then io.stderr:write("bench-decode: the bench on ", id, " failed\n"); os.exit(1) end
-    print()
   end
+  if not p:close() then io.stderr:write("bench-decode: the bench on ", id, " failed\n"); os.exit(1) end
+  print()
+end
+
+-- Several devices: a child per device, then the rotated cells side by side, each rate as a
+-- share of the last device's (a decode-compare record a cell with --jsonl).
+local function compare()
+  local ids, cells, order = opts.devices, {}, {}
+  for di, id in ipairs(ids) do bench_child(di, id, cells, order) end
   local last, header, rows = #ids, { "format", "rows x cols" }, {}
   for _, id in ipairs(ids) do
     for _, h in ipairs { " kernel", " us", " GB/s", " % read" } do header[#header + 1] = id .. h end
   end
   for di = 1, last - 1 do header[#header + 1] = ("%s / %s"):format(ids[di], ids[last]) end
   for _, key in ipairs(order) do
-    local c, row = cells[key], { key:match("^(%S+) (%S+)$") }
+    local c, row, ratios = cells[key], { key:match("^(%S+) (%S+)$") }, {}
     for di = 1, last do
       local r = c[di] or {}
       row[#row + 1] = r.kernel or "-"
@@ -102,15 +107,12 @@ local function compare()
       row[#row + 1] = r.gbs or "-"
       row[#row + 1] = r.gbs and r.ceiling_gbs and 100 * r.gbs / r.ceiling_gbs or "-"
     end
-    local ratios = {}
     for di = 1, last - 1 do
       local a, b = c[di] and c[di].gbs, c[last] and c[last].gbs
       ratios[di] = a and b and 100 * a / b or 0 / 0 -- NaN: JSON null
       row[#row + 1] = ratios[di] == ratios[di] and ratios[di] or "-"
     end
-    if opts.jsonl then
-      report.jsonl { bench = "decode-compare", cell = key, devices = ids, of_last_pct = ratios }
-    end
+    if opts.jsonl then report.jsonl { bench = "decode-compare", cell = key, devices = ids, of_last_pct = ratios } end
     rows[#rows + 1] = row
   end
   print(report.table { title = ("decode mat-vec side by side, rotated weights, %s; %% read: of each device's read ceiling; the last columns: each rate as %% of %s's"):format(
