@@ -34,10 +34,8 @@ while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.devices[#opts.devices + 1] = v
   elseif a == "--format" then opts.format = v
-  elseif a == "--rows" then opts.rows = tonumber(v)
-  elseif a == "--cols" then opts.cols = tonumber(v)
-  elseif a == "--n" then opts.n = tonumber(v)
-  elseif a == "--copies" then opts.copies = tonumber(v)
+  elseif a == "--rows" or a == "--cols" or a == "--n" or a == "--copies" then
+    opts[a:sub(3)] = report.whole("bench-decode", a, v)
   elseif a == "--grid" then opts.grid = v
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1

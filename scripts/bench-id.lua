@@ -15,7 +15,7 @@ while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--jsonl" then opts.jsonl = true; i = i - 1
   elseif a == "--format" or a == "--device" then opts[a:sub(3)] = v
-  elseif opts[a:sub(3)] ~= nil then opts[a:sub(3)] = tonumber(v)
+  elseif opts[a:sub(3)] ~= nil then opts[a:sub(3)] = report.whole("bench-id", a, v)
   else io.stderr:write("bench-id: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end

@@ -364,6 +364,15 @@ describe("the scripts' options", function()
     end
     assert.equal("manifest: --backend needs a value\nexit 2\n", run("scripts/manifest.lua --backend", nil, true))
   end)
+
+  it("refuse a count that is no whole number of 1 or more by name, not take the default", function()
+    for _, c in ipairs { { "bench-decode", "--n", "abc" }, { "bench-decode", "--rows", "x" }, { "bench-decode", "--copies", "0" },
+                         { "bench-matvec-kernel", "--n", "0" }, { "bandwidth", "--mib", "1.5" }, { "bandwidth", "--reps", "x" },
+                         { "bench-id", "--experts", "x" }, { "bench-launch", "--passes", "-1" } } do
+      local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
+      assert.equal(("%s: %s takes a whole number of 1 or more, not '%s'\nexit 2\n"):format(c[1], c[2], c[3]), out)
+    end
+  end)
 end)
 
 describe("bench-decode", function()

@@ -128,6 +128,17 @@ function M.require_values(script, args, takes)
   end
 end
 
+-- Option `flag`'s value v as a whole number of at least 1, or the script stops with exit 2
+-- saying what it got (a count that does not parse is not taken as the default).
+function M.whole(script, flag, v)
+  local x = tonumber(v)
+  if not x or x < 1 or x % 1 ~= 0 then
+    io.stderr:write(script, ": ", flag, " takes a whole number of 1 or more, not '", tostring(v), "'\n")
+    os.exit(2)
+  end
+  return math.tointeger(x)
+end
+
 -- The git commit of the source tree, or "unknown".
 function M.commit()
   local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
