@@ -23,7 +23,7 @@ while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.device = v
   elseif a == "--contracts" then opts.file = v
-  elseif opts[a:sub(3)] ~= nil and tonumber(v) then opts[a:sub(3)] = tonumber(v)
+  elseif a ~= "--file" and opts[a:sub(3)] ~= nil then opts[a:sub(3)] = report.whole("bench-kv-write", a, v)
   else io.stderr:write("bench-kv-write: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end

@@ -55,10 +55,11 @@ local i = 1
 while i <= #arg do
   local a = arg[i]
   if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--mib" then opts.mib = tonumber(arg[i + 1]); i = i + 1
-  elseif a == "--reps" then opts.reps = tonumber(arg[i + 1]); i = i + 1
-  elseif a == "--warm-ms" then opts.warm_ms = math.max(0, tonumber(arg[i + 1]) or 200); i = i + 1
-  elseif a == "--launches" then opts.launches = math.max(1, tonumber(arg[i + 1]) or 1); i = i + 1
+  elseif a == "--mib" then opts.mib = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
+  elseif a == "--reps" then opts.reps = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
+  elseif a == "--warm-ms" then -- 0: no warm-up
+    opts.warm_ms = arg[i + 1] == "0" and 0 or report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
+  elseif a == "--launches" then opts.launches = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
   elseif a == "--cols" then opts.cols = whole(a, arg[i + 1], "columns"); i = i + 1
   elseif a == "--run" then opts.run = whole(a, arg[i + 1], "items"); i = i + 1

@@ -368,7 +368,9 @@ describe("the scripts' options", function()
   it("refuse a count that is no whole number of 1 or more by name, not take the default", function()
     for _, c in ipairs { { "bench-decode", "--n", "abc" }, { "bench-decode", "--rows", "x" }, { "bench-decode", "--copies", "0" },
                          { "bench-matvec-kernel", "--n", "0" }, { "bandwidth", "--mib", "1.5" }, { "bandwidth", "--reps", "x" },
-                         { "bench-id", "--experts", "x" }, { "bench-launch", "--passes", "-1" } } do
+                         { "bench-id", "--experts", "x" }, { "bench-launch", "--passes", "-1" },
+                         { "bench-shape-ops", "--reps", "abc" }, { "bench-shape-ops", "--mib", "x" },
+                         { "bench-shape-ops", "--launches", "0" }, { "bench-kv-write", "--n", "x" } } do
       local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
       assert.equal(("%s: %s takes a whole number of 1 or more, not '%s'\nexit 2\n"):format(c[1], c[2], c[3]), out)
     end
