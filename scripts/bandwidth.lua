@@ -14,8 +14,8 @@ local i = 1
 while i <= #arg do
   local a = arg[i]
   if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--mib" then opts.mib = report.whole("bandwidth", a, arg[i + 1]); i = i + 1
-  elseif a == "--reps" then opts.reps = report.whole("bandwidth", a, arg[i + 1]); i = i + 1
+  elseif a == "--mib" then opts.mib = report.whole("bandwidth", a, arg[i + 1], "MiB"); i = i + 1
+  elseif a == "--reps" then opts.reps = report.whole("bandwidth", a, arg[i + 1], "repetitions"); i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   else io.stderr:write("bandwidth: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 1

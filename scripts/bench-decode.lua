@@ -28,14 +28,14 @@ local decode = require "xpu.decode"
 local autotune = require "xpu.autotune"
 
 local opts = { devices = {}, n = 20, jsonl = false }
-local i = 1
 report.require_values("bench-decode", arg, { "--device", "--format", "--rows", "--cols", "--n", "--copies", "--grid", "--cell" })
+local COUNTS = { ["--rows"] = "rows", ["--cols"] = "columns", ["--n"] = "timed runs", ["--copies"] = "copies" }
+local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.devices[#opts.devices + 1] = v
   elseif a == "--format" then opts.format = v
-  elseif a == "--rows" or a == "--cols" or a == "--n" or a == "--copies" then
-    opts[a:sub(3)] = report.whole("bench-decode", a, v)
+  elseif COUNTS[a] then opts[a:sub(3)] = report.whole("bench-decode", a, v, COUNTS[a])
   elseif a == "--grid" then opts.grid = v
   elseif a == "--deferred" then opts.deferred = true; i = i - 1
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1

@@ -10,12 +10,13 @@ local decode = require "xpu.decode"
 
 local opts = { device = "cpu:0", experts = 128, used = 8, rows = 768, cols = 2048, n = 50 }
 report.require_values("bench-id", arg, { "--device", "--format", "--experts", "--used", "--rows", "--cols", "--n" })
+local COUNTS = { experts = "experts", used = "experts", rows = "rows", cols = "columns", n = "timed runs" }
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--jsonl" then opts.jsonl = true; i = i - 1
   elseif a == "--format" or a == "--device" then opts[a:sub(3)] = v
-  elseif opts[a:sub(3)] ~= nil then opts[a:sub(3)] = report.whole("bench-id", a, v)
+  elseif COUNTS[a:sub(3)] then opts[a:sub(3)] = report.whole("bench-id", a, v, COUNTS[a:sub(3)])
   else io.stderr:write("bench-id: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end

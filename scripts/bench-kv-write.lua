@@ -18,12 +18,13 @@ local settle = require "xpu.settle"
 
 local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
 report.require_values("bench-kv-write", arg, { "--device", "--contracts", "--heads", "--ctx", "--dim", "--n" })
+local COUNTS = { heads = "heads", ctx = "positions", dim = "elements", n = "timed runs" }
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.device = v
   elseif a == "--contracts" then opts.file = v
-  elseif a ~= "--file" and opts[a:sub(3)] ~= nil then opts[a:sub(3)] = report.whole("bench-kv-write", a, v)
+  elseif COUNTS[a:sub(3)] then opts[a:sub(3)] = report.whole("bench-kv-write", a, v, COUNTS[a:sub(3)])
   else io.stderr:write("bench-kv-write: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2
 end

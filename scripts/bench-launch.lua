@@ -12,8 +12,8 @@ local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.device = v
-  elseif a == "--n" then opts.n = report.whole("bench-launch", a, v)
-  elseif a == "--passes" then opts.passes = report.whole("bench-launch", a, v)
+  elseif a == "--n" then opts.n = report.whole("bench-launch", a, v, "launches")
+  elseif a == "--passes" then opts.passes = report.whole("bench-launch", a, v, "passes")
   elseif a == "--jsonl" then opts.jsonl = true; i = i - 1
   else io.stderr:write("bench-launch: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 2

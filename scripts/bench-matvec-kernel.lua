@@ -42,7 +42,7 @@ while i <= #arg do
     local r, c = (v or ""):match "^(%d+)x(%d+)$"
     if not r then io.stderr:write("bench-matvec-kernel: --shape takes ROWSxCOLS, not '", tostring(v), "'\n"); os.exit(2) end
     opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
-  elseif a == "--n" then opts.n = report.whole("bench-matvec-kernel", a, v)
+  elseif a == "--n" then opts.n = report.whole("bench-matvec-kernel", a, v, "timed runs")
   elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
   elseif a == "--grid" then opts.grid = v
   elseif a == "--outputs" then

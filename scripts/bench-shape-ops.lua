@@ -41,25 +41,18 @@ local autotune = require "xpu.autotune"
 local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant",
                warm_ms = 200 }
 local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
--- A flag's value that must be a whole number of `what`, 1 or more; else the error and exit 2.
-local function whole(flag, v, what)
-  local x = tonumber(v)
-  if not x or x < 1 or x % 1 ~= 0 then
-    io.stderr:write("bench-shape-ops: ", flag, " '", tostring(v), "': not a whole number of ", what, "\n")
-    os.exit(2)
-  end
-  return math.tointeger(x)
-end
+-- A flag's value that must be a whole number of `what`, least (1 unless given) or more; else
+-- the error and exit 2 (report.whole).
+local function whole(flag, v, what, least) return report.whole("bench-shape-ops", flag, v, what, least) end
 report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts" })
 local i = 1
 while i <= #arg do
   local a = arg[i]
   if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--mib" then opts.mib = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
-  elseif a == "--reps" then opts.reps = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
-  elseif a == "--warm-ms" then -- 0: no warm-up
-    opts.warm_ms = arg[i + 1] == "0" and 0 or report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
-  elseif a == "--launches" then opts.launches = report.whole("bench-shape-ops", a, arg[i + 1]); i = i + 1
+  elseif a == "--mib" then opts.mib = whole(a, arg[i + 1], "MiB"); i = i + 1
+  elseif a == "--reps" then opts.reps = whole(a, arg[i + 1], "repetitions"); i = i + 1
+  elseif a == "--warm-ms" then opts.warm_ms = whole(a, arg[i + 1], "milliseconds", 0); i = i + 1 -- 0: no warm-up
+  elseif a == "--launches" then opts.launches = whole(a, arg[i + 1], "launches"); i = i + 1
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
   elseif a == "--cols" then opts.cols = whole(a, arg[i + 1], "columns"); i = i + 1
   elseif a == "--run" then opts.run = whole(a, arg[i + 1], "items"); i = i + 1

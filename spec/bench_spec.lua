@@ -365,14 +365,16 @@ describe("the scripts' options", function()
     assert.equal("manifest: --backend needs a value\nexit 2\n", run("scripts/manifest.lua --backend", nil, true))
   end)
 
-  it("refuse a count that is no whole number of 1 or more by name, not take the default", function()
-    for _, c in ipairs { { "bench-decode", "--n", "abc" }, { "bench-decode", "--rows", "x" }, { "bench-decode", "--copies", "0" },
-                         { "bench-matvec-kernel", "--n", "0" }, { "bandwidth", "--mib", "1.5" }, { "bandwidth", "--reps", "x" },
-                         { "bench-id", "--experts", "x" }, { "bench-launch", "--passes", "-1" },
-                         { "bench-shape-ops", "--reps", "abc" }, { "bench-shape-ops", "--mib", "x" },
-                         { "bench-shape-ops", "--launches", "0" }, { "bench-kv-write", "--n", "x" } } do
+  it("refuse a count that is no whole number (of 1 or more; --warm-ms: of 0 or more) by name, not take the default", function()
+    for _, c in ipairs { { "bench-decode", "--n", "abc", "timed runs" }, { "bench-decode", "--rows", "x", "rows" },
+                         { "bench-decode", "--copies", "0", "copies" }, { "bench-matvec-kernel", "--n", "0", "timed runs" },
+                         { "bandwidth", "--mib", "1.5", "MiB" }, { "bandwidth", "--reps", "x", "repetitions" },
+                         { "bench-id", "--experts", "x", "experts" }, { "bench-launch", "--passes", "-1", "passes" },
+                         { "bench-shape-ops", "--reps", "abc", "repetitions" }, { "bench-shape-ops", "--mib", "x", "MiB" },
+                         { "bench-shape-ops", "--launches", "0", "launches" }, { "bench-shape-ops", "--warm-ms", "-1", "milliseconds" },
+                         { "bench-kv-write", "--n", "x", "timed runs" } } do
       local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
-      assert.equal(("%s: %s takes a whole number of 1 or more, not '%s'\nexit 2\n"):format(c[1], c[2], c[3]), out)
+      assert.equal(("%s: %s '%s': not a whole number of %s\nexit 2\n"):format(c[1], c[2], c[3], c[4]), out)
     end
   end)
 end)

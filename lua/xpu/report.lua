@@ -128,12 +128,13 @@ function M.require_values(script, args, takes)
   end
 end
 
--- Option `flag`'s value v as a whole number of at least 1, or the script stops with exit 2
--- saying what it got (a count that does not parse is not taken as the default).
-function M.whole(script, flag, v)
+-- Option `flag`'s value v as a whole number of `what` (e.g. "columns"), least (default 1) or
+-- more; else the script stops with exit 2 saying what it got (a count that does not parse is
+-- not taken as the default).
+function M.whole(script, flag, v, what, least)
   local x = tonumber(v)
-  if not x or x < 1 or x % 1 ~= 0 then
-    io.stderr:write(script, ": ", flag, " takes a whole number of 1 or more, not '", tostring(v), "'\n")
+  if not x or x < (least or 1) or x % 1 ~= 0 then
+    io.stderr:write(script, ": ", flag, " '", tostring(v), "': not a whole number of ", what, "\n")
     os.exit(2)
   end
   return math.tointeger(x)
