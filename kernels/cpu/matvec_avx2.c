@@ -568,8 +568,10 @@ AVX2 INLINE __m256i q6_K_sums(const uint8_t *p, const uint8_t *xb, bool unbias, 
 	__m256i isum3 = _mm256_setzero_si256(), isum4 = _mm256_setzero_si256();
 #pragma GCC unroll 2
 	for (int h = 0; h < 2; h++) {
-		/* this half's eight scales in both 128-bit halves */
-		const __m256i sc = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+		/* this half's eight scales in both 128-bit halves (each selector a literal: below
+		 * -O2 the loop is not unrolled and h is no constant) */
+		const __m256i sc = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+				     : _mm256_permute2x128_si256(sc16, sc16, 0x00);
 		__m256i ql0 = _mm256_loadu_si256((const __m256i *)(p + 64 * h));
 		__m256i ql1 = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32));
 		__m256i qh = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
