@@ -63,7 +63,8 @@ static int put(struct gguf_writer *w, struct buf *b, const void *src, size_t n)
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, src, n);
+	if (n) /* an empty part (no metadata yet) may come as NULL, which memcpy may not take */
+		memcpy(b->p + b->n, src, n);
 	b->n += n;
 	return 0;
 }
