@@ -336,7 +336,7 @@ describe("timer marks on cuda:0", function()
     fx.deferred_marks_skip_host_time(cuda)
   end)
 
-  cuda_it("keeps 64 marks open on a stream and refuses the 65th, and a mark ended twice or on another stream, by name", function()
+  cuda_it("keeps 64 marks open on a stream and refuses the 65th, a mark ended twice or on another stream, by name; collected marks give their slots back", function()
     fx.mark_limits(cuda)
   end)
 end)

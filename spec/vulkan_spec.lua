@@ -778,7 +778,7 @@ describe("vulkan streams", function()
     fx.deferred_marks_skip_host_time(vk)
   end)
 
-  vk_it("keeps 64 timer marks open on a stream and refuses the 65th, and a mark ended twice or on another stream, by name", function()
+  vk_it("keeps 64 timer marks open on a stream and refuses the 65th, a mark ended twice or on another stream, by name; collected marks give their slots back", function()
     fx.mark_limits(vk)
   end)
 

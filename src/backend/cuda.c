@@ -616,6 +616,14 @@ static int cuda_time_end(struct xpu_stream *s, void *mark, double *seconds)
 	return rc;
 }
 
+/* The mark's event is the stream's, kept for the next mark: only its slot goes back. */
+static void cuda_time_drop(struct xpu_stream *s, void *mark)
+{
+	uint32_t begin = (uint32_t)(uintptr_t)mark - 1;
+	if (begin < XPU_CUDA_MARKS)
+		simpl(s)->marks_open &= ~(1ull << begin);
+}
+
 static void free_marks(struct xpu_cuda_stream *cs)
 {
 	for (int i = 0; i <= XPU_CUDA_MARKS; i++)
@@ -642,4 +650,5 @@ const struct xpu_backend_ops xpu_cuda_backend = {
 	.manifest = cuda_manifest,
 	.time_begin = cuda_time_begin,
 	.time_end = cuda_time_end,
+	.time_drop = cuda_time_drop,
 };

@@ -585,6 +585,11 @@ static int hip_time_end(struct xpu_stream *s, void *mark, double *seconds)
 	return rc;
 }
 
+static void hip_time_drop(struct xpu_stream *s, void *mark)
+{
+	api.hipEventDestroy((hipEvent_t)mark);
+}
+
 /* No set_deferred: a deferred stream's launches are issued as they come, which the core allows
  * (results are identical either way); HIP graph replay is left for when it can be measured. */
 const struct xpu_backend_ops xpu_hip_backend = {
@@ -605,4 +610,5 @@ const struct xpu_backend_ops xpu_hip_backend = {
 	.manifest = hip_manifest,
 	.time_begin = hip_time_begin,
 	.time_end = hip_time_end,
+	.time_drop = hip_time_drop,
 };

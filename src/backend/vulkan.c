@@ -226,4 +226,5 @@ const struct xpu_backend_ops xpu_vulkan_backend = {
 	.manifest = xpu_vk_manifest,
 	.time_begin = xpu_vk_time_begin,
 	.time_end = xpu_vk_time_end,
+	.time_drop = xpu_vk_time_drop,
 };

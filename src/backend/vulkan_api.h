@@ -261,6 +261,7 @@ int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t gri
 		  const uint32_t block[3], const struct xpu_karg *args);
 int xpu_vk_time_begin(struct xpu_stream *s, void **mark);
 int xpu_vk_time_end(struct xpu_stream *s, void *mark, double *seconds);
+void xpu_vk_time_drop(struct xpu_stream *s, void *mark);
 /* With vd->lock held: submit every stream's recorded launches, then wait for the queue. */
 int xpu_vk_idle(struct vk_dev *vd);
 /* With vd->lock held: forget deferred sequences that bind buf (it is about to go). */

@@ -624,3 +624,12 @@ int xpu_vk_time_end(struct xpu_stream *s, void *mark, double *seconds)
 	pthread_mutex_unlock(&vd->lock);
 	return rc;
 }
+
+/* The mark's query goes back to the stream's pool unread. */
+void xpu_vk_time_drop(struct xpu_stream *s, void *mark)
+{
+	struct vk_dev *vd = vk_dev_of(s->dev);
+	pthread_mutex_lock(&vd->lock);
+	close_query(vs_of(s), (uint32_t)(uintptr_t)mark - 1);
+	pthread_mutex_unlock(&vd->lock);
+}

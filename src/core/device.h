@@ -150,9 +150,13 @@ struct xpu_backend_ops {
 	/* Fill the manifest of kernel `k` on this device. Optional: absent means unknown. */
 	int (*manifest)(struct xpu_device *dev, struct xpu_kernel *k, struct xpu_manifest *m);
 
-	/* Timing events (optional): elapsed seconds between two marks on a stream. */
+	/* Timing events (optional): elapsed seconds between two marks on a stream. time_drop
+	 * gives back a mark that will never be ended (its handle was collected), so marks
+	 * abandoned on an error path do not use up the stream's; optional where a mark holds
+	 * nothing. */
 	int (*time_begin)(struct xpu_stream *s, void **mark);
 	int (*time_end)(struct xpu_stream *s, void *mark, double *seconds);
+	void (*time_drop)(struct xpu_stream *s, void *mark);
 };
 
 /* ---- devices --------------------------------------------------------------------------- */

@@ -215,7 +215,9 @@ static int s_set_deferred(lua_State *L)
 
 /* s:timer_begin() -> mark; s:timer_end(mark) -> seconds (device events where the backend has
  * them, the host clock on the CPU). A mark knows its stream and is ended once: a mark ended
- * again, or on another stream, is refused here, before any backend sees it. */
+ * again, or on another stream, is refused here, before any backend sees it. A mark collected
+ * unended (an error between begin and end) gives its slot back; it holds its stream's handle,
+ * so the stream outlives it unless released by hand, and then there is nothing to give back. */
 #define XPU_MARK_MT "xpu.mark"
 
 struct lmark {
@@ -228,13 +230,26 @@ static int s_timer_begin(lua_State *L)
 	struct xpu_stream *s = lx_checkstream(L, 1);
 	if (!s->dev->ops->time_begin)
 		return luaL_error(L, "%s has no timer", s->dev->id);
-	struct lmark *u = lua_newuserdatauv(L, sizeof *u, 0);
+	struct lmark *u = lua_newuserdatauv(L, sizeof *u, 1);
 	u->s = NULL;
 	luaL_setmetatable(L, XPU_MARK_MT);
+	lua_pushvalue(L, 1);
+	lua_setiuservalue(L, -2, 1);
 	if (s->dev->ops->time_begin(s, &u->mark))
 		return lx_error(L);
 	u->s = s;
 	return 1;
+}
+
+static int mark_gc(lua_State *L)
+{
+	struct lmark *u = lua_touserdata(L, 1);
+	lua_getiuservalue(L, 1, 1);
+	const struct lstream *ls = luaL_testudata(L, -1, XPU_STREAM_MT);
+	if (u->s && ls && ls->s == u->s && u->s->dev->ops->time_drop)
+		u->s->dev->ops->time_drop(u->s, u->mark);
+	u->s = NULL;
+	return 0;
 }
 
 static int s_timer_end(lua_State *L)
@@ -361,6 +376,8 @@ void lx_open_buffer(lua_State *L, int t)
 	lx_newclass(L, XPU_BUFFER_MT, buffer_methods, buffer_meta);
 	lx_newclass(L, XPU_STREAM_MT, stream_methods, stream_meta);
 	luaL_newmetatable(L, XPU_MARK_MT);
+	lua_pushcfunction(L, mark_gc);
+	lua_setfield(L, -2, "__gc");
 	lua_pop(L, 1);
 	/* Buffers and streams are made by their device: d:buffer(n), d:stream(). */
 	luaL_getmetatable(L, XPU_DEVICE_MT);
