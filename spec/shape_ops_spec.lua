@@ -655,6 +655,43 @@ for _, backend in ipairs(BACKENDS) do
       assert.equal(before, kernel.launches)
     end)
 
+    it("refuses an input sharing bytes with what the kernel writes, before the launch; disjoint slices of one buffer run", function()
+      if not devs then return pending(why) end
+      local d, c = devs[1], C["flip." .. backend]
+      local kernel = d:kernel "flip"
+      local before = kernel.launches
+      local bytes = random_bytes(256)
+      local big = d:buffer(bytes)
+      local spec = { inputs = { input = { dtype = "f32", shape = { 4, 8 }, buffer = big:slice(0, 128) } }, params = { axis = 0 },
+                     out = big:slice(64, 128) }
+      assert.has_error(function() c:launch(spec) end,
+        "contract 'flip' (" .. backend .. "): return.aliasing: input 'input' shares bytes with the output 'out', " ..
+        "which the kernel writes while it reads (bytes 0..128 of one allocation against 64..192)")
+      assert.equal(before, kernel.launches)
+      assert.equal(bytes, big:download()) -- nothing written
+      -- the next 128 bytes of the same allocation meet the input nowhere
+      spec.out = big:slice(128, 128)
+      assert.no_error(function() c:launch(spec) end)
+      d:default_stream():sync()
+      assert.equal(before + 1, kernel.launches)
+      local got = big:download()
+      assert.equal(bytes:sub(1, 128), got:sub(1, 128)) -- the input, untouched
+      assert.equal(bytes:sub(97, 128), got:sub(129, 160)) -- the flip's first row is the input's last
+      -- in place: a source inside dest's view is refused; dest alone is what is written
+      local ws = C["write_slice." .. backend]
+      local cache = d:buffer(random_bytes(256))
+      local wspec = { inputs = { dest = { dtype = "f32", shape = { 8, 8 }, buffer = cache },
+                                 source = { dtype = "f32", shape = { 1, 8 }, buffer = cache:slice(96, 32) } },
+                      params = { ranges = { { 0, 1 }, { 0, 8 } } } }
+      local wbefore = d:kernel("write_slice").launches
+      assert.has_error(function() ws:launch(wspec) end,
+        "contract 'write_slice' (" .. backend .. "): return.aliasing: input 'source' shares bytes with the in-place 'dest', " ..
+        "which the kernel writes while it reads (bytes 96..128 of one allocation against 0..256)")
+      assert.equal(wbefore, d:kernel("write_slice").launches)
+      wspec.inputs.source.buffer = d:buffer(random_bytes(32))
+      assert.no_error(function() ws:launch(wspec) end)
+    end)
+
     it("takes the empty fast paths: nothing launched, nothing written", function()
       if not devs then return pending(why) end
       local d = devs[1]

@@ -456,10 +456,13 @@ static int c_register(lua_State *L)
 
 /* ---- launches ------------------------------------------------------------------------------- */
 
-/* Bytes an operand's view reaches from its buffer's base. */
-static int operand_need(lua_State *L, const char *name, const struct xpu_fkc_tensor *t, uint64_t *need)
+/* Bytes an operand's view reaches from its buffer's base: [*first, *need), empty for no
+ * elements. */
+static int operand_need(lua_State *L, const char *name, const struct xpu_fkc_tensor *t, uint64_t *first,
+			uint64_t *need)
 {
 	int64_t lo = t->offset, hi = t->offset, dense = 1, eb = xpu_dtype_bytes(t->dtype);
+	*first = 0;
 	if (t->n == 0)
 		return *need = 0, 0;
 	for (int k = t->rank - 1; k >= 0; k--) {
@@ -470,8 +473,41 @@ static int operand_need(lua_State *L, const char *name, const struct xpu_fkc_ten
 	}
 	if (lo < 0)
 		return luaL_error(L, "launch: operand '%s': the view reaches %I elements before its buffer", name, (lua_Integer)-lo);
+	*first = (uint64_t)lo * (uint64_t)eb;
 	*need = ((uint64_t)hi + 1) * (uint64_t)eb;
 	return 0;
+}
+
+/* Whether bytes [a0, a1) of buffer a and [b0, b1) of buffer b share memory. */
+static bool bytes_meet(const struct xpu_buffer *a, uint64_t a0, uint64_t a1, const struct xpu_buffer *b, uint64_t b0,
+		       uint64_t b1)
+{
+	if (a->alloc != b->alloc || a0 >= a1 || b0 >= b1)
+		return false;
+	return a->offset + a0 < b->offset + b1 && b->offset + b0 < a->offset + a1;
+}
+
+/* The kernels read their inputs while they write: an input sharing bytes with what is
+ * written would be read half-overwritten (and the CPU's memcpy may not take overlapping
+ * ranges). With `return.aliasing: none` no input may meet the output; in place, no other
+ * input may meet the buffer written. Refused before launch, naming both. */
+static void check_overlap(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_result *r,
+			  struct xpu_buffer **bufs, const uint64_t *first, const uint64_t *need,
+			  const struct xpu_buffer *out, uint64_t out_bytes)
+{
+	for (int k = 0; k < c->ninputs; k++) {
+		if (k == r->in_place)
+			continue;
+		uint64_t o0 = r->in_place >= 0 ? first[r->in_place] : 0;
+		uint64_t o1 = r->in_place >= 0 ? need[r->in_place] : out_bytes;
+		if (bytes_meet(bufs[k], first[k], need[k], out, o0, o1))
+			luaL_error(L, "contract '%s' (%s): return.aliasing: input '%s' shares bytes with %s '%s', "
+				      "which the kernel writes while it reads (bytes %I..%I of one allocation against %I..%I)",
+				   c->kernel, c->backend, c->input[k].name, r->in_place >= 0 ? "the in-place" : "the output",
+				   r->in_place >= 0 ? c->input[r->in_place].name : c->output[0].name,
+				   (lua_Integer)(bufs[k]->offset + first[k]), (lua_Integer)(bufs[k]->offset + need[k]),
+				   (lua_Integer)(out->offset + o0), (lua_Integer)(out->offset + o1));
+	}
 }
 
 static void check_buffer(lua_State *L, const struct xpu_contract *c, const char *name, const struct xpu_buffer *b,
@@ -549,12 +585,14 @@ static struct xpu_device *checked_launch(lua_State *L, const struct xpu_contract
 	if (r.verdict != XPU_FKC_OK)
 		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
 	const struct xpu_buffer *out = launch_out(L, c, &r, bufs);
+	uint64_t first[XPU_FKC_MAX_INPUTS], need[XPU_FKC_MAX_INPUTS];
+	uint64_t out_bytes = (uint64_t)r.n * (uint64_t)xpu_dtype_bytes(r.dtype);
 	for (int k = 0; k < c->ninputs; k++) {
-		uint64_t need = 0;
-		operand_need(L, c->input[k].name, &call->in[k], &need);
-		check_buffer(L, c, c->input[k].name, bufs[k], need, r.alignment);
+		operand_need(L, c->input[k].name, &call->in[k], &first[k], &need[k]);
+		check_buffer(L, c, c->input[k].name, bufs[k], need[k], r.alignment);
 	}
-	check_buffer(L, c, c->output[0].name, out, (uint64_t)r.n * (uint64_t)xpu_dtype_bytes(r.dtype), r.alignment);
+	check_buffer(L, c, c->output[0].name, out, out_bytes, r.alignment);
+	check_overlap(L, c, &r, bufs, first, need, out, out_bytes);
 	if (xpu_fkc_geom(c, call, g))
 		lx_error(L);
 	g->in = karg_of(bufs[0]);
