@@ -7,13 +7,14 @@ LIBDIR  ?= /usr/lib/x86_64-linux-gnu
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
+# the build tree (make asan builds a second one, B=build/asan)
+B       := build
+
 # -ffp-contract=off: the CPU kernels define the arithmetic that device kernels must equal
 # bit for bit, so no fused multiply-add may appear where the source has two operations.
-XCFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -Isrc -Ikernels -Ibuild/gen \
+XCFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -Isrc -Ikernels -I$(B)/gen \
            -I$(LUA_INC) -DXPULUA_PREFIX='"$(PREFIX)"' $(WARN) $(CFLAGS)
 LIBS    := -lyaml -ldl -lpthread -lm
-
-B := build
 
 CORE_SRC := $(wildcard src/core/*.c src/route/*.c src/backend/*.c src/quant/*.c \
               src/model/*.c src/contract/*.c src/lua/*.c kernels/*.c kernels/cpu/*.c)
@@ -21,7 +22,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all setup test run static install clean help
+.PHONY: all setup test run static asan check-asan install clean help
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -34,6 +35,7 @@ help:
 	@echo "make test     run every busted spec inside build/xpulua"
 	@echo "make run      run the tour (scripts/tour.lua) on the CPU"
 	@echo "make static   build/static/xpulua with Lua and libyaml linked in (to carry)"
+	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
 	@echo "make install  PREFIX=... installs the command, the module and the Lua library"
 
 PKGS := lua5.4 liblua5.4-dev libyaml-dev lua-busted libreadline-dev libvulkan-dev glslc \
@@ -92,6 +94,17 @@ $(B)/static/xpulua: $(CORE_OBJ) src/main.c
 
 test: all
 	@scripts/test.sh $(B)/xpulua
+
+# The same sources under AddressSanitizer and UndefinedBehaviorSanitizer, objects of their own
+# (build/asan); no CUDA fatbin (the sanitizers cannot see device code, and a machine with a
+# GPU runs the release build's specs). check-asan runs every spec file in it and fails on any
+# report (scripts/test-asan.sh).
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+asan:
+	@$(MAKE) --no-print-directory B=build/asan CFLAGS="$(ASAN_CFLAGS)" NVCC= build/asan/xpulua
+
+check-asan: asan
+	@scripts/test-asan.sh build/asan/xpulua
 
 run: all
 	$(B)/xpulua scripts/tour.lua
