@@ -22,7 +22,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all setup test run static asan check-asan install clean help
+.PHONY: all setup test run static asan tsan check-asan check-tsan install clean help
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -36,6 +36,7 @@ help:
 	@echo "make run      run the tour (scripts/tour.lua) on the CPU"
 	@echo "make static   build/static/xpulua with Lua and libyaml linked in (to carry)"
 	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
+	@echo "make check-tsan  every spec inside build/tsan/xpulua (ThreadSanitizer)"
 	@echo "make install  PREFIX=... installs the command, the module and the Lua library"
 
 PKGS := lua5.4 liblua5.4-dev libyaml-dev lua-busted libreadline-dev libvulkan-dev glslc \
@@ -95,16 +96,24 @@ $(B)/static/xpulua: $(CORE_OBJ) src/main.c
 test: all
 	@scripts/test.sh $(B)/xpulua
 
-# The same sources under AddressSanitizer and UndefinedBehaviorSanitizer, objects of their own
-# (build/asan); no CUDA fatbin (the sanitizers cannot see device code, and a machine with a
-# GPU runs the release build's specs). check-asan runs every spec file in it and fails on any
-# report (scripts/test-asan.sh).
+# The same sources under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan), or
+# ThreadSanitizer (build/tsan: the worker pool, the Vulkan backend's lock), objects of their
+# own; no CUDA fatbin (the sanitizers cannot see device code, and a machine with a GPU runs
+# the release build's specs). check-asan / check-tsan run every spec file in one and fail on
+# any report (scripts/test-sanitized.sh).
 ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+TSAN_CFLAGS := -O1 -g -fsanitize=thread
 asan:
 	@$(MAKE) --no-print-directory B=build/asan CFLAGS="$(ASAN_CFLAGS)" NVCC= build/asan/xpulua
 
+tsan:
+	@$(MAKE) --no-print-directory B=build/tsan CFLAGS="$(TSAN_CFLAGS)" NVCC= build/tsan/xpulua
+
 check-asan: asan
-	@scripts/test-asan.sh build/asan/xpulua
+	@scripts/test-sanitized.sh build/asan/xpulua
+
+check-tsan: tsan
+	@scripts/test-sanitized.sh build/tsan/xpulua
 
 run: all
 	$(B)/xpulua scripts/tour.lua

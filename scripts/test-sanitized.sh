@@ -1,8 +1,8 @@
 #!/bin/sh
-# test-asan.sh XPULUA — every spec file inside a sanitizer build of xpulua (make asan), one
-# process each, so one report does not hide the files after it. A file fails on a failed spec
-# or on any AddressSanitizer, LeakSanitizer or UBSan report; the reports are kept under
-# build/asan/reports/. Leaks inside the Vulkan driver and its loader (lavapipe keeps its
+# test-sanitized.sh XPULUA — every spec file inside a sanitizer build of xpulua (make asan or
+# make tsan), one process each, so one report does not hide the files after it. A file fails
+# on a failed spec or on any AddressSanitizer, LeakSanitizer, UBSan or ThreadSanitizer report;
+# the reports are kept under reports/ beside the binary. Leaks inside the Vulkan driver and its loader (lavapipe keeps its
 # compiler's state to exit) are not ours and are suppressed (scripts/lsan.supp). Prints a line
 # per file and exits non-zero if any failed.
 set -u
@@ -13,6 +13,7 @@ mkdir -p "$R"
 export ASAN_OPTIONS="detect_leaks=1:log_path=$R/asan"
 export LSAN_OPTIONS="suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$R/ubsan"
+export TSAN_OPTIONS="log_path=$R/tsan"
 failed=0
 for f in spec/*_spec.lua; do
 	name=$(basename "$f" .lua)
