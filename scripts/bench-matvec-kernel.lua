@@ -43,7 +43,7 @@ while i <= #arg do
     if not r then io.stderr:write("bench-matvec-kernel: --shape takes ROWSxCOLS, not '", tostring(v), "'\n"); os.exit(2) end
     opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
   elseif a == "--n" then opts.n = report.whole("bench-matvec-kernel", a, v, "timed runs")
-  elseif a == "--distinct" then opts.distinct = math.max(1, math.tointeger(tonumber(v)) or 256)
+  elseif a == "--distinct" then opts.distinct = report.whole("bench-matvec-kernel", a, v, "rows")
   elseif a == "--grid" then opts.grid = v
   elseif a == "--outputs" then
     if v ~= "one" and v ~= "each" then io.stderr:write("bench-matvec-kernel: --outputs takes one or each, not '", tostring(v), "'\n"); os.exit(2) end

@@ -14,13 +14,10 @@ local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
   if a == "--device" then opts.device = v
-  elseif a == "--buffers" then opts.buffers = math.tointeger(tonumber(v))
-  elseif a == "--mib" then opts.mib = math.tointeger(tonumber(v))
+  elseif a == "--buffers" then opts.buffers = report.whole("buffer-rates", a, v, "buffers")
+  elseif a == "--mib" then opts.mib = report.whole("buffer-rates", a, v, "MiB")
   elseif a == "--copy" then opts.copy = true; i = i - 1
   else io.stderr:write("buffer-rates: unknown argument '", tostring(a), "'\n"); os.exit(2) end
-  if not (opts.buffers and opts.buffers > 0 and opts.mib and opts.mib > 0) then
-    io.stderr:write("buffer-rates: --buffers and --mib take positive integers\n"); os.exit(2)
-  end
   i = i + 2
 end
 

@@ -372,7 +372,8 @@ describe("the scripts' options", function()
                          { "bench-id", "--experts", "x", "experts" }, { "bench-launch", "--passes", "-1", "passes" },
                          { "bench-shape-ops", "--reps", "abc", "repetitions" }, { "bench-shape-ops", "--mib", "x", "MiB" },
                          { "bench-shape-ops", "--launches", "0", "launches" }, { "bench-shape-ops", "--warm-ms", "-1", "milliseconds" },
-                         { "bench-kv-write", "--n", "x", "timed runs" } } do
+                         { "bench-kv-write", "--n", "x", "timed runs" }, { "bench-matvec-kernel", "--distinct", "x", "rows" },
+                         { "buffer-rates", "--buffers", "0", "buffers" }, { "buffer-rates", "--mib", "1.5", "MiB" } } do
       local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
       assert.equal(("%s: %s '%s': not a whole number of %s\nexit 2\n"):format(c[1], c[2], c[3], c[4]), out)
     end
