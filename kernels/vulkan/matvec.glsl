@@ -287,20 +287,11 @@ struct Row {
 	uint n;   /* blocks this wave adds: bpr, or 0 for a wave with no row */
 };
 
-/* -DMV_NT (a probe build, never the embedded one): the weights' 16-byte loads carry SPIR-V's
- * Nontemporal memory operand (0x4), a hint that they stream past the caches. */
-#ifdef MV_NT
-spirv_instruction(id = 61) uvec4 mv_load_nt(spirv_by_reference uvec4 p, spirv_literal uint access);
-#define MV_W4(i) mv_load_nt(w4[i], 4u)
-#else
-#define MV_W4(i) w4[i]
-#endif
-
 /* `vec` is a literal at the walk's call sites: no branch per load. */
 uvec4 wload4(uint i, bool vec)
 {
 	if (vec)
-		return MV_W4(i >> 2);
+		return w4[i >> 2];
 	return uvec4(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
 }
 

@@ -86,19 +86,6 @@ layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
 #ifndef PBW_QB
 #define PBW_QB 4u
 #endif
-/* PBW_BR: the border columns' rows an item of the column walk (probe builds set 16: one item a
- * column of a group's 16 rows). PBW_NT (a probe build): the quads' 16-byte loads carry SPIR-V's
- * Nontemporal memory operand (0x4). */
-#ifndef PBW_BR
-#define PBW_BR 8u
-#endif
-#ifdef PBW_NT
-#extension GL_EXT_spirv_intrinsics : require
-spirv_instruction(id = 61) uvec4 pbw_load_nt(spirv_by_reference uvec4 p, spirv_literal uint access);
-#define PBW_SRC4(i) pbw_load_nt(src4[i], 4u)
-#else
-#define PBW_SRC4(i) src4[i]
-#endif
 
 /* f32 rows where every 16-byte word of both sides sits on 16 bytes (main's condition): quad q's
  * four interior columns, batch `batch` of PBW_QB rows, a row as one 16-byte load and store, the
@@ -117,7 +104,7 @@ void pad_bwd_quad(uint q, uint batch, uint lo, uint hi, uint base, uint d, uint 
 		uint at = r + k < re ? SHAPE_ROWS[r + k] : 0xffffffffu;
 		v[k] = uvec4(0u);
 		if (at != 0xffffffffu)
-			v[k] = PBW_SRC4((pc.off_up >> 4u) + ((at + j0 + b) >> 2u));
+			v[k] = src4[(pc.off_up >> 4u) + ((at + j0 + b) >> 2u)];
 		slow |= r + k < re && at == 0xffffffffu ? 1u << k : 0u;
 	}
 	[[unroll]] for (uint k = 0u; k < PBW_QB; k++)
@@ -140,15 +127,15 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 	uint quads = d / 4u, batches = (rows + PBW_QB - 1u) / PBW_QB;
 	uint ql = mode == 0u ? 0u : min(quads, (b + 4u) / 4u);
 	uint qr = mode == 0u ? quads : max(ql, (d - 1u - min(after, d - 1u)) / 4u);
-	uint inner = qr - ql, w1 = inner * batches, cols = 4u * (quads - inner), w2 = cols * ((rows + PBW_BR - 1u) / PBW_BR);
+	uint inner = qr - ql, w1 = inner * batches, cols = 4u * (quads - inner), w2 = cols * ((rows + 7u) / 8u);
 	uint w = gl_LocalInvocationIndex;
 	for (; w < w1; w += WG_SIZE)
 		pad_bwd_quad(ql + w % inner, w / inner, lo, hi, base, d, b, rank, mode);
 	for (; w < w1 + w2; w += WG_SIZE) {
-		uint k = (w - w1) % cols, rb = (w - w1) / cols * PBW_BR;
+		uint k = (w - w1) % cols, rb = (w - w1) / cols * 8u;
 		uint j = k < 4u * ql ? k : 4u * qr + (k - 4u * ql);
 		uint r0 = j < lo - base ? 1u : 0u, r_end = hi - base > j ? (hi - base - 1u - j) / d + 1u : 0u;
-		pad_bwd_column_rows(j, max(rb, r0), min(rb + PBW_BR, r_end), base, d, b, after, rank, mode, 0u);
+		pad_bwd_column_rows(j, max(rb, r0), min(rb + 8u, r_end), base, d, b, after, rank, mode, 0u);
 	}
 }
 
