@@ -102,7 +102,8 @@
  *         registers); 5 37 / 24 (32 KiB a group) — each at its best U; 6: a payload
  *         byte's two codebook bytes a halfword, in 32 copies, one a lane, so no two lanes
  *         ever meet in a bank (16 KiB a group): 27.3 / 26.7 at U 1 (74 registers, where KV 0
- *         holds 32 and runs 21.2 / 22.2 in the same call)
+ *         holds 32 and runs 21.2 / 22.2 in the same call); 7: KV 5's table, each word's
+ *         index by a packed unsigned dot (kv_at)
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above)
  *   F16   (8) 1: f16 scales by the hardware's conversion, exact where f16 denormals are
@@ -167,7 +168,22 @@ int dot4(uint a, uint b)
 {
 	return sdot4x8(a, b, 0); /* PackedVectorFormat4x8Bit */
 }
+
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
+uint udot4x8(uint a, uint b, spirv_literal int fmt);
+
+/* The unsigned packed dot: a's four bytes times b's, added. */
+uint udot4(uint a, uint b)
+{
+	return udot4x8(a, b, 0);
+}
 #else
+uint udot4(uint a, uint b)
+{
+	return (a & 255u) * (b & 255u) + ((a >> 8) & 255u) * ((b >> 8) & 255u) +
+	       ((a >> 16) & 255u) * ((b >> 16) & 255u) + (a >> 24) * (b >> 24);
+}
+
 int dot4(uint a, uint b)
 {
 	ivec4 va = ivec4(bitfieldExtract(int(a), 0, 8), bitfieldExtract(int(a), 8, 8),
@@ -357,7 +373,7 @@ struct Wt {
 #else
 #define KV_WORDS0 16u
 #endif
-const uint KV_COPIES = KV == 5u ? 32u : KV == 4u ? 16u : KV == 3u ? 8u : 1u;
+const uint KV_COPIES = KV == 5u || KV == 7u ? 32u : KV == 4u ? 16u : KV == 3u ? 8u : 1u;
 const uint KV_WORDS = KV == 6u ? 128u * 32u : KV >= 2u ? 256u * KV_COPIES : KV_WORDS0;
 shared uint kvt[KV_WORDS];
 
@@ -456,6 +472,22 @@ int kv_dot_own(uint q, uint a0, uint a1)
 	return dot4(w01, x01) + dot4(w23, x23);
 }
 
+/* KV 7: KV 5's table, byte k of q's word (32 p + lane) by a packed dot, udot4(q, 32 << 8 k),
+ * and the lane added: one multiply-pipe instruction where KV 5's shift and mask take two on
+ * the integer pipe, which every lookup form fills first (docs/PERF.md, "iq4_nl's lookups on
+ * the same GPU under CUDA"). */
+uint kv_at(uint q, uint k)
+{
+	return kvt[udot4(q, 32u << (8u * k)) + (gl_LocalInvocationID.x & 31u)];
+}
+
+int kv_dot_pairs_dp(uint q, uint a0, uint a1)
+{
+	uint w01 = kv_at(q, 0u) | (kv_at(q, 1u) << 8);
+	uint w23 = kv_at(q, 2u) | (kv_at(q, 3u) << 8);
+	return dot4(w01, (a0 & 0xffffu) | (a1 << 16)) + dot4(w23, (a0 >> 16) | (a1 & 0xffff0000u));
+}
+
 /* KV 2..5: the dot of payload word q (four bytes, elements e..e+3 in the low nibbles,
  * e+16..e+19 in the high) with the activation words a0 (e..e+3) and a1 (e+16..e+19). Two
  * lookups make (e, e+1, e+16, e+17), so the activation bytes are paired the same way. */
@@ -489,6 +521,8 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #else
 		if (KV == 6u)
 			s += kv_dot_own(t.q[k], a0[k], a1[k]);
+		else if (KV == 7u)
+			s += kv_dot_pairs_dp(t.q[k], a0[k], a1[k]);
 		else if (KV >= 2u)
 			s += kv_dot_pairs(t.q[k], a0[k], a1[k]);
 		else

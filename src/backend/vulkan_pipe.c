@@ -267,7 +267,7 @@ static const struct mv_knob mv_knobs[MV_KNOBS] = {
 	[MV_U] = { "U", 3, 1, 8 },         /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
 	[MV_VEC] = { "VEC", 4, 0, 1 },     /* 16-byte loads where the layout allows */
 	[MV_G] = { "G", 5, 1, 2 },         /* lanes per q8_0 block */
-	[MV_KV] = { "KV", 6, 0, 6 },       /* iq4_nl's codebook lookup (matvec.glsl: 0..6) */
+	[MV_KV] = { "KV", 6, 0, 7 },       /* iq4_nl's codebook lookup (matvec.glsl: 0..7) */
 	[MV_GUARD] = { "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
 	/* f16 scales by the hardware's conversion (1) or integer work (0); unset, the device's
 	 * choice (vd->f16_preserve) */
