@@ -1,22 +1,28 @@
 /* iq4nl-lookup-probe.cu — how iq4_nl's codebook lookup costs on a CUDA GPU, without xpulua:
  * the decode mat-vec's walk (a warp per row, a lane per 32-element block, the lane's blocks
- * added in order, then a butterfly of the 32 lanes) with the lookup done five ways:
+ * added in order, then a butterfly of the 32 lanes) with the lookup done seven ways:
  *   prmt    byte permutes from four registers (kernels/cuda/matvec.cuh's kv_lookup)
  *   nibble  a shared-memory word per nibble, four pre-shifted tables of 16 (Vulkan's KV 0)
  *   pair32  a shared-memory word per payload byte (both nibbles' codebook bytes), 32 copies,
  *           word 32 p + lane, so no two lanes meet in a bank (Vulkan's KV 5, 32 KiB)
  *   half32  the same as halfwords, two entries a word (Vulkan's KV 6, 16 KiB)
  *   none    q4_0's nibble dot and no codebook: the memory floor (its result is not iq4_nl's)
+ *   nibdp   nibble's table, each index taken out of its word by a packed dot (IDP, not a shift
+ *           and a mask on the integer pipe)
+ *   pairdp  pair32's table, word 32 p + lane as one packed dot with the lane as its addend
+ *           (Vulkan's KV 7)
  * Every lookup's output is compared bit for bit with prmt's. Weights are rotated over copies
  * past L2; each line: the median of 5 batches of 40 launches (each waits for the one before),
  * us a launch, GB/s of weight bytes, the kernel's registers; on the grid of a block per eight
  * rows, then on the blocks the GPU keeps resident. H200 (docs/PERF.md, "iq4_nl's lookups on
  * the same GPU under CUDA"), 14336x4096 at U 1: prmt 15.6 us, nibble 19.1, pair32 25.4, half32
- * 27.2, none 12.4: the nibble table trails the permutes by what Vulkan's kernel trails CUDA's.
+ * 27.2, none 12.4: the nibble table trails the permutes by what Vulkan's kernel trails CUDA's;
+ * on resident blocks pairdp 18.2 against prmt 16.8, and at 4096x14336 17.5 against 19.0.
  *   nvcc -O3 -fmad=false -arch=sm_90 -o iq4nl-lookup-probe scripts/iq4nl-lookup-probe.cu
  *   ./iq4nl-lookup-probe                 # both shapes, every lookup, U 1 and 2
  *   ncu --kernel-name-base demangled -k "regex:mv<.int.1, .int.1>" --launch-skip 1 --launch-count 1 \
- *       ./iq4nl-lookup-probe 14336 4096   # nibble at U 1; .int.0 prmt, 2 pair32, 3 half32, 4 none */
+ *       ./iq4nl-lookup-probe 14336 4096   # nibble at U 1; .int.0 prmt, 2 pair32, 3 half32, 4 none,
+ *                                         # 5 nibdp, 6 pairdp */
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -28,8 +34,8 @@
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-enum { PRMT, NIBBLE, PAIR32, HALF32, NONE, KINDS };
-static const char *const kind_name[KINDS] = { "prmt", "nibble", "pair32", "half32", "none" };
+enum { PRMT, NIBBLE, PAIR32, HALF32, NONE, NIBDP, PAIRDP, KINDS };
+static const char *const kind_name[KINDS] = { "prmt", "nibble", "pair32", "half32", "none", "nibdp", "pairdp" };
 
 __constant__ int8_t CB[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 #define KV_W0 0xBFAD9881u
@@ -37,19 +43,20 @@ __constant__ int8_t CB[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 
 #define KV_W2 0x26190D01u
 #define KV_W3 0x71594535u
 
-template <int L> struct table_words { static constexpr int n = L == PAIR32 ? 8192 : L == HALF32 ? 4096 : 64; };
+template <int L> struct table_words { static constexpr int n = L == PAIR32 || L == PAIRDP ? 8192 : L == HALF32 ? 4096 : 64; };
 
-/* The signed packed dot: four int8 products added to c. */
+/* The signed packed dot: four int8 products added to c; udot the unsigned one. */
 __device__ __forceinline__ int sdot(uint32_t a, uint32_t b, int c) { return __dp4a((int)a, (int)b, c); }
+__device__ __forceinline__ uint32_t udot(uint32_t a, uint32_t b, uint32_t c) { return __dp4a(a, b, c); }
 
 __device__ __forceinline__ uint32_t cb_byte(uint32_t v) { return (uint8_t)CB[v & 15u]; }
 
 template <int L> __device__ void table_fill(uint32_t *t)
 {
 	for (int i = threadIdx.x; i < table_words<L>::n; i += blockDim.x) {
-		if (L == NIBBLE)
+		if (L == NIBBLE || L == NIBDP)
 			t[i] = cb_byte(i % 16) << (8 * (i / 16));
-		else if (L == PAIR32) /* entry p (word 32 p + c): low nibble's byte at 0, high's at 2 */
+		else if (L == PAIR32 || L == PAIRDP) /* entry p (word 32 p + c): low nibble's byte at 0, high's at 2 */
 			t[i] = cb_byte((i / 32) & 15) | cb_byte((i / 32) >> 4) << 16;
 		else if (L == HALF32) { /* word 32 h + c: bytes 2h and 2h + 1 as halfwords */
 			uint32_t h = i / 32, p0 = 2 * h, p1 = p0 + 1;
@@ -89,6 +96,15 @@ template <int L> __device__ __forceinline__ int word_dot(uint32_t q, uint32_t al
 		const uint32_t w23 = OWN((q >> 16) & 255) | OWN(q >> 24) << 16;
 #undef OWN
 		return sdot(w01, __byte_perm(al, ah, 0x5140), sdot(w23, __byte_perm(al, ah, 0x7362), 0));
+	} else if (L == NIBDP) { /* nibble's table, each index taken out of its word by a packed dot */
+		const uint32_t n = q & 0x0F0F0F0Fu, m = (q >> 4) & 0x0F0F0F0Fu;
+		const uint32_t lo = t[udot(n, 1u, 0)] | t[udot(n, 1u << 8, 16)] | t[udot(n, 1u << 16, 32)] | t[udot(n, 1u << 24, 48)];
+		const uint32_t hi = t[udot(m, 1u, 0)] | t[udot(m, 1u << 8, 16)] | t[udot(m, 1u << 16, 32)] | t[udot(m, 1u << 24, 48)];
+		return sdot(lo, al, sdot(hi, ah, 0));
+	} else if (L == PAIRDP) { /* pair32's table, word 32 p + lane by a packed dot */
+		const uint32_t w01 = t[udot(q, 32u, lane)] | t[udot(q, 32u << 8, lane)] << 8;
+		const uint32_t w23 = t[udot(q, 32u << 16, lane)] | t[udot(q, 32u << 24, lane)] << 8;
+		return sdot(w01, (al & 0xFFFFu) | (ah << 16), sdot(w23, (al >> 16) | (ah & 0xFFFF0000u), 0));
 	} else {
 		return sdot(q & 0x0F0F0F0Fu, al, sdot((q >> 4) & 0x0F0F0F0Fu, ah, 0));
 	}
@@ -107,7 +123,7 @@ __global__ void __launch_bounds__(256) mv(float *__restrict__ y, const uint4 *__
 					  const uint16_t *__restrict__ sc, const uint4 *__restrict__ x4, float xs, int rows, int bpr)
 {
 	__shared__ uint32_t tab[table_words<L>::n];
-	if (L == NIBBLE || L == PAIR32 || L == HALF32) {
+	if (L != PRMT && L != NONE) {
 		table_fill<L>(tab);
 		__syncthreads();
 	}
@@ -150,8 +166,10 @@ __device__ __forceinline__ void one_row(float *__restrict__ y, const uint4 *__re
 typedef void (*mv_fn)(float *, const uint4 *, const uint16_t *, const uint4 *, float, int, int);
 static mv_fn kernel_of(int kind, int u)
 {
-	static const mv_fn k1[KINDS] = { mv<PRMT, 1>, mv<NIBBLE, 1>, mv<PAIR32, 1>, mv<HALF32, 1>, mv<NONE, 1> };
-	static const mv_fn k2[KINDS] = { mv<PRMT, 2>, mv<NIBBLE, 2>, mv<PAIR32, 2>, mv<HALF32, 2>, mv<NONE, 2> };
+	static const mv_fn k1[KINDS] = { mv<PRMT, 1>, mv<NIBBLE, 1>, mv<PAIR32, 1>, mv<HALF32, 1>, mv<NONE, 1>,
+					 mv<NIBDP, 1>, mv<PAIRDP, 1> };
+	static const mv_fn k2[KINDS] = { mv<PRMT, 2>, mv<NIBBLE, 2>, mv<PAIR32, 2>, mv<HALF32, 2>, mv<NONE, 2>,
+					 mv<NIBDP, 2>, mv<PAIRDP, 2> };
 	return u == 1 ? k1[kind] : k2[kind];
 }
 
