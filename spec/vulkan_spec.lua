@@ -341,6 +341,7 @@ describe("vulkan mat-vec modules", function()
     { "U=4 VEC=0 iq4_nl:KV=3", "iq4_nl", false },
     { "U=1 iq4_nl:KV=4", "iq4_nl", false },
     { "U=3 iq4_nl:KV=5", "iq4_nl", true },
+    { "U=1 iq4_nl:KV=6", "iq4_nl", false },
     { "U=2 iq4_nl:KV=7", "iq4_nl", true },
     { "U=2 F16=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
   } do

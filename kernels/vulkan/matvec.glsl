@@ -103,7 +103,9 @@
  *         byte's two codebook bytes a halfword, in 32 copies, one a lane, so no two lanes
  *         ever meet in a bank (16 KiB a group): 27.3 / 26.7 at U 1 (74 registers, where KV 0
  *         holds 32 and runs 21.2 / 22.2 in the same call); 7: KV 5's table, each word's
- *         index by a packed unsigned dot (kv_at)
+ *         index by a packed unsigned dot (kv_at), level with byte permutes in CUDA and
+ *         39.7 / 31.4 here (62 registers; 28.0 / 21.4 at U 2 on 264 groups) against KV 0's
+ *         15.1 / 14.1 in the same call, independent launches
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (see above)
  *   F16   (8) 1: f16 scales by the hardware's conversion, exact where f16 denormals are
