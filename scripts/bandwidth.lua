@@ -24,9 +24,9 @@ end
 local d, err = xpu.device(opts.device)
 if not d then io.stderr:write("bandwidth: ", err, "\n"); os.exit(1) end
 
--- Past any cache: 64x the L2 and at least 256 MiB (1 GiB on a discrete device).
-local floor = d.integrated and 256 or 1024
-local mib = opts.mib or math.max(floor, (d.l2_bytes * 64) >> 20)
+-- Past any cache: on a discrete device 64x the L2 and at least 1 GiB; on the host
+-- report.past_caches (four times the last-level cache, at least 256 MiB).
+local mib = opts.mib or (d.integrated and report.past_caches(d) >> 20 or math.max(1024, (d.l2_bytes * 64) >> 20))
 local bytes = mib << 20
 -- Two grids per kernel, the faster kept: 8 groups per resident slot (long chunks) and one
 -- group per 64 KiB (short chunks spread over every memory channel at once).

@@ -152,11 +152,12 @@ for _, fmt in ipairs(formats) do
   end
 end
 
--- One cell's times in this process: the rotated working set (>= 1 GiB on a discrete device,
--- > 8x LLC on the host) or one buffer, and for the rotated one the plain read of the same bytes.
+-- One cell's times in this process: the rotated working set (report.past_caches: >= 1 GiB on a
+-- discrete device, 4x the last-level cache on the host) or one buffer, and for the rotated one the
+-- plain read of the same bytes.
 local function measure(fmt, shape, mode)
   local one = xpu.quant.row_bytes(fmt, shape[2] // xpu.quant.info(fmt).block_elems) * shape[1]
-  local target = d.integrated and 256 << 20 or 1 << 30
+  local target = report.past_caches(d)
   local copies = mode == "resident" and 1 or (opts.copies or math.max(2, math.ceil(target / one)))
   local st, bytes = decode.time(d, fmt, shape[1], shape[2], { n = opts.n, copies = copies, grid = opts.grid,
                                                                      deferred = opts.deferred, kernel = kname(fmt) })
@@ -207,7 +208,7 @@ end
 print(report.table { title = "manifest on " .. d.id, header = { "kernel", "regs", "spill", "lds", "groups/cu", "note" }, rows = mrows })
 print()
 
--- 3. time: rotated working set (>= 1 GiB on a discrete device, > 8x LLC on the host) and one buffer
+-- 3. time: rotated working set (report.past_caches) and one buffer
 local rows, points, done, total = {}, {}, 0, #formats * #shapes * 2
 local slow_notes = {}
 for _, shape in ipairs(shapes) do

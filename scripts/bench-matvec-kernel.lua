@@ -6,9 +6,11 @@
 -- pipeline is, and the tuning XPULUA_VULKAN_MATVEC_SPEC set).
 --   xpulua scripts/bench-matvec-kernel.lua --device vulkan:0 [--kernel K ...] [--shape RxC ...]
 --          [--n N] [--distinct R] [--grid rows|resident|N] [--outputs one|each] [--tsv] [--apart]
---          [--fixtures DIR] [--idle S] [--busy S] [--no-settle]
+--          [--fixtures DIR] [--idle S] [--busy S] [--no-settle] [--copies K]
 -- Without --kernel: every <fmt>_q8k_wave and <fmt>_q8k_wave_dot4 the device has; without
--- --shape: 14336x4096 and 4096x14336. The timed weights repeat R different rows (256; fewer
+-- --shape: 14336x4096 and 4096x14336. The weights are rotated over enough copies to leave the
+-- caches behind (report.past_caches), or over K with --copies (a small K times them from the
+-- cache: for checking the script, not for figures). The timed weights repeat R different rows (256; fewer
 -- makes the fixture faster to build, the bytes read are the same). --grid times on that grid
 -- (xpu.decode.groups: a wave per row, the default; the groups the device keeps resident; or N
 -- groups). --outputs one (the default): every launch of a batch writes the same output, so
@@ -32,7 +34,7 @@ local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
 local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256, outputs = "one" }
-report.require_values("bench-matvec-kernel", arg, { "--device", "--kernel", "--shape", "--n", "--distinct", "--grid", "--outputs", "--fixtures", "--idle", "--busy" })
+report.require_values("bench-matvec-kernel", arg, { "--device", "--kernel", "--shape", "--n", "--distinct", "--grid", "--outputs", "--fixtures", "--idle", "--busy", "--copies" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
@@ -44,6 +46,7 @@ while i <= #arg do
     opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
   elseif a == "--n" then opts.n = report.whole("bench-matvec-kernel", a, v, "timed runs")
   elseif a == "--distinct" then opts.distinct = report.whole("bench-matvec-kernel", a, v, "rows")
+  elseif a == "--copies" then opts.copies = report.whole("bench-matvec-kernel", a, v, "copies")
   elseif a == "--grid" then opts.grid = v
   elseif a == "--outputs" then
     if v ~= "one" and v ~= "each" then io.stderr:write("bench-matvec-kernel: --outputs takes one or each, not '", tostring(v), "'\n"); os.exit(2) end
@@ -124,7 +127,7 @@ local function weights(fmt, rows, cols)
   local fx = fixture(fmt, distinct, cols)
   local resident = fx.resident:rep((rows + distinct - 1) // distinct):sub(1, rows * fx.row_bytes)
   local bytes = rows * fx.row_bytes
-  local copies = math.max(2, math.ceil((d.integrated and 256 << 20 or 1 << 30) / bytes))
+  local copies = opts.copies or math.max(2, math.ceil(report.past_caches(d) / bytes))
   local ws = {}
   for c = 1, copies do ws[c] = d:buffer(resident) end
   held[key] = { ws = ws, x = d:buffer(fx.x), bytes = bytes }
@@ -179,7 +182,7 @@ if opts.apart and #opts.kernels > 1 then
   for _, name in ipairs(opts.kernels) do
     local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
                   "--outputs", opts.outputs, "--kernel", name }
-    for _, w in ipairs { "fixtures", "grid", "idle", "busy" } do
+    for _, w in ipairs { "fixtures", "grid", "idle", "busy", "copies" } do
       if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
     end
     if settle.disabled then cmd[#cmd + 1] = "--no-settle" end

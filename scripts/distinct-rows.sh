@@ -7,7 +7,8 @@
 # data; the two fixtures alternate over three rounds, a process each. Prints one line per
 # (round, device, kernel): median us with 64 distinct rows, then with every row distinct.
 # The environment is scripts/device-run.sh's; needs build/static/xpulua (or XPULUA_BIN).
-# SHAPE (default 4096x14336), DEVICES (default "cuda:0 vulkan:0"), FORMATS (q4_0 iq4_nl).
+# SHAPE (default 4096x14336), DEVICES (default "cuda:0 vulkan:0"), FORMATS (q4_0 iq4_nl);
+# COPIES: the weight copies a timed process rotates (default: past the caches).
 set -u
 . "$(dirname "$0")/device-env.sh" >/dev/null
 SHAPE=${SHAPE:-4096x14336}
@@ -18,13 +19,13 @@ mkdir -p "$FX"
 # the median us of one process timing kernel $2 on device $1 with $3 distinct rows
 time_one() {
 	"$X" scripts/bench-matvec-kernel.lua --device "$1" --kernel "$2" --shape "$SHAPE" --n 15 \
-		--distinct "$3" --fixtures "$FX" --tsv 2>/dev/null | cut -f3
+		--distinct "$3" --fixtures "$FX" ${COPIES:+--copies "$COPIES"} --tsv 2>/dev/null | cut -f3
 }
 
 for f in ${FORMATS:-q4_0 iq4_nl}; do
-	for dd in 64 "$ROWS"; do # built on the CPU, timed there once (a few ms), kept in $FX
+	for dd in 64 "$ROWS"; do # built on the CPU, timed there once on two copies (a few ms), kept in $FX
 		"$X" scripts/bench-matvec-kernel.lua --device cpu:0 --kernel "${f}_q8k_wave" --shape "$SHAPE" --n 1 \
-			--distinct "$dd" --fixtures "$FX" --tsv > /dev/null 2>&1 || echo "building $f x $dd rows failed"
+			--distinct "$dd" --fixtures "$FX" --copies 2 --tsv > /dev/null 2>&1 || echo "building $f x $dd rows failed"
 	done
 done
 printf 'round\tdevice\tkernel\tshape\tus, 64 distinct rows\tus, %s (all) distinct\n' "$ROWS"

@@ -53,6 +53,30 @@ describe("devices", function()
     assert.equal(cpu, xpu.device "cpu:0")
   end)
 
+  it("gives the host's last-level cache as l2_bytes: the highest level sysfs lists, not L2", function()
+    local function read(path)
+      local f = io.open(path)
+      if not f then return nil end
+      local s = f:read("l")
+      f:close()
+      return s
+    end
+    local top, size = 0, nil
+    for i = 0, 7 do
+      local dir = "/sys/devices/system/cpu/cpu0/cache/index" .. i .. "/"
+      local level = tonumber(read(dir .. "level") or "")
+      if level and level > top then top, size = level, read(dir .. "size") end
+    end
+    if top == 0 then
+      assert.equal(0, cpu.l2_bytes) -- sysfs says nothing: unknown stays 0, never guessed
+      return
+    end
+    local n, unit = size:match("^(%d+)([KMG]?)$")
+    local want = tonumber(n) << (({ [""] = 0, K = 10, M = 20, G = 30 })[unit])
+    assert.equal(want, cpu.l2_bytes)
+    assert.matches("last%-level cache " .. (want >> 10) .. " KiB", tostring(cpu))
+  end)
+
   it("answers capability questions by name, never by backend", function()
     assert.is_true(cpu:supports "code.host")
     assert.is_false(cpu:supports "code.ptx")

@@ -94,6 +94,17 @@ function M.slow_share(gbs, ceiling_gbs)
   return gbs / ceiling_gbs
 end
 
+-- Bytes a streamed working set needs to leave every cache of dev behind. On the host
+-- (integrated) four times its last-level cache (l2_bytes: L3 on most hosts, 260 MiB on some
+-- servers), at least 256 MiB, and at most an eighth of its memory where that is known; on a
+-- discrete GPU 1 GiB (its L2 is tens of MiB).
+function M.past_caches(dev)
+  if not dev.integrated then return math.max(1 << 30, 4 * (dev.l2_bytes or 0)) end
+  local bytes = math.max(256 << 20, 4 * (dev.l2_bytes or 0))
+  local mem = dev.memory_bytes or 0
+  return mem > 0 and math.max(256 << 20, math.min(bytes, mem // 8)) or bytes
+end
+
 -- Median, min and max of a list of numbers (the list is sorted in place).
 function M.stats(xs)
   table.sort(xs)

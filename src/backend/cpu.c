@@ -51,6 +51,20 @@ static uint64_t cache_bytes(int level)
 	return 0;
 }
 
+/* The last-level cache: the highest level cpu0's sysfs lists (L3 on most hosts, where the
+ * working sets of a streaming measurement must go past it), 0 when sysfs does not say. */
+static uint64_t last_level_cache_bytes(void)
+{
+	int top = 0;
+	for (int i = 0; i < 8; i++) {
+		char path[96];
+		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+		int level = (int)read_size(path);
+		top = level > top ? level : top;
+	}
+	return top > 0 ? cache_bytes(top) : 0;
+}
+
 static void cpu_name(char *out, size_t n)
 {
 	snprintf(out, n, "host CPU");
@@ -91,7 +105,7 @@ static int cpu_open(struct xpu_device *d, int index)
 	cpu_name(d->geo.name, sizeof d->geo.name);
 	snprintf(d->geo.driver, sizeof d->geo.driver, "host");
 	d->geo.simd_count = cores > 0 ? (uint32_t)cores : 1;
-	d->geo.l2_bytes = cache_bytes(2);
+	d->geo.l2_bytes = last_level_cache_bytes();
 	d->geo.shared_bytes_per_block = cache_bytes(1);
 	d->geo.memory_bytes = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 	d->geo.integrated = true;

@@ -179,7 +179,7 @@ static int d_fingerprint(lua_State *L)
 static int d_tostring(lua_State *L)
 {
 	struct xpu_device *d = lx_checkdevice(L, 1);
-	lua_pushfstring(L, "%s  %s  wave %d, %d units, L2 %d KiB, %d MiB%s", d->id, d->geo.name,
+	lua_pushfstring(L, "%s  %s  wave %d, %d units, last-level cache %d KiB, %d MiB%s", d->id, d->geo.name,
 			(int)d->geo.wave_size, (int)d->geo.simd_count, (int)(d->geo.l2_bytes >> 10),
 			(int)(d->geo.memory_bytes >> 20), d->geo.integrated ? ", integrated" : "");
 	return 1;
