@@ -17,6 +17,19 @@ local function q4_0_rows(rows, cols)
   return ("\1\60" .. ("\x5a"):rep(16)):rep(rows * cols // 32)
 end
 
+describe("scripts/tour.lua (make run)", function()
+  it("lists the devices, then bit-gates and times every decode format on the CPU, saying where the weights sat", function()
+    local out, code = run(exe .. " scripts/tour.lua")
+    assert.equal(0, code, out)
+    assert.matches("cpu:0  [^\n]+, last%-level cache [%w ]+, %d+ MiB, integrated\n", out)
+    assert.matches("decode mat%-vec on cpu:0, 4096x4096, two weight copies", out)
+    for _, fmt in ipairs { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" } do
+      assert.matches("\n" .. fmt .. " +== +%d+ +[%d.]+ +[%d.]+\n", out)
+    end
+    assert.not_matches("FAIL", out)
+  end)
+end)
+
 describe("scripts/audit.lua", function()
   local path = os.tmpname()
   after_each(function() os.remove(path) end)

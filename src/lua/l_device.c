@@ -179,9 +179,11 @@ static int d_fingerprint(lua_State *L)
 static int d_tostring(lua_State *L)
 {
 	struct xpu_device *d = lx_checkdevice(L, 1);
-	lua_pushfstring(L, "%s  %s  wave %d, %d units, last-level cache %d KiB, %d MiB%s", d->id, d->geo.name,
-			(int)d->geo.wave_size, (int)d->geo.simd_count, (int)(d->geo.l2_bytes >> 10),
-			(int)(d->geo.memory_bytes >> 20), d->geo.integrated ? ", integrated" : "");
+	char llc[48] = "last-level cache unknown"; /* a driver that does not say: not 0 KiB */
+	if (d->geo.l2_bytes)
+		snprintf(llc, sizeof llc, "last-level cache %llu KiB", (unsigned long long)(d->geo.l2_bytes >> 10));
+	lua_pushfstring(L, "%s  %s  wave %d, %d units, %s, %d MiB%s", d->id, d->geo.name, (int)d->geo.wave_size,
+			(int)d->geo.simd_count, llc, (int)(d->geo.memory_bytes >> 20), d->geo.integrated ? ", integrated" : "");
 	return 1;
 }
 
