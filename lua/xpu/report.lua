@@ -97,7 +97,7 @@ end
 -- Bytes a streamed working set needs to leave every cache of dev behind. On the host
 -- (integrated) four times its last-level cache (l2_bytes: L3 on most hosts, 260 MiB on some
 -- servers), at least 256 MiB, and at most an eighth of its memory where that is known; on a
--- discrete GPU 1 GiB (its L2 is tens of MiB).
+-- discrete GPU four times its L2 and at least 1 GiB (its L2 is tens of MiB: 1 GiB).
 function M.past_caches(dev)
   if not dev.integrated then return math.max(1 << 30, 4 * (dev.l2_bytes or 0)) end
   local bytes = math.max(256 << 20, 4 * (dev.l2_bytes or 0))

@@ -56,13 +56,18 @@ static uint64_t cache_bytes(int level)
 static uint64_t last_level_cache_bytes(void)
 {
 	int top = 0;
+	uint64_t bytes = 0;
 	for (int i = 0; i < 8; i++) {
 		char path[96];
 		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
 		int level = (int)read_size(path);
-		top = level > top ? level : top;
+		if (level <= top)
+			continue;
+		top = level;
+		snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+		bytes = read_size(path);
 	}
-	return top > 0 ? cache_bytes(top) : 0;
+	return bytes;
 }
 
 static void cpu_name(char *out, size_t n)

@@ -495,11 +495,11 @@ static void check_overlap(lua_State *L, const struct xpu_contract *c, const stru
 			  struct xpu_buffer **bufs, const uint64_t *first, const uint64_t *need,
 			  const struct xpu_buffer *out, uint64_t out_bytes)
 {
+	uint64_t o0 = r->in_place >= 0 ? first[r->in_place] : 0;
+	uint64_t o1 = r->in_place >= 0 ? need[r->in_place] : out_bytes;
 	for (int k = 0; k < c->ninputs; k++) {
 		if (k == r->in_place)
 			continue;
-		uint64_t o0 = r->in_place >= 0 ? first[r->in_place] : 0;
-		uint64_t o1 = r->in_place >= 0 ? need[r->in_place] : out_bytes;
 		if (bytes_meet(bufs[k], first[k], need[k], out, o0, o1))
 			luaL_error(L, "contract '%s' (%s): return.aliasing: input '%s' shares bytes with %s '%s', "
 				      "which the kernel writes while it reads (bytes %I..%I of one allocation against %I..%I)",
