@@ -11,8 +11,9 @@
  * edges, both mirrors, rows with several terms on an outer axis) are summed after their
  * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
  * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
- * alternated in one call. f32 rows on 16 bytes on both sides go as quads of four columns
- * instead (pad_bwd_quads, below), the column walk taking only their border columns. */
+ * alternated in one call. f32 rows on 16 bytes on both sides go as 16-byte chunks instead
+ * (pad_bwd_chunks, below), or as quads of four columns with PBW_CHUNKS 0 (pad_bwd_quads, the
+ * column walk taking only their border columns). */
 #define PAD_BWD_ROWS_KERNEL
 #include "pad_backward.glsl"
 
@@ -139,6 +140,147 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 	}
 }
 
+/* PBW_CHUNKS 0 leaves f32 rows on 16 bytes to the quads above (pad_bwd_chunks, below, says
+ * what each measured); PBW_CB is the chunks an invocation has in flight. */
+#ifndef PBW_CHUNKS
+#define PBW_CHUNKS 1
+#endif
+#ifndef PBW_CB
+#define PBW_CB 8u
+#endif
+
+/* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
+ * start is at), its interior quad and mirror words, and which of its columns take a mirror
+ * (pair), the left one (left), or several terms along the row (multi). */
+struct PbwBorder {
+	uint g, j, at, pair, left, multi;
+	uvec4 v;
+	vec4 m;
+};
+
+/* Border item k of the group's rows (nb border quads a row: [0, ql) and [qr, quads)): its
+ * loads, the interior as one 16-byte load and reflect's mirrors as words, issued together.
+ * live false where the item lies outside [lo, hi); at ~0 where the row has several terms. */
+PbwBorder pad_bwd_border_load(uint k, uint nb, uint ql, uint qr, uint lo, uint hi, uint base, uint d, uint b,
+			      uint after, uint mode, out bool live)
+{
+	PbwBorder c;
+	uint r = k / nb, qb = k - r * nb;
+	c.j = 4u * (qb < ql ? qb : qr + (qb - ql));
+	c.g = base + r * d + c.j;
+	live = c.g >= lo && c.g < hi;
+	c.at = live ? SHAPE_ROWS[r] : 0xffffffffu;
+	c.v = uvec4(0u);
+	c.m = vec4(0.0);
+	c.pair = c.left = c.multi = 0u;
+	if (c.at == 0xffffffffu)
+		return c;
+	c.v = src4[(pc.off_up >> 4u) + ((c.at + b + c.j) >> 2u)];
+	[[unroll]] for (uint e = 0u; e < 4u; e++) {
+		uint col = c.j + e;
+		bool lm = pad_bwd_left(col, b, mode), rm = pad_bwd_right(col, d, after, mode);
+		if (lm != rm)
+			c.m[e] = uintBitsToFloat(src[(pc.off_up >> 2u) + c.at + (lm ? b - col : b + 2u * (d - 1u) - col)]);
+		c.pair |= lm != rm ? 1u << e : 0u;
+		c.left |= lm ? 1u << e : 0u;
+		c.multi |= lm == rm && !pad_bwd_single(col, d, b, after, mode) ? 1u << e : 0u;
+	}
+	return c;
+}
+
+/* The border chunk's sums, in the CPU's order (the left mirror first), and its store; a lone
+ * term's bits move as they are. Replicate's edge columns are summed by pad_bwd_last after the
+ * chunk's store, rows of several terms by the odometer. */
+void pad_bwd_border_store(PbwBorder c, uint d, uint b, uint after, uint rank, uint mode)
+{
+	if (c.at == 0xffffffffu) {
+		for (uint e = 0u; e < 4u; e++)
+			pad_bwd_terms(c.g + e, rank, 0u, mode, 4u);
+		return;
+	}
+	uvec4 s = c.v;
+	[[unroll]] for (uint e = 0u; e < 4u; e++) {
+		float v = uintBitsToFloat(c.v[e]);
+		precise float t = (c.left & (1u << e)) != 0u ? c.m[e] + v : v + c.m[e];
+		if ((c.pair & (1u << e)) != 0u)
+			s[e] = floatBitsToUint(t);
+	}
+	dst4[(pc.off_grad >> 4u) + (c.g >> 2u)] = s;
+	for (uint multi = c.multi; multi != 0u; multi &= multi - 1u) {
+		uint e = uint(findLSB(multi));
+		shape_store_f(pc.off_grad + (c.g + e) * 4u, 0u, pad_bwd_last(c.at, c.j + e, d, b, after, mode, 0u, 4u));
+	}
+}
+
+/* f32 rows on 16 bytes (main's condition) as 16-byte chunks of two kinds that share one
+ * numbering of work items: first the chunks whose four columns each have one term (quads
+ * [ql, qr) of every row), PBW_CB an invocation in flight, each item's (row, quad) stepped from
+ * the last by adds, with no division; then the border chunks, one item each, so an invocation
+ * with one chunk fewer of the first kind takes one. False, and nothing done, where a chunk
+ * would hold both mirrors (ql > qr): the same for the whole dispatch.
+ * H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16 on the last axis and 1 on the first,
+ * % of the copy between the op's own buffers, alternated with the quads: 89-93 % against
+ * 86-91 % (121 registers against 80). Three forms were slower there (docs/PERF.md, "pad_backward
+ * by chunks"): a border chunk's loads sent with the first batch (the driver then keeps arrays
+ * in shared memory at 80 registers: 54-55 %), the module without the quads (62 % one build,
+ * 90-92 % another), and the odometer from one call site at the group's end (48 registers,
+ * 87-90 %). */
+bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint after, uint rank, uint mode)
+{
+	uint quads = d / 4u, ql = 0u, qr = quads;
+	if (mode == 1u) {
+		ql = b == 0u ? 0u : b / 4u + 1u;
+		qr = after == 0u ? quads : (d - 1u - after) / 4u;
+	} else if (mode == 2u) {
+		ql = b == 0u ? 0u : 1u;
+		qr = after == 0u ? quads : quads - 1u;
+	}
+	if (ql > qr)
+		return false;
+	uint inner = qr - ql, nb = quads - inner, w1 = rows * inner, w2 = rows * nb;
+	uint i = gl_LocalInvocationIndex, up = (pc.off_up >> 4u) + ql, gr = pc.off_grad >> 4u;
+	if (inner != 0u) {
+		uint r = i / inner, q = i - r * inner, sr = WG_SIZE / inner, sq = WG_SIZE - sr * inner;
+		for (uint w = i; w < w1; w += PBW_CB * WG_SIZE) {
+			uvec4 v[PBW_CB];
+			uint to[PBW_CB], put = 0u, slow = 0u;
+			[[unroll]] for (uint k = 0u; k < PBW_CB; k++) {
+				uint g = base + r * d + 4u * (ql + q);
+				bool ok = w + k * WG_SIZE < w1 && g >= lo && g < hi;
+				uint at = ok ? SHAPE_ROWS[r] : 0xffffffffu;
+				to[k] = g;
+				v[k] = uvec4(0u);
+				if (at != 0xffffffffu)
+					v[k] = src4[up + ((at + b) >> 2u) + q];
+				put |= at != 0xffffffffu ? 1u << k : 0u;
+				slow |= ok && at == 0xffffffffu ? 1u << k : 0u;
+				q += sq;
+				r += sr;
+				if (q >= inner) {
+					q -= inner;
+					r++;
+				}
+			}
+			[[unroll]] for (uint k = 0u; k < PBW_CB; k++)
+				if ((put & (1u << k)) != 0u)
+					dst4[gr + (to[k] >> 2u)] = v[k];
+			for (; slow != 0u; slow &= slow - 1u) {
+				uint k = uint(findLSB(slow));
+				for (uint e = 0u; e < 4u; e++)
+					pad_bwd_terms(to[k] + e, rank, 0u, mode, 4u);
+			}
+		}
+	}
+	uint wb = w1 <= i ? i : i + (w1 - i + WG_SIZE - 1u) / WG_SIZE * WG_SIZE; /* first border item */
+	for (; wb < w1 + w2; wb += WG_SIZE) {
+		bool live;
+		PbwBorder c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
+		if (live)
+			pad_bwd_border_store(c, d, b, after, rank, mode);
+	}
+	return true;
+}
+
 void main()
 {
 	uint rank = pc.geom.x & 255u, dt = (pc.geom.x >> 8) & 255u, mode = (pc.geom.x >> 16) & 255u;
@@ -162,6 +304,8 @@ void main()
 	uint base = first * d;
 	if (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u &&
 	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
+		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
+			return;
 		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
 		return;
 	}
