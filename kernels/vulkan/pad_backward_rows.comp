@@ -11,8 +11,9 @@
  * edges, both mirrors, rows with several terms on an outer axis) are summed after their
  * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
  * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
- * alternated in one call. f32 rows on 16 bytes on both sides go as quads of four columns
- * instead (pad_bwd_quads, below), the column walk taking only their border columns. */
+ * alternated in one call. f32 rows on 16 bytes on both sides go as 16-byte chunks instead
+ * (pad_bwd_chunks, below), or as quads of four columns with PBW_CHUNKS 0 (pad_bwd_quads, the
+ * column walk taking only their border columns). */
 #define PAD_BWD_ROWS_KERNEL
 #include "pad_backward.glsl"
 
@@ -139,19 +140,18 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 	}
 }
 
+/* PBW_CHUNKS 0 leaves f32 rows on 16 bytes to the quads above (pad_bwd_chunks, below, says
+ * what each measured); PBW_CB is the chunks an invocation has in flight. */
 #ifndef PBW_CHUNKS
-#define PBW_CHUNKS 0
+#define PBW_CHUNKS 1
 #endif
 #ifndef PBW_CB
 #define PBW_CB 8u
 #endif
-#ifndef PBW_EARLY
-#define PBW_EARLY 1
-#endif
 
-/* A border chunk in flight: gradient items g .. g + 3 (column j of table row r, upstream row
- * at), its interior quad and mirror words, and which of its columns take a mirror (pair), the
- * left one (left), or several terms along the row (multi). */
+/* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
+ * start is at), its interior quad and mirror words, and which of its columns take a mirror
+ * (pair), the left one (left), or several terms along the row (multi). */
 struct PbwBorder {
 	uint g, j, at, pair, left, multi;
 	uvec4 v;
@@ -215,10 +215,16 @@ void pad_bwd_border_store(PbwBorder c, uint d, uint b, uint after, uint rank, ui
 /* f32 rows on 16 bytes (main's condition) as 16-byte chunks of two kinds that share one
  * numbering of work items: first the chunks whose four columns each have one term (quads
  * [ql, qr) of every row), PBW_CB an invocation in flight, each item's (row, quad) stepped from
- * the last by adds; then the border chunks, one item each. An invocation with one chunk fewer
- * of the first kind takes a border chunk, whose loads go out with its first batch. False, and
- * nothing done, where a chunk would hold both mirrors (ql > qr): the same for the whole
- * dispatch. */
+ * the last by adds, with no division; then the border chunks, one item each, so an invocation
+ * with one chunk fewer of the first kind takes one. False, and nothing done, where a chunk
+ * would hold both mirrors (ql > qr): the same for the whole dispatch.
+ * H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16 on the last axis and 1 on the first,
+ * % of the copy between the op's own buffers, alternated with the quads: 89-93 % against
+ * 86-91 % (121 registers against 80). Three forms were slower there (docs/PERF.md, "pad_backward
+ * by chunks"): a border chunk's loads sent with the first batch (the driver then keeps arrays
+ * in shared memory at 80 registers: 54-55 %), the module without the quads (62 % one build,
+ * 90-92 % another), and the odometer from one call site at the group's end (48 registers,
+ * 87-90 %). */
 bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint after, uint rank, uint mode)
 {
 	uint quads = d / 4u, ql = 0u, qr = quads;
@@ -233,13 +239,6 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 		return false;
 	uint inner = qr - ql, nb = quads - inner, w1 = rows * inner, w2 = rows * nb;
 	uint i = gl_LocalInvocationIndex, up = (pc.off_up >> 4u) + ql, gr = pc.off_grad >> 4u;
-	uint wb = w1 <= i ? i : i + (w1 - i + WG_SIZE - 1u) / WG_SIZE * WG_SIZE; /* first border item */
-	bool early = PBW_EARLY != 0 && inner != 0u && wb < w1 + w2, live = false;
-	PbwBorder c;
-	if (early) {
-		c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
-		wb += WG_SIZE;
-	}
 	if (inner != 0u) {
 		uint r = i / inner, q = i - r * inner, sr = WG_SIZE / inner, sq = WG_SIZE - sr * inner;
 		for (uint w = i; w < w1; w += PBW_CB * WG_SIZE) {
@@ -265,10 +264,6 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 			[[unroll]] for (uint k = 0u; k < PBW_CB; k++)
 				if ((put & (1u << k)) != 0u)
 					dst4[gr + (to[k] >> 2u)] = v[k];
-			if (live) {
-				pad_bwd_border_store(c, d, b, after, rank, mode);
-				live = false;
-			}
 			for (; slow != 0u; slow &= slow - 1u) {
 				uint k = uint(findLSB(slow));
 				for (uint e = 0u; e < 4u; e++)
@@ -276,10 +271,10 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 			}
 		}
 	}
-	if (live) /* no batch of the first kind here */
-		pad_bwd_border_store(c, d, b, after, rank, mode);
+	uint wb = w1 <= i ? i : i + (w1 - i + WG_SIZE - 1u) / WG_SIZE * WG_SIZE; /* first border item */
 	for (; wb < w1 + w2; wb += WG_SIZE) {
-		c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
+		bool live;
+		PbwBorder c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
 		if (live)
 			pad_bwd_border_store(c, d, b, after, rank, mode);
 	}
@@ -311,10 +306,8 @@ void main()
 	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
 		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
 			return;
-		if (PBW_CHUNKS < 2) {
-			pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
-			return;
-		}
+		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
+		return;
 	}
 #define COLUMNS(MODE, DT)                                                              \
 	for (uint j = gl_LocalInvocationIndex; j < d; j += WG_SIZE)                   \
