@@ -63,9 +63,6 @@ bool pad_bwd_single(uint i, uint d, uint b, uint a, uint mode)
  * sum over the product of each axis's preimage, by an odometer (local arrays: the slow path). */
 void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 {
-#ifdef PBW_NO_TERMS /* timing only */
-	return;
-#endif
 	uint od[8], rlo[8][3], rhi[8][3], pos[8];
 	int nr[8], ri[8];
 	uint rem = e;

@@ -11,8 +11,9 @@
  * edges, both mirrors, rows with several terms on an outer axis) are summed after their
  * batch, one at a time. H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16: 2941-3033
  * GB/s (77-79 % of copy; 64 registers) against pad_backward's 2013-2069, three rounds
- * alternated in one call. f32 rows on 16 bytes on both sides go as quads of four columns
- * instead (pad_bwd_quads, below), the column walk taking only their border columns. */
+ * alternated in one call. f32 rows on 16 bytes on both sides go as 16-byte chunks instead
+ * (pad_bwd_chunks, below), or as quads of four columns with PBW_CHUNKS 0 (pad_bwd_quads, the
+ * column walk taking only their border columns). */
 #define PAD_BWD_ROWS_KERNEL
 #include "pad_backward.glsl"
 
@@ -56,10 +57,9 @@ void pad_bwd_column_rows(uint j, uint r, uint r_end, uint base, uint d, uint b, 
 		PAD_BWD_ROW_PUT(6u);
 		PAD_BWD_ROW_PUT(7u);
 		for (uint k = 0u; slow != 0u && k < 8u; k++) {
-			uint at = (slow & (1u << k)) != 0u ? SHAPE_ROWS[r + k] : 0xffffffffu;
-			if (at != 0xffffffffu) /* rows of several terms: pad_bwd_several */
-				shape_store_f(pc.off_grad + (g0 + k * d) * elem, dt,
-					      pad_bwd_last(at, j, d, b, after, mode, dt, elem));
+			if ((slow & (1u << k)) == 0u)
+				continue;
+			pad_bwd_slow(g0 + k * d, SHAPE_ROWS[r + k], j, d, b, after, rank, mode, dt, elem);
 		}
 	}
 }
@@ -99,16 +99,23 @@ void pad_bwd_quad(uint q, uint batch, uint lo, uint hi, uint base, uint d, uint 
 	/* lo and hi sit on multiples of four items (d % 4 == 0): a quad's rows are its columns' */
 	uint r0 = j0 < lo - base ? 1u : 0u, r_end = hi - base > j0 ? (hi - base - 1u - j0) / d + 1u : 0u;
 	uint r = max(batch * PBW_QB, r0), re = min(batch * PBW_QB + PBW_QB, r_end);
+	uint slow = 0u;
 	uvec4 v[PBW_QB];
 	[[unroll]] for (uint k = 0u; k < PBW_QB; k++) {
 		uint at = r + k < re ? SHAPE_ROWS[r + k] : 0xffffffffu;
 		v[k] = uvec4(0u);
 		if (at != 0xffffffffu)
 			v[k] = src4[(pc.off_up >> 4u) + ((at + j0 + b) >> 2u)];
+		slow |= r + k < re && at == 0xffffffffu ? 1u << k : 0u;
 	}
 	[[unroll]] for (uint k = 0u; k < PBW_QB; k++)
-		if (r + k < re && SHAPE_ROWS[r + k] != 0xffffffffu)
+		if (r + k < re && (slow & (1u << k)) == 0u)
 			dst4[(pc.off_grad >> 4u) + ((base + (r + k) * d + j0) >> 2u)] = v[k];
+	for (; slow != 0u; slow &= slow - 1u) {
+		uint k = uint(findLSB(slow));
+		for (uint c = 0u; c < 4u; c++)
+			pad_bwd_terms(base + (r + k) * d + j0 + c, rank, 0u, mode, 4u);
+	}
 }
 
 /* The group's f32 columns on 16 bytes: quads [ql, qr) by pad_bwd_quad, then the border
@@ -133,19 +140,18 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 	}
 }
 
+/* PBW_CHUNKS 0 leaves f32 rows on 16 bytes to the quads above (pad_bwd_chunks, below, says
+ * what each measured); PBW_CB is the chunks an invocation has in flight. */
 #ifndef PBW_CHUNKS
-#define PBW_CHUNKS 0
+#define PBW_CHUNKS 1
 #endif
 #ifndef PBW_CB
 #define PBW_CB 8u
 #endif
-#ifndef PBW_EARLY
-#define PBW_EARLY 1
-#endif
 
-/* A border chunk in flight: gradient items g .. g + 3 (column j of table row r, upstream row
- * at), its interior quad and mirror words, and which of its columns take a mirror (pair), the
- * left one (left), or several terms along the row (multi). */
+/* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
+ * start is at), its interior quad and mirror words, and which of its columns take a mirror
+ * (pair), the left one (left), or several terms along the row (multi). */
 struct PbwBorder {
 	uint g, j, at, pair, left, multi;
 	uvec4 v;
@@ -187,8 +193,11 @@ PbwBorder pad_bwd_border_load(uint k, uint nb, uint ql, uint qr, uint lo, uint h
  * chunk's store, rows of several terms by the odometer. */
 void pad_bwd_border_store(PbwBorder c, uint d, uint b, uint after, uint rank, uint mode)
 {
-	if (c.at == 0xffffffffu) /* a row of several terms: pad_bwd_several */
+	if (c.at == 0xffffffffu) {
+		for (uint e = 0u; e < 4u; e++)
+			pad_bwd_terms(c.g + e, rank, 0u, mode, 4u);
 		return;
+	}
 	uvec4 s = c.v;
 	[[unroll]] for (uint e = 0u; e < 4u; e++) {
 		float v = uintBitsToFloat(c.v[e]);
@@ -206,10 +215,16 @@ void pad_bwd_border_store(PbwBorder c, uint d, uint b, uint after, uint rank, ui
 /* f32 rows on 16 bytes (main's condition) as 16-byte chunks of two kinds that share one
  * numbering of work items: first the chunks whose four columns each have one term (quads
  * [ql, qr) of every row), PBW_CB an invocation in flight, each item's (row, quad) stepped from
- * the last by adds; then the border chunks, one item each. An invocation with one chunk fewer
- * of the first kind takes a border chunk, whose loads go out with its first batch. False, and
- * nothing done, where a chunk would hold both mirrors (ql > qr): the same for the whole
- * dispatch. */
+ * the last by adds, with no division; then the border chunks, one item each, so an invocation
+ * with one chunk fewer of the first kind takes one. False, and nothing done, where a chunk
+ * would hold both mirrors (ql > qr): the same for the whole dispatch.
+ * H200 (driver 580), 1 GiB f32, rows of 1024, reflect 16 on the last axis and 1 on the first,
+ * % of the copy between the op's own buffers, alternated with the quads: 89-93 % against
+ * 86-91 % (121 registers against 80). Three forms were slower there (docs/PERF.md, "pad_backward
+ * by chunks"): a border chunk's loads sent with the first batch (the driver then keeps arrays
+ * in shared memory at 80 registers: 54-55 %), the module without the quads (62 % one build,
+ * 90-92 % another), and the odometer from one call site at the group's end (48 registers,
+ * 87-90 %). */
 bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint after, uint rank, uint mode)
 {
 	uint quads = d / 4u, ql = 0u, qr = quads;
@@ -224,18 +239,11 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 		return false;
 	uint inner = qr - ql, nb = quads - inner, w1 = rows * inner, w2 = rows * nb;
 	uint i = gl_LocalInvocationIndex, up = (pc.off_up >> 4u) + ql, gr = pc.off_grad >> 4u;
-	uint wb = w1 <= i ? i : i + (w1 - i + WG_SIZE - 1u) / WG_SIZE * WG_SIZE; /* first border item */
-	bool early = PBW_EARLY != 0 && inner != 0u && wb < w1 + w2, live = false;
-	PbwBorder c;
-	if (early) {
-		c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
-		wb += WG_SIZE;
-	}
 	if (inner != 0u) {
 		uint r = i / inner, q = i - r * inner, sr = WG_SIZE / inner, sq = WG_SIZE - sr * inner;
 		for (uint w = i; w < w1; w += PBW_CB * WG_SIZE) {
 			uvec4 v[PBW_CB];
-			uint to[PBW_CB], put = 0u;
+			uint to[PBW_CB], put = 0u, slow = 0u;
 			[[unroll]] for (uint k = 0u; k < PBW_CB; k++) {
 				uint g = base + r * d + 4u * (ql + q);
 				bool ok = w + k * WG_SIZE < w1 && g >= lo && g < hi;
@@ -245,6 +253,7 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 				if (at != 0xffffffffu)
 					v[k] = src4[up + ((at + b) >> 2u) + q];
 				put |= at != 0xffffffffu ? 1u << k : 0u;
+				slow |= ok && at == 0xffffffffu ? 1u << k : 0u;
 				q += sq;
 				r += sr;
 				if (q >= inner) {
@@ -255,60 +264,21 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 			[[unroll]] for (uint k = 0u; k < PBW_CB; k++)
 				if ((put & (1u << k)) != 0u)
 					dst4[gr + (to[k] >> 2u)] = v[k];
-			if (live) {
-				pad_bwd_border_store(c, d, b, after, rank, mode);
-				live = false;
+			for (; slow != 0u; slow &= slow - 1u) {
+				uint k = uint(findLSB(slow));
+				for (uint e = 0u; e < 4u; e++)
+					pad_bwd_terms(to[k] + e, rank, 0u, mode, 4u);
 			}
 		}
 	}
-	if (live) /* no batch of the first kind here */
-		pad_bwd_border_store(c, d, b, after, rank, mode);
+	uint wb = w1 <= i ? i : i + (w1 - i + WG_SIZE - 1u) / WG_SIZE * WG_SIZE; /* first border item */
 	for (; wb < w1 + w2; wb += WG_SIZE) {
-		c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
+		bool live;
+		PbwBorder c = pad_bwd_border_load(wb - w1, nb, ql, qr, lo, hi, base, d, b, after, mode, live);
 		if (live)
 			pad_bwd_border_store(c, d, b, after, rank, mode);
 	}
 	return true;
-}
-
-/* The group's rows read into one upstream row each: f32 rows on 16 bytes by 16-byte chunks
- * (pad_bwd_chunks) or quads, the rest (and rows where a chunk would hold both mirrors) by the
- * column walk. Rows of several terms are left to pad_bwd_several. */
-void pad_bwd_one_term_rows(uint lo, uint hi, uint first, uint rows, uint rank, uint d, uint b, uint after,
-			   uint mode, uint dt)
-{
-	uint base = first * d;
-	if (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u &&
-	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
-		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
-			return;
-		if (PBW_CHUNKS < 2) {
-			pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
-			return;
-		}
-	}
-#define COLUMNS(MODE, DT)                                                              \
-	for (uint j = gl_LocalInvocationIndex; j < d; j += WG_SIZE)                   \
-		pad_bwd_column(j, lo, hi, base, d, b, after, rank, MODE, DT)
-	PAD_BWD_PER_TYPE(mode, dt, COLUMNS);
-#undef COLUMNS
-}
-
-/* Items summed by the odometer, from the module's one call of it (each inlined copy brings
- * its local arrays, which NVIDIA's driver may keep in shared memory, and a module's registers
- * are set by its widest path): with the table, the items of the group's rows of several terms
- * (~0 in the table), spread over the whole group; without it (rows shorter than the launcher
- * gives it), every item of [lo, hi). */
-void pad_bwd_several(uint lo, uint hi, uint first, uint segs, bool table, uint rank, uint mode, uint dt)
-{
-	uint d = SHAPE_U32(pc.w, 0u, rank - 1u), elem = dt == 0u ? 4u : 2u;
-	for (uint r = 0u; r < segs; r++) {
-		if (table && SHAPE_ROWS[r] != 0xffffffffu)
-			continue;
-		uint a = table ? max(lo, (first + r) * d) : lo, z = table ? min(hi, (first + r + 1u) * d) : hi;
-		for (uint e = a + gl_LocalInvocationIndex; e < z; e += WG_SIZE)
-			pad_bwd_terms(e, rank, dt, mode, elem);
-	}
 }
 
 void main()
@@ -325,10 +295,23 @@ void main()
 	if (lo >= n || d == 0u) /* the same for the whole group */
 		return;
 	uint hi = n - lo > per ? lo + per : n, first = lo / d, rows = (hi - 1u) / d - first + 1u;
-	bool table = rows <= PAD_BWD_ROWS; /* else rows shorter than the launcher gives it */
-	if (table) {
-		pad_bwd_fill(first, rows, rank, mode);
-		pad_bwd_one_term_rows(lo, hi, first, rows, rank, d, b, after, mode, dt);
+	if (rows > PAD_BWD_ROWS) { /* rows shorter than the launcher gives it: item by item */
+		for (uint e = lo + gl_LocalInvocationIndex; e < hi; e += WG_SIZE)
+			pad_bwd_terms(e, rank, dt, mode, dt == 0u ? 4u : 2u);
+		return;
 	}
-	pad_bwd_several(lo, hi, first, table ? rows : 1u, table, rank, mode, dt);
+	pad_bwd_fill(first, rows, rank, mode);
+	uint base = first * d;
+	if (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u &&
+	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
+		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
+			return;
+		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
+		return;
+	}
+#define COLUMNS(MODE, DT)                                                              \
+	for (uint j = gl_LocalInvocationIndex; j < d; j += WG_SIZE)                   \
+		pad_bwd_column(j, lo, hi, base, d, b, after, rank, MODE, DT)
+	PAD_BWD_PER_TYPE(mode, dt, COLUMNS);
+#undef COLUMNS
 }
