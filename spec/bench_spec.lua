@@ -117,7 +117,7 @@ describe("bench-shape-ops", function()
   end)
 
   it("names each op whose own copy ran under half the copy ceiling, and no other", function()
-    local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy"
+    local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy --again 0"
     local slow = run(args, { "bandwidth.copy_gbs", "1e9" }) -- a ceiling no copy reaches
     local fast = run(args, { "bandwidth.copy_gbs", "1e-3" }) -- one every copy passes
     assert.matches("\nexit 0\n$", slow)
@@ -126,6 +126,34 @@ describe("bench-shape-ops", function()
       assert.matches("\nslow copy: " .. op .. ": the copy between its own buffers ran at [%d.]+ GB/s, 0 %% of the copy ceiling", slow)
     end
     assert.not_matches("slow copy:", fast)
+    assert.not_matches("%(again", slow) -- --again 0: nothing timed again
+  end)
+
+  it("--again N: an op whose process was slow is timed again in processes of its own, up to N, each attempt a row "
+    .. "and a record; an op that was not slow is not", function()
+    local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy --jsonl"
+    local slow = run(args, { "bandwidth.copy_gbs", "1e9" }) -- every attempt slow: the default 2 more each
+    local fast = run(args, { "bandwidth.copy_gbs", "1e-3" })
+    assert.matches("\nexit 0\n$", slow)
+    for _, op in ipairs { "pad", "copy" } do
+      assert.matches("\n" .. op .. " +%d+", slow) -- the first attempt's row stays
+      for k = 1, 2 do
+        assert.matches("\n" .. op .. " %(again " .. k .. "%) +%d+", slow)
+        assert.matches("\nslow copy: " .. op .. " %(again " .. k .. "%): ", slow)
+      end
+    end
+    assert.not_matches("again 3", slow)
+    local attempts = {}
+    for _, line in ipairs(records_of(slow)) do
+      local a = line:match('"attempt":(%d+)') or "first"
+      attempts[a] = (attempts[a] or 0) + 1
+    end
+    assert.same({ first = 2, ["1"] = 2, ["2"] = 2 }, attempts)
+    assert.not_matches("again", fast)
+    assert.equal(2, #records_of(fast))
+    local once = run(args .. " --again 1", { "bandwidth.copy_gbs", "1e9" })
+    assert.matches("\npad %(again 1%)", once)
+    assert.not_matches("again 2", once)
   end)
 end)
 
@@ -388,6 +416,7 @@ describe("the scripts' options", function()
                          { "bench-id", "--experts", "x", "experts" }, { "bench-launch", "--passes", "-1", "passes" },
                          { "bench-shape-ops", "--reps", "abc", "repetitions" }, { "bench-shape-ops", "--mib", "x", "MiB" },
                          { "bench-shape-ops", "--launches", "0", "launches" }, { "bench-shape-ops", "--warm-ms", "-1", "milliseconds" },
+                         { "bench-shape-ops", "--again", "-1", "attempts" },
                          { "bench-kv-write", "--n", "x", "timed runs" }, { "bench-matvec-kernel", "--distinct", "x", "rows" },
                          { "buffer-rates", "--buffers", "0", "buffers" }, { "buffer-rates", "--mib", "1.5", "MiB" } } do
       local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
