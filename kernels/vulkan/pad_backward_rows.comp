@@ -151,7 +151,9 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 
 /* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
  * start is at), its interior quad and mirror words, and which of its columns take a mirror
- * (pair), the left one (left), or several terms along the row (multi). */
+ * (pair), the left one (left), or several terms along the row (multi). Its loads and its store
+ * are two functions so that other work can go between them; sending its loads with the first
+ * batch was tried that way, and lost (pad_bwd_chunks). */
 struct PbwBorder {
 	uint g, j, at, pair, left, multi;
 	uvec4 v;
