@@ -5,6 +5,7 @@
 -- `bitwise` as identical bytes across backends, cumsum and pad_backward within their stated
 -- bounds, the empty fast paths, and misaligned or short buffers refused before a launch.
 local xpu = require "xpu"
+local fx = require "spec.support.fixtures"
 
 local contracts = xpu.contracts.load("contracts/shape-ops.md")
 local C = {}
@@ -974,6 +975,60 @@ describe("pad_rows and pad_backward_rows", function()
     d:kernel("pad_backward_rows"):launch(nil, 1, 256, out, d:buffer(up), u64(2 | 0 << 8 | 1 << 16, 0), u64(700, 4), 0, 0, 0,
       u64(1, 2), 0, 0, 0, u64(1, 1), 0, 0, 0)
     same_bytes(want, out:download(), 4, "pad_backward_rows on rows of 4, one group")
+  end)
+
+  -- pad_backward_rows.comp's compile-time forms, each built here and read from a directory
+  -- (XPULUA_VULKAN_SPV) in a child process: the quads (-DPBW_CHUNKS=0) and the chunk walk with
+  -- 4 or 16 chunks in flight write the built module's bytes on the same device, for f32 rows on
+  -- 16 bytes in every mode: reflect's mirrors, replicate's edges, rows of several terms, a rows
+  -- group that starts mid-row, and border chunks whose invocation has no interior chunk.
+  it("vulkan: pad_backward_rows' compile-time forms (-DPBW_CHUNKS=0, -DPBW_CB=4u and 16u) write the built module's bytes", function()
+    local devs, why = devices_of("vulkan")
+    if not devs then return pending("skipped: " .. why) end
+    if not os.execute("glslc --version >/dev/null 2>&1") then return pending("skipped: no glslc to build the forms") end
+    local body = [[
+      local xpu = require "xpu"
+      local d = assert(xpu.device "vulkan:0")
+      local c
+      for _, k in ipairs(xpu.contracts.load("contracts/shape-ops.md")) do
+        if k.kernel == "pad_backward" and k.backend == "vulkan" then c = k end
+      end
+      local seed = 7
+      for _, case in ipairs { { { 40, 500 }, { { 1, 1 }, { 4, 4 } } }, { { 3, 4, 160 }, { { 1, 1 }, { 1, 2 }, { 16, 16 } } },
+                              { { 3, 128 }, { { 1, 1 }, { 120, 120 } } }, { { 2, 1900 }, { { 1, 0 }, { 8, 8 } } } } do
+        local shape, padding, up_shape, n, m = case[1], case[2], {}, 1, 1
+        for i, v in ipairs(shape) do up_shape[i] = v + padding[i][1] + padding[i][2]; n, m = n * up_shape[i], m * v end
+        local vals = {}
+        for i = 1, n do
+          seed = (seed * 1103515245 + 12345) % 2147483648
+          vals[i] = string.pack("<f", (seed % 20011 - 10005) / 64)
+        end
+        for mode = 0, 2 do
+          local out = d:buffer(("\165\90"):rep(m * 2))
+          local r = c:launch { inputs = { upstream = { dtype = "f32", shape = up_shape, buffer = d:buffer(table.concat(vals)) } },
+                               params = { padding = padding, mode_tag = mode }, out = out }
+          local h = 2166136261
+          for _, b in ipairs { out:download():byte(1, -1) } do h = ((h ~ b) * 16777619) & 0xffffffff end
+          print(table.concat(shape, "x"), mode, r.kernel, ("%08x"):format(h))
+        end
+      end
+    ]]
+    local built = fx.child("", body)
+    assert.matches("^40x500\t0\tpad_backward_rows\t%x+\n", built) -- the first case's line: the rows kernel ran
+    assert.equal(12, select(2, built:gsub("\tpad_backward_rows\t", "")), built)
+    for _, flags in ipairs { "-DPBW_CHUNKS=0", "-DPBW_CB=4u", "-DPBW_CB=16u" } do
+      local dir = os.tmpname()
+      os.remove(dir)
+      assert(os.execute("mkdir " .. dir))
+      assert(os.execute(("glslc --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan -O %s "
+        .. "kernels/vulkan/pad_backward_rows.comp -o %s/vk_pad_backward_rows.spv"):format(flags, dir)), flags)
+      local got = fx.child("XPULUA_VULKAN_SPV=" .. dir, body)
+      local from = "vulkan: pad_backward_rows's module from " .. dir .. "/vk_pad_backward_rows.spv\n"
+      assert.equal(from, got:sub(1, #from), flags)
+      assert.equal(built, got:sub(#from + 1), flags)
+      os.remove(dir .. "/vk_pad_backward_rows.spv")
+      os.remove(dir)
+    end
   end)
 end)
 
