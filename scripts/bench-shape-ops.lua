@@ -91,9 +91,10 @@ end
 local wanted = {}
 for op in (opts.ops or ""):gmatch("[^,]+") do wanted[op] = true end
 
--- The working set (input bytes) past any cache: on a discrete device 16x the L2, at least 64
--- MiB; on the host report.past_caches (four times the last-level cache, at least 256 MiB).
-local mib = opts.mib or (d.integrated and report.past_caches(d) >> 20 or math.max(64, (d.l2_bytes * 16) >> 20))
+-- The working set (input bytes) past any cache (report.past_caches: on a discrete device four
+-- times the L2 and at least 1 GiB, the issue's size; on the host four times the last-level
+-- cache, at least 256 MiB).
+local mib = opts.mib or report.past_caches(d) >> 20
 local n = (mib << 20) // 4 -- f32 elements
 local C = opts.cols or 1024
 local R = n // C

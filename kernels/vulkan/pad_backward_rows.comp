@@ -308,6 +308,8 @@ void main()
 	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
 		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
 			return;
+		/* with the chunks, only rows where a chunk holds both mirrors come here: the quads'
+		 * column walk then takes every column (kept in the module: pad_bwd_chunks says why) */
 		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
 		return;
 	}
