@@ -27,7 +27,10 @@ layout(push_constant) uniform Args {
 #define PAD_BWD_ROWS 256u
 #endif
 #define SHAPE_ROWS pad_bwd_rows
-shared uint pad_bwd_rows[PAD_BWD_ROWS];
+#ifndef PAD_BWD_ROWS_ALLOC
+#define PAD_BWD_ROWS_ALLOC PAD_BWD_ROWS
+#endif
+shared uint pad_bwd_rows[PAD_BWD_ROWS_ALLOC];
 #include "shape_ops.glsl"
 
 /* Items whose loads an invocation issues before their stores: 16 (the grain), 8 or 4. Each
