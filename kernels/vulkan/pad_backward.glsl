@@ -27,10 +27,7 @@ layout(push_constant) uniform Args {
 #define PAD_BWD_ROWS 256u
 #endif
 #define SHAPE_ROWS pad_bwd_rows
-#ifndef PAD_BWD_ROWS_ALLOC
-#define PAD_BWD_ROWS_ALLOC PAD_BWD_ROWS
-#endif
-shared uint pad_bwd_rows[PAD_BWD_ROWS_ALLOC];
+shared uint pad_bwd_rows[PAD_BWD_ROWS];
 #include "shape_ops.glsl"
 
 /* Items whose loads an invocation issues before their stores: 16 (the grain), 8 or 4. Each

@@ -15,37 +15,7 @@
  * (pad_bwd_chunks, below), or as quads of four columns with PBW_CHUNKS 0 (pad_bwd_quads, the
  * column walk taking only their border columns). */
 #define PAD_BWD_ROWS_KERNEL
-/* PBW_TABLE 1: the chunk walk reads a row table each subgroup fills for itself (PBW_SUB_ROWS
- * rows a copy, one copy a subgroup), met by a subgroup barrier, where the group's rows and
- * subgroups fit; the rest fill the group's table and meet at the group's barrier. */
-#ifndef PBW_TABLE
-#define PBW_TABLE 0
-#endif
-#if PBW_TABLE
-#extension GL_KHR_shader_subgroup_basic : require
-#define PBW_SUB_ROWS 32u
-#define PBW_SUBS 32u
-#define PAD_BWD_ROWS_ALLOC 1024
-#define PBW_ROW(r) SHAPE_ROWS[pbw_t + (r)]
-#else
-#define PBW_ROW(r) SHAPE_ROWS[r]
-#endif
 #include "pad_backward.glsl"
-#if PBW_TABLE
-uint pbw_t = 0u; /* this invocation's first table entry */
-
-void pad_bwd_fill_sub(uint first, uint rows, uint rank, uint mode)
-{
-	pbw_t = gl_SubgroupID * PBW_SUB_ROWS;
-	for (uint r = gl_SubgroupInvocationID; r < rows; r += gl_SubgroupSize) {
-		bool one = true;
-		uint at = pad_bwd_row(first + r, rank, mode, one);
-		SHAPE_ROWS[pbw_t + r] = one ? at : 0xffffffffu;
-	}
-	subgroupMemoryBarrierShared();
-	subgroupBarrier();
-}
-#endif
 
 /* Row r + k of the batch (k a constant), a lone term or an interior and a mirror, added in
  * the CPU's order (the left mirror first) and stored; written out per k, as PAD_BWD_PUT. */
@@ -178,10 +148,6 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 #ifndef PBW_CB
 #define PBW_CB 8u
 #endif
-/* PBW_RUN 1: an invocation's chunks in flight are 32 apart, not a group apart */
-#ifndef PBW_RUN
-#define PBW_RUN 0
-#endif
 
 /* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
  * start is at), its interior quad and mirror words, and which of its columns take a mirror
@@ -205,7 +171,7 @@ PbwBorder pad_bwd_border_load(uint k, uint nb, uint ql, uint qr, uint lo, uint h
 	c.j = 4u * (qb < ql ? qb : qr + (qb - ql));
 	c.g = base + r * d + c.j;
 	live = c.g >= lo && c.g < hi;
-	c.at = live ? PBW_ROW(r) : 0xffffffffu;
+	c.at = live ? SHAPE_ROWS[r] : 0xffffffffu;
 	c.v = uvec4(0u);
 	c.m = vec4(0.0);
 	c.pair = c.left = c.multi = 0u;
@@ -276,23 +242,14 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 	uint inner = qr - ql, nb = quads - inner, w1 = rows * inner, w2 = rows * nb;
 	uint i = gl_LocalInvocationIndex, up = (pc.off_up >> 4u) + ql, gr = pc.off_grad >> 4u;
 	if (inner != 0u) {
-#if PBW_RUN
-		/* 32 invocations (a subgroup on NVIDIA) take PBW_CB runs of 32 neighbouring chunks */
-		uint lane = i & 31u, w0 = (i - lane) * PBW_CB + lane, ks = 32u;
-		uint r = w0 / inner, q = w0 - r * inner, sr = ks / inner, sq = ks - sr * inner;
-		uint jump = PBW_CB * (WG_SIZE - 32u), jr = jump / inner, jq = jump - jr * inner;
-		for (uint w = w0; w < w1; w += PBW_CB * WG_SIZE) {
-#else
-#define ks WG_SIZE
 		uint r = i / inner, q = i - r * inner, sr = WG_SIZE / inner, sq = WG_SIZE - sr * inner;
 		for (uint w = i; w < w1; w += PBW_CB * WG_SIZE) {
-#endif
 			uvec4 v[PBW_CB];
 			uint to[PBW_CB], put = 0u, slow = 0u;
 			[[unroll]] for (uint k = 0u; k < PBW_CB; k++) {
 				uint g = base + r * d + 4u * (ql + q);
-				bool ok = w + k * ks < w1 && g >= lo && g < hi;
-				uint at = ok ? PBW_ROW(r) : 0xffffffffu;
+				bool ok = w + k * WG_SIZE < w1 && g >= lo && g < hi;
+				uint at = ok ? SHAPE_ROWS[r] : 0xffffffffu;
 				to[k] = g;
 				v[k] = uvec4(0u);
 				if (at != 0xffffffffu)
@@ -306,14 +263,6 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 					r++;
 				}
 			}
-#if PBW_RUN
-			q += jq;
-			r += jr;
-			if (q >= inner) {
-				q -= inner;
-				r++;
-			}
-#endif
 			[[unroll]] for (uint k = 0u; k < PBW_CB; k++)
 				if ((put & (1u << k)) != 0u)
 					dst4[gr + (to[k] >> 2u)] = v[k];
@@ -333,7 +282,6 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 	}
 	return true;
 }
-#undef ks
 
 void main()
 {
@@ -354,24 +302,10 @@ void main()
 			pad_bwd_terms(e, rank, dt, mode, dt == 0u ? 4u : 2u);
 		return;
 	}
-#define PBW_ON16 (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u && \
-		  (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) /* the same for the whole dispatch */
-#if PBW_TABLE
-	if (PBW_ON16 && PBW_CHUNKS != 0 && rows <= PBW_SUB_ROWS && gl_NumSubgroups <= PBW_SUBS) {
-		uint base = first * d;
-		pad_bwd_fill_sub(first, rows, rank, mode);
-		if (pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
-			return;
-		pbw_t = 0u;
-		barrier(); /* every subgroup's table is filled before the group's overwrites copy 0 */
-		pad_bwd_fill(first, rows, rank, mode);
-		pad_bwd_quads(lo, hi, base, rows, d, b, after, rank, mode);
-		return;
-	}
-#endif
 	pad_bwd_fill(first, rows, rank, mode);
 	uint base = first * d;
-	if (PBW_ON16) {
+	if (PBW_QUADS != 0 && dt == 0u && d % 4u == 0u && b % 4u == 0u && (d + b + after) % 4u == 0u &&
+	    (pc.off_up & 15u) == 0u && (pc.off_grad & 15u) == 0u) { /* the same for the whole dispatch */
 		if (PBW_CHUNKS != 0 && pad_bwd_chunks(lo, hi, base, rows, d, b, after, rank, mode))
 			return;
 		/* with the chunks, only rows where a chunk holds both mirrors come here: the quads'
