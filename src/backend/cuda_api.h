@@ -76,6 +76,7 @@ enum { CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1 };
 	X(cuMemFree_v2, (CUdeviceptr p))                                                       \
 	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream s))      \
 	X(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream s))           \
+	X(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))     \
 	X(cuModuleLoadData, (CUmodule *m, const void *image))                                  \
 	X(cuModuleUnload, (CUmodule m))                                                        \
 	X(cuModuleGetFunction, (CUfunction *f, CUmodule m, const char *name))                  \

@@ -477,6 +477,16 @@ static int hip_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off
 	return copy(s, dst, (char *)b->alloc->handle + off, n, hipMemcpyDeviceToHost);
 }
 
+/* On the stream, in its order (launches are issued as they come). */
+static int hip_copy(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff, struct xpu_buffer *src, uint64_t soff,
+		    uint64_t n)
+{
+	if (bind(s->dev))
+		return -1;
+	return HIP(hipMemcpyAsync, (char *)dst->alloc->handle + doff, (const char *)src->alloc->handle + soff,
+		   (size_t)n, hipMemcpyDeviceToDevice, stream_of(s));
+}
+
 /* ---- launches, manifests, timing ------------------------------------------------------------- */
 
 /* Each argument in the form the kernel's parameter has: a device address (allocation base
@@ -603,6 +613,7 @@ const struct xpu_backend_ops xpu_hip_backend = {
 	.release = hip_release,
 	.upload = hip_upload,
 	.download = hip_download,
+	.copy = hip_copy,
 	.stream_open = hip_stream_open,
 	.stream_close = hip_stream_close,
 	.sync = hip_sync,

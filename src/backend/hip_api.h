@@ -36,7 +36,7 @@ enum {
 	hipDeviceAttributeWarpSize = 87,
 };
 
-enum { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2 };
+enum { hipMemcpyHostToDevice = 1, hipMemcpyDeviceToHost = 2, hipMemcpyDeviceToDevice = 3 };
 enum { hipStreamNonBlocking = 1 };
 
 /* gcnArchName ("gfx90a:sramecc+:xnack-") has no attribute; it is read from the properties

@@ -218,6 +218,7 @@ const struct xpu_backend_ops xpu_vulkan_backend = {
 	.release = xpu_vk_release,
 	.upload = xpu_vk_upload,
 	.download = xpu_vk_download,
+	.copy = xpu_vk_copy,
 	.stream_open = xpu_vk_stream_open,
 	.stream_close = xpu_vk_stream_close,
 	.sync = xpu_vk_sync,

@@ -244,6 +244,8 @@ int xpu_vk_alloc(struct xpu_device *d, uint64_t bytes, void **handle, void **hos
 void xpu_vk_release(struct xpu_device *d, void *handle);
 int xpu_vk_upload(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, const void *src, uint64_t n);
 int xpu_vk_download(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
+int xpu_vk_copy(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff, struct xpu_buffer *src, uint64_t soff,
+		uint64_t n);
 void xpu_vk_mem_close(struct vk_dev *vd);
 /* The block pool (vulkan_pool.c), under the device's lock. */
 int xpu_vk_pool_place(struct vk_dev *vd, VkBuffer buf, const VkMemoryRequirements *req, uint32_t type,

@@ -422,6 +422,37 @@ int xpu_vk_launch(struct xpu_stream *s, struct xpu_kernel *k, const uint32_t gri
 	return rc;
 }
 
+/* A device copy is a submit point: the stream's deferred launches go first, then the copy in
+ * a command buffer of its own, behind a barrier on all earlier work on the queue and ahead of
+ * one that lets later launches, copies and the host see its bytes. */
+int xpu_vk_copy(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff, struct xpu_buffer *src, uint64_t soff,
+		uint64_t n)
+{
+	struct vk_dev *vd = vk_dev_of(s->dev);
+	struct vk_stream *vs = vs_of(s);
+	struct vk_mem *to = dst->alloc->handle, *from = src->alloc->handle;
+	VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+					.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
+	VkBufferCopy region = { .srcOffset = soff, .dstOffset = doff, .size = n };
+	struct vk_batch *b = NULL;
+	pthread_mutex_lock(&vd->lock);
+	int rc = flush(vd, vs) || !(b = ring_take(vd, vs)) || VK(&vd->fn, vkBeginCommandBuffer, b->cb, &bi) ? -1 : 0;
+	if (rc == 0) {
+		xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+			       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
+			       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+		vd->fn.vkCmdCopyBuffer(b->cb, from->buf, to->buf, 1, &region);
+		xpu_vk_barrier(vd, b->cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+			       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+				       VK_PIPELINE_STAGE_HOST_BIT,
+			       VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+				       VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT);
+		rc = VK(&vd->fn, vkEndCommandBuffer, b->cb) || xpu_vk_batch_submit(vd, b) ? -1 : 0;
+	}
+	pthread_mutex_unlock(&vd->lock);
+	return rc;
+}
+
 int xpu_vk_stream_open(struct xpu_stream *s)
 {
 	struct vk_dev *vd = vk_dev_of(s->dev);

@@ -79,6 +79,26 @@ int xpu_buffer_download(struct xpu_buffer *b, uint64_t off, void *dst, uint64_t 
 	return d->ops->download(d->default_stream, b, b->offset + off, dst, n);
 }
 
+int xpu_buffer_copy(struct xpu_stream *s, struct xpu_buffer *dst, struct xpu_buffer *src)
+{
+	struct xpu_device *d = s->dev;
+	if (dst->alloc->dev != d || src->alloc->dev != d)
+		return xpu_fail("copy: the stream is on %s, dst on %s, src on %s: a device copy stays on its stream's device",
+				d->id, dst->alloc->dev->id, src->alloc->dev->id);
+	if (dst->bytes < src->bytes)
+		return xpu_fail("copy: dst holds %llu bytes, src %llu", (unsigned long long)dst->bytes,
+				(unsigned long long)src->bytes);
+	if (dst->alloc == src->alloc && dst->offset < src->offset + src->bytes && src->offset < dst->offset + src->bytes)
+		return xpu_fail("copy: dst [%llu, +%llu) and src [%llu, +%llu) of one allocation overlap",
+				(unsigned long long)dst->offset, (unsigned long long)src->bytes,
+				(unsigned long long)src->offset, (unsigned long long)src->bytes);
+	if (!d->ops->copy)
+		return xpu_fail("copy: the %s backend has no device copy", d->ops->name);
+	if (src->bytes == 0)
+		return 0;
+	return d->ops->copy(s, dst, dst->offset, src, src->offset, src->bytes);
+}
+
 void *xpu_buffer_host(const struct xpu_buffer *b)
 {
 	return b->alloc->host ? (char *)b->alloc->host + b->offset : NULL;

@@ -137,6 +137,11 @@ struct xpu_backend_ops {
 	void (*release)(struct xpu_device *dev, void *handle);
 	int (*upload)(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, const void *src, uint64_t n);
 	int (*download)(struct xpu_stream *s, struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
+	/* n bytes from src at soff to dst at doff (offsets within the allocations), both on this
+	 * device and not overlapping, by the driver's own copy, ordered on s as a launch is.
+	 * Optional: absent means the backend has no device copy. */
+	int (*copy)(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff, struct xpu_buffer *src, uint64_t soff,
+		    uint64_t n);
 
 	/* Streams. */
 	int (*stream_open)(struct xpu_stream *s);
@@ -214,6 +219,9 @@ struct xpu_buffer *xpu_buffer_view(struct xpu_buffer *b, uint64_t offset, uint64
 void xpu_buffer_release(struct xpu_buffer *b);
 int xpu_buffer_upload(struct xpu_buffer *b, uint64_t off, const void *src, uint64_t n);
 int xpu_buffer_download(struct xpu_buffer *b, uint64_t off, void *dst, uint64_t n);
+/* The whole of view src into the start of view dst on stream s, by the backend's device copy:
+ * both views on s's device, dst at least as long, no byte shared. */
+int xpu_buffer_copy(struct xpu_stream *s, struct xpu_buffer *dst, struct xpu_buffer *src);
 /* Host pointer of a host-visible buffer (NULL otherwise). */
 void *xpu_buffer_host(const struct xpu_buffer *b);
 

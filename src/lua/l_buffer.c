@@ -204,6 +204,17 @@ static int s_sync(lua_State *L)
 	return 0;
 }
 
+/* s:copy(dst, src): the whole of view src into the start of view dst by the device's own
+ * copy, in the stream's order (xpu_buffer_copy says what is refused). */
+static int s_copy(lua_State *L)
+{
+	struct xpu_stream *s = lx_checkstream(L, 1);
+	struct xpu_buffer *dst = lx_checkbuffer(L, 2), *src = lx_checkbuffer(L, 3);
+	if (xpu_buffer_copy(s, dst, src))
+		return lx_error(L);
+	return 0;
+}
+
 static int s_set_deferred(lua_State *L)
 {
 	struct xpu_stream *s = lx_checkstream(L, 1);
@@ -361,7 +372,7 @@ static const luaL_Reg buffer_meta[] = {
 };
 
 static const luaL_Reg stream_methods[] = {
-	{ "sync", s_sync }, { "set_deferred", s_set_deferred }, { "timer_begin", s_timer_begin },
+	{ "sync", s_sync }, { "copy", s_copy }, { "set_deferred", s_set_deferred }, { "timer_begin", s_timer_begin },
 	{ "timer_end", s_timer_end }, { "counts", s_counts }, { "release", s_release }, { NULL, NULL },
 };
 
