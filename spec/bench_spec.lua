@@ -157,6 +157,43 @@ describe("bench-shape-ops", function()
   end)
 end)
 
+-- bandwidth.lua: the read, the copy kernel and the driver's copy (stream:copy), each a row and
+-- a record; the copy ceiling it stores is the faster copy, with both copies' own figures.
+describe("bandwidth", function()
+  on_devices("times the read, the copy kernel and the driver's copy, and stores the faster copy as the ceiling", function(dev)
+    local cache = os.tmpname()
+    os.remove(cache)
+    local p = assert(io.popen(("XPULUA_CACHE=%s %s scripts/bandwidth.lua --device %s --mib 8 --reps 2 --jsonl 2>/dev/null; echo \"exit $?\""):format(
+      cache, BIN, dev)))
+    local out = p:read("a")
+    p:close()
+    local q = assert(io.popen(("XPULUA_CACHE=%s %s -e 'local a, d = require\"xpu.autotune\", require\"xpu\".device\"%s\"; "
+      .. "for _, k in ipairs { \"copy_gbs\", \"copy_kernel_gbs\", \"copy_driver_gbs\" } do print(a.recall(d, \"bandwidth.\" .. k)) end'"):format(
+      cache, BIN, dev)))
+    local stored = q:read("a")
+    q:close()
+    os.execute("rm -rf " .. cache)
+    assert.matches("\nexit 0\n$", out)
+    local recs = records_of(out)
+    assert.equal(3, #recs, out)
+    local gbs = {}
+    for i, kernel in ipairs { "read", "copy %(r%+w%)", "copy %(driver%)" } do
+      assert.matches('"kernel":"' .. kernel .. '"', recs[i])
+      gbs[i] = tonumber(recs[i]:match('"gbs":([%d.e+-]+)'))
+      assert.is_true(gbs[i] > 0, recs[i])
+    end
+    assert.matches("\ncopy %(driver%) +16777216 +%- ", out)
+    local ceiling, kernel, driver = stored:match("^(%S+)\n(%S+)\n(%S+)\n$")
+    assert.is_truthy(ceiling, stored)
+    assert.near(math.max(gbs[2], gbs[3]), tonumber(ceiling), 0.01)
+    assert.near(gbs[2], tonumber(kernel), 0.01)
+    assert.near(gbs[3], tonumber(driver), 0.01)
+    local faster = gbs[2] >= gbs[3] and 2 or 3
+    assert.matches('"copy_ceiling":true', recs[faster])
+    assert.not_matches("copy_ceiling", recs[5 - faster])
+  end)
+end)
+
 describe("bench-matvec-kernel --outputs", function()
   on_devices("each launch its own output, the note saying how many launches waited (the CPU does not say)", function(dev)
     -- the CPU's rotation past a last-level cache of hundreds of MiB is hundreds of copies: 4 here
