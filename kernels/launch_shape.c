@@ -10,6 +10,8 @@
 
 #define BLOCK 256
 #define MAX_GROUPS 0x7fffffffu /* CUDA's grid x limit; the CPU takes any */
+#define COPY_GROUP_BYTES 16384u
+#define COPY_ROW 32768u
 
 static const char *const names[XPU_SK_COUNT] = {
 	"pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating",
@@ -268,14 +270,18 @@ static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, 
 	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
 	struct xpu_kernel **k = vec ? &vec_k : &bytes_k;
 	const char *name = vec ? "stream_copy" : "copy_bytes";
-	/* stream_copy: each group a contiguous chunk; 64 KiB a group keeps every SM busy */
-	uint64_t groups = vec ? (n + 65535) / 65536 : (n + BLOCK - 1) / BLOCK;
-	if (groups > MAX_GROUPS)
+	/* stream_copy: each group a contiguous chunk of n / groups bytes, about COPY_GROUP_BYTES (on
+	 * the H200 a copy kernel moved 4030-4090 GB/s at 8-16 KiB a group, 3890 at 64 KiB:
+	 * scripts/copy-ceiling-probe.cu), over a grid of COPY_ROW groups a row (the kernel numbers
+	 * groups across rows, so any count divides n; rows keep x under every driver's limit) */
+	uint64_t groups = vec ? (n + COPY_GROUP_BYTES - 1) / COPY_GROUP_BYTES : (n + BLOCK - 1) / BLOCK;
+	uint64_t x = vec && groups > COPY_ROW ? COPY_ROW : groups, y = (groups + x - 1) / x;
+	if (x > MAX_GROUPS || y > 65535)
 		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
 	if (!*k && !(*k = xpu_kernel_find(name)))
 		return xpu_fail("kernel '%s' is not in the kernel table", name);
 	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
-	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
+	uint32_t grid[3] = { (uint32_t)x, (uint32_t)y, 1 }, block[3] = { BLOCK, 1, 1 };
 	if (xpu_launch(s, *k, grid, block, args, 3))
 		return -1;
 	*ran = (*k)->def->name;
