@@ -29,11 +29,19 @@ if not d then io.stderr:write("bandwidth: ", err, "\n"); os.exit(1) end
 -- report.past_caches (four times the last-level cache, at least 256 MiB).
 local mib = opts.mib or (d.integrated and report.past_caches(d) >> 20 or math.max(1024, (d.l2_bytes * 64) >> 20))
 local bytes = mib << 20
--- Two grids per kernel, the faster kept: 8 groups per resident slot (long chunks) and one
--- group per 64 KiB (short chunks spread over every memory channel at once).
+-- Grids per kernel, the fastest kept: 8 groups per resident slot (long chunks) and one group
+-- per 64 KiB (short chunks spread over every memory channel at once); the copy also one group
+-- per 16 KiB, as the copy op launches it (kernels/launch_shape.c: 3890 -> 4030 GB/s on the
+-- H200 in scripts/copy-ceiling-probe.cu). A grid of more than 32768 groups goes as rows of
+-- 32768 (the kernels number groups across rows), under every driver's limit.
 local resident8 = math.max(1, d:dispatch_blocks(8)) * 8
 local grids = { resident8, math.max(resident8, bytes // 65536) }
-report.log("bandwidth: %s (%s), %d MiB, grids of %d and %d groups of 256", d.id, d.name, mib, grids[1], grids[2])
+local copy_grids = { grids[1], grids[2], math.max(resident8, bytes // 16384) }
+report.log("bandwidth: %s (%s), %d MiB, grids of %d and %d groups of 256 (the copy also %d)", d.id, d.name, mib, grids[1],
+  grids[2], copy_grids[3])
+local function dims(groups)
+  return groups <= 32768 and groups or { 32768, (groups + 32767) // 32768 }
+end
 local src = d:buffer(bytes)
 local dst = d:buffer(bytes)
 local out = d:buffer(grids[2] * 4)
@@ -42,7 +50,7 @@ local chunk = ("xpulua bandwidth"):rep(1 << 22) -- 64 MiB, uploaded piece by pie
 for off = 0, bytes - 1, #chunk do src:upload(chunk:sub(1, math.min(#chunk, bytes - off)), off) end
 
 -- the kernel at each grid; the faster grid's stats (and its group count)
-local function time_kernel(name, make_args)
+local function time_kernel(name, grids, make_args)
   local k = d:kernel(name)
   local best
   settle.ensure(d, { ceiling = false }) -- by steady windows: the stored ceiling is what is measured here
@@ -51,7 +59,7 @@ local function time_kernel(name, make_args)
     local t = {}
     for r = 1, opts.reps + 2 do
       local m = s:timer_begin()
-      k:launch(s, groups, 256, table.unpack(args, 1, args.n))
+      k:launch(s, dims(groups), 256, table.unpack(args, 1, args.n))
       local sec = s:timer_end(m)
       if r > 2 then t[#t + 1] = sec end -- two warm-up passes
       report.progress((gi - 1) * (opts.reps + 2) + r, #grids * (opts.reps + 2), name)
@@ -82,8 +90,8 @@ local function time_driver_copy()
 end
 
 local results = {}
-local read = time_kernel("stream_read", function(g) return out, src, bytes, g end)
-local copy = time_kernel("stream_copy", function() return dst, src, bytes end)
+local read = time_kernel("stream_read", grids, function(g) return out, src, bytes, g end)
+local copy = time_kernel("stream_copy", copy_grids, function() return dst, src, bytes end)
 results[1] = { "read", bytes, read.groups, read.median, bytes / read.median / 1e9, bytes / read.max / 1e9,
                bytes / read.min / 1e9 }
 results[2] = { "copy (r+w)", 2 * bytes, copy.groups, copy.median, 2 * bytes / copy.median / 1e9,
