@@ -26,7 +26,7 @@ static const struct {
 	const char *name;
 	uint64_t groups;
 } variants[XPU_SK_COUNT] = {
-	[XPU_SK_PAD] = { "pad_rows", XPU_SHAPE_ROW_GROUPS },
+	[XPU_SK_PAD] = { "pad_rows", XPU_SHAPE_PAD_ROW_GROUPS },
 	[XPU_SK_PAD_BACKWARD] = { "pad_backward_rows", XPU_SHAPE_ROW_GROUPS },
 	[XPU_SK_WRITE_SLICE] = { "write_slice_rows", 1 },
 	[XPU_SK_WRITE_SLICE_ROTATING] = { "write_slice_rotating_rows", 1 },

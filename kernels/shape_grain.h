@@ -15,6 +15,11 @@
  * group's 4 * 256 * 16 items span at most 16383 / 128 + 2 = 129 rows of the table's
  * XPU_SHAPE_ROWS. */
 #define XPU_SHAPE_ROW_GROUPS 4
+/* pad_rows covers half as many (H200, 1 GiB f32, alternated in one call, % of the copy beside
+ * it: CUDA 102 % at 2 against 100-101 % at 4 and 93-94 % at 1; Vulkan 93-94 % against 88-91 %
+ * and 94-97 %), where pad_backward_rows' walk wants all four (2: CUDA 86-87 % against 89-91 %,
+ * Vulkan 79-83 % against 88 %; docs/PERF.md, "Copy ceilings"). */
+#define XPU_SHAPE_PAD_ROW_GROUPS 2
 #define XPU_SHAPE_ROW_MIN 128
 #define XPU_SHAPE_ROWS 130
 

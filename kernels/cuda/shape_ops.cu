@@ -83,7 +83,8 @@
 #endif
 
 static_assert(XPU_SHAPE_GRAIN == 16, "a thread's 16 items are elem chunks of 16 bytes each");
-static_assert(XPU_SHAPE_ROW_GROUPS * 8 <= 32, "a rows walk's thread marks its slow chunks in 32 bits");
+static_assert(XPU_SHAPE_ROW_GROUPS * 8 <= 32 && XPU_SHAPE_PAD_ROW_GROUPS * 8 <= 32,
+	      "a rows walk's thread marks its slow chunks in 32 bits");
 
 /* ---- indices ------------------------------------------------------------------------------- */
 
@@ -435,7 +436,7 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
 }
 
 /* The walk of the rows kernels (pad_rows, pad_backward_rows): an op whose chunk plan needs one
- * value per output row (where the row's source starts). A group covers XPU_SHAPE_ROW_GROUPS
+ * value per output row (where the row's source starts). A group covers XPU_SHAPE_PAD_ROW_GROUPS
  * times the usual 4096 items, so a thread's setup serves that many times more chunks; the
  * group works each row's value out once, one row a thread, into a table that each chunk
  * reads; a chunk's place is a row of the table and a column, stepped in 32 bits. Per chunk
@@ -449,8 +450,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 {
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
 	const uint32_t elem = op.elem, per = 16 / elem, len = (uint32_t)op.len, t = xpu_thread();
-	const uint32_t chunks = XPU_SHAPE_ROW_GROUPS * elem; /* a thread's */
-	const uint64_t g0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
+	const uint32_t chunks = XPU_SHAPE_PAD_ROW_GROUPS * elem; /* a thread's */
+	const uint64_t g0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_PAD_ROW_GROUPS);
 	const uint64_t row0 = g0 / len;
 	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
 		entry[r] = op.row_entry(row0 + r);

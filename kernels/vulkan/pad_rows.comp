@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 /* pad_rows — pad's signature and helpers (pad.glsl), for output rows of XPU_SHAPE_ROW_MIN items
- * or more in whole 16-byte chunks (kernels/launch_shape.c): a group covers XPU_SHAPE_ROW_GROUPS
+ * or more in whole 16-byte chunks (kernels/launch_shape.c): a group covers XPU_SHAPE_PAD_ROW_GROUPS
  * times pad's items and finds each output row's input row once, into its table; an invocation
  * then moves 16-byte chunks, chunk u * 256 + i of the group for invocation i, so a subgroup's
  * chunks are neighbours. A chunk inside the input row's run is one 16-byte load where the run
@@ -61,7 +61,7 @@ void pad_rows_slow(uint i0, uint cnt, uint row0, uint rank, uint mode, uint elem
 void pad_rows_walk(uint g0, uint n, uint row0, uint rank, uint mode, uint elem)
 {
 	uint last = rank - 1u, len = pad_od(last), dl = pad_d(last), lol = pad_lo(last);
-	uint per = 16u / elem, chunks = uint(XPU_SHAPE_ROW_GROUPS) * elem; /* an invocation's */
+	uint per = 16u / elem, chunks = uint(XPU_SHAPE_PAD_ROW_GROUPS) * elem; /* an invocation's */
 	uint step = WG_SIZE * per, qa = step / len, ra = step - qa * len;
 	uint j = g0 - row0 * len + gl_LocalInvocationIndex * per, rel = j / len;
 	j -= rel * len;
@@ -110,7 +110,7 @@ void main()
 	uint n = 1u;
 	for (uint k = 0u; k < rank; k++)
 		n *= pad_od(k);
-	uint len = pad_od(rank - 1u), items = WG_SIZE * uint(XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
+	uint len = pad_od(rank - 1u), items = WG_SIZE * uint(XPU_SHAPE_GRAIN * XPU_SHAPE_PAD_ROW_GROUPS);
 	uint g0 = xpu_group() * items;
 	if (g0 >= n || len == 0u) /* the same for the whole group */
 		return;
