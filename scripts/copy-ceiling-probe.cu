@@ -4,7 +4,8 @@
  * flight, and how the bytes are dealt out (each block a contiguous chunk, as bandwidth.lua's
  * stream_copy, or a grid-stride walk over resident blocks). Each line: the median, min and max
  * of 20 timed copies (CUDA events, 3 warm-ups), GB/s of read + write bytes. The last 64 bytes
- * and a middle word are checked after each form.
+ * and a middle word are checked after each form. copy_bulk moves the bytes by the tensor memory
+ * accelerator's bulk copies instead of the SMs' loads and stores.
  * With `driver` first, only the driver's copy runs (for a profiler: which kernel it launches).
  *   nvcc -O3 -arch=sm_90 -o copy-ceiling-probe scripts/copy-ceiling-probe.cu && ./copy-ceiling-probe [driver] [MiB ...] */
 #include <algorithm>
@@ -70,6 +71,45 @@ __global__ void __launch_bounds__(256) copy_stride(uint4 *__restrict__ d, const 
 	}
 	for (; i < nv; i += 256)
 		store<H>(d + i, load<H>(s + i));
+}
+
+/* The tensor memory accelerator's bulk copies (sm_90): one thread a block moves CH-byte chunks
+ * global -> shared -> global (cp.async.bulk, completion counted on an mbarrier), a chunk at a
+ * time, blocks striding over the range; the SMs' load/store pipes stay out of it. */
+__device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+	return (unsigned)__cvta_generic_to_shared(p);
+}
+
+template <int CH>
+__global__ void __launch_bounds__(32) copy_bulk(uint4 *__restrict__ d, const uint4 *__restrict__ s, size_t nv)
+{
+	extern __shared__ __align__(128) unsigned char buf[];
+	__shared__ __align__(8) unsigned long long bar;
+	if (threadIdx.x != 0)
+		return;
+	const size_t bytes = nv * 16;
+	unsigned mb = smem_addr(&bar), sb = smem_addr(buf), phase = 0;
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb) : "memory");
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+	for (size_t off = (size_t)blockIdx.x * CH; off < bytes; off += (size_t)gridDim.x * CH) {
+		unsigned n = (unsigned)(bytes - off < CH ? bytes - off : CH), done = 0;
+		asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb), "r"(n) : "memory");
+		asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(sb),
+			     "l"((const char *)s + off), "r"(n), "r"(mb)
+			     : "memory");
+		while (!done)
+			asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+				     : "=r"(done)
+				     : "r"(mb), "r"(phase)
+				     : "memory");
+		phase ^= 1;
+		asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"((char *)d + off), "r"(sb), "r"(n)
+			     : "memory");
+		asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+		asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+	}
+	asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
 struct Stats { float med, lo, hi; };
@@ -164,6 +204,17 @@ int main(int argc, char **argv)
 			FORM(copy_chunks, CACHED, 8, chunks * 2);
 			FORM(copy_chunks, STREAMING, 4, chunks * 4);
 			FORM(copy_chunks, CACHED, 8, chunks * 4);
+			for (int ch : { 16384, 32768 }) {
+				for (unsigned grid : { (unsigned)(bytes / ch), (unsigned)sms * 16 }) {
+					char name[64];
+					snprintf(name, sizeof name, "copy_bulk %d KiB, %u blocks", ch >> 10, grid);
+					CK(cudaMemset(d, 0, bytes));
+					auto k = ch == 16384 ? copy_bulk<16384> : copy_bulk<32768>;
+					line(name, bytes, timed([&] { k<<<grid, 32, ch>>>(d, s, nv); }));
+					CK(cudaGetLastError());
+					check(name, d, s, nv);
+				}
+			}
 			FORM(copy_stride, CACHED, 4, res8);
 			FORM(copy_stride, CACHED, 8, res8);
 			FORM(copy_stride, STREAMING, 4, res8);
