@@ -19,7 +19,7 @@
 -- (lua/xpu/settle.lua; docs/PERF.md, "Clocks between cells").
 -- --pad-mode M sets pad's border (constant, the default, reflect or replicate; pad_backward is
 -- timed with reflect's).
--- --again N (default 2): an op whose own copy ran under half the copy kernel's (the device's slow
+-- --again N (default 2): an op whose own copy ran under half the copy kernel's ceiling (the slow
 -- mode, which holds for a whole process: the "slow copy:" line) is timed again in a process of
 -- its own, up to N times, until one is not slow. Every attempt keeps its row, the later ones
 -- named "op (again k)", and its record ("attempt": k); 0 times nothing again.
