@@ -36,6 +36,18 @@ template <Hint H> __device__ __forceinline__ void store(uint4 *p, uint4 v)
 		*p = v;
 }
 
+/* Words i, i + 256, ... i + (U - 1) * 256: every load before the stores. */
+template <Hint H, int U> __device__ __forceinline__ void copy_batch(uint4 *d, const uint4 *s, size_t i)
+{
+	uint4 v[U];
+#pragma unroll
+	for (int u = 0; u < U; u++)
+		v[u] = load<H>(s + i + u * 256);
+#pragma unroll
+	for (int u = 0; u < U; u++)
+		store<H>(d + i + u * 256, v[u]);
+}
+
 /* Block g copies the contiguous chunk [g * nv / blocks, (g + 1) * nv / blocks) of 16-byte
  * words, U loads in flight a thread, every load of a batch before its stores. */
 template <Hint H, int U>
@@ -43,13 +55,7 @@ __global__ void __launch_bounds__(256) copy_chunks(uint4 *__restrict__ d, const 
 {
 	size_t lo = nv * blockIdx.x / gridDim.x, hi = nv * (blockIdx.x + 1) / gridDim.x, i = lo + threadIdx.x;
 	for (; i + (U - 1) * 256 < hi; i += U * 256) {
-		uint4 v[U];
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			v[u] = load<H>(s + i + u * 256);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			store<H>(d + i + u * 256, v[u]);
+		copy_batch<H, U>(d, s, i);
 	}
 	for (; i < hi; i += 256)
 		store<H>(d + i, load<H>(s + i));
@@ -61,13 +67,7 @@ __global__ void __launch_bounds__(256) copy_stride(uint4 *__restrict__ d, const 
 {
 	size_t step = (size_t)gridDim.x * 256 * U, i = (size_t)blockIdx.x * 256 * U + threadIdx.x;
 	for (; i + (U - 1) * 256 < nv; i += step) {
-		uint4 v[U];
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			v[u] = load<H>(s + i + u * 256);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			store<H>(d + i + u * 256, v[u]);
+		copy_batch<H, U>(d, s, i);
 	}
 	for (; i < nv; i += 256)
 		store<H>(d + i, load<H>(s + i));
