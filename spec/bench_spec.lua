@@ -6,15 +6,16 @@ local xpu = require "xpu"
 local BIN = os.getenv("XPULUA") or "build/xpulua"
 
 -- A script's stdout (with its stderr where with_stderr) and "exit N", in a fresh Autotune
--- cache; stored: a key and value for cpu:0 (a ceiling) remembered there first.
-local function run(args, stored, with_stderr)
+-- cache; stored: a key and value for cpu:0 (a ceiling) remembered there first; env: more
+-- VAR=value words before the command.
+local function run(args, stored, with_stderr, env)
   local cache = os.tmpname()
   os.remove(cache)
   if stored then
     assert(os.execute(("XPULUA_CACHE=%s %s -e 'require\"xpu.autotune\".remember(require\"xpu\".device\"cpu:0\", \"%s\", \"%s\")'"):format(
       cache, BIN, stored[1], stored[2])))
   end
-  local p = assert(io.popen(("XPULUA_CACHE=%s %s %s %s; echo \"exit $?\""):format(cache, BIN, args,
+  local p = assert(io.popen(("XPULUA_CACHE=%s %s %s %s %s; echo \"exit $?\""):format(cache, env or "", BIN, args,
     with_stderr and "2>&1" or "2>/dev/null")))
   local out = p:read("a")
   p:close()
@@ -97,14 +98,8 @@ describe("bench-shape-ops", function()
     f:close()
     assert(os.execute(("glslc --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan -O %s/broken.comp -o %s/vk_pad_backward_rows.spv"):format(
       dir, dir)))
-    local function bench(env)
-      local p = assert(io.popen(("%s %s scripts/bench-shape-ops.lua --device vulkan:0 --mib 1 --reps 1 --ops pad_backward --jsonl 2>/dev/null; echo \"exit $?\""):format(
-        env, BIN)))
-      local out = p:read("a")
-      p:close()
-      return out
-    end
-    local bad, good = bench("XPULUA_VULKAN_SPV=" .. dir), bench("")
+    local args = "scripts/bench-shape-ops.lua --device vulkan:0 --mib 1 --reps 1 --ops pad_backward --jsonl"
+    local bad, good = run(args, nil, false, "XPULUA_VULKAN_SPV=" .. dir), run(args)
     os.execute("rm -rf " .. dir)
     assert.matches("\nexit 1\n$", bad)
     assert.matches('"bit_gate":"UNWRITTEN %d+%+?"', bad)
