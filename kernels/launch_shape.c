@@ -288,6 +288,50 @@ static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, 
 	return 0;
 }
 
+/* write_slice's slab as one contiguous run of dest: the axes before its first one wider than
+ * one are one wide, the axes after it whole (a block of whole rows under one-wide axes, a part
+ * of one row, the whole dest). *start: where it begins in dest, in elements. */
+static bool slab_one_run(const struct xpu_shape_geom *g, uint64_t *start)
+{
+	bool wide = false; /* an axis wider than one seen: every later one must be whole */
+	uint64_t stride = 1;
+	*start = 0;
+	for (int k = 0; k < g->rank; k++) {
+		uint64_t w = (uint64_t)(g->hi[k] - g->lo[k]);
+		if (wide && w != g->dims[k])
+			return false;
+		wide = wide || w > 1;
+	}
+	for (int k = g->rank - 1; k >= 0; k--) {
+		*start += (uint64_t)g->lo[k] * stride;
+		stride *= g->dims[k];
+	}
+	return true;
+}
+
+static struct xpu_karg view_part(struct xpu_karg a, uint64_t at, uint64_t n)
+{
+	a.b.offset += at;
+	a.b.bytes = n;
+	if (a.b.host)
+		a.b.host = (char *)a.b.host + at;
+	return a;
+}
+
+/* A slab that is one run of dest, from a source on the same device, is a copy: the copy
+ * kernels' grid (16 KiB a group) and their one 16-byte load and store a chunk, with no walk.
+ * On the H200 at 1 GiB f32 the copy ran 4035-4055 GB/s where write_slice_rows' walk moved the
+ * same slab at 3476 (Vulkan) and 3884 (CUDA); docs/PERF.md. */
+static int slab_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t start, uint64_t items,
+		     const char **ran)
+{
+	struct xpu_shape_geom cg = *g;
+	uint64_t n = items * g->elem;
+	cg.out = view_part(g->out, start * g->elem, n);
+	cg.in = view_part(g->in, 0, n);
+	return copy_on_device(s, &cg, n, ran);
+}
+
 /* The source tensor's bytes (g->outer elements), not its buffer's, which may hold more. */
 static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran)
 {
@@ -345,8 +389,8 @@ static bool transpose_steps_whole(const struct xpu_shape_geom *g)
 }
 
 /* Whether kernel's geometry goes to its item variant (item_variants): rows that are not whole
- * chunks, where no other variant takes them; transposes (variant: contiguize_tiles) whose
- * steps are off 16 bytes. */
+ * chunks, where no other variant takes them; triu and tril always; transposes (variant:
+ * contiguize_tiles) whose steps are off 16 bytes. */
 static bool by_items(const struct xpu_shape_geom *g, bool variant)
 {
 	if (g->kernel == XPU_SK_CONTIGUIZE)
@@ -361,7 +405,10 @@ static bool by_items(const struct xpu_shape_geom *g, bool variant)
 		return !whole_chunks(g->inner == 1 ? g->dim : g->inner, g->elem, &g->out, &g->in);
 	case XPU_SK_TRIU:
 	case XPU_SK_TRIL:
-		return !whole_chunks(g->inner, g->elem, &g->out, &g->in);
+		/* every shape: the items kernels read no dropped element and hold a third of the
+		 * chunk walk's registers (H200, 1 GiB f32, rows of 1024: docs/PERF.md, "Triangles item
+		 * by item") */
+		return true;
 	default:
 		return false;
 	}
@@ -422,6 +469,10 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
 		return 0;
+	uint64_t start;
+	if (g->kernel == XPU_SK_WRITE_SLICE && g->out.b.buf->alloc->dev == g->in.b.buf->alloc->dev &&
+	    slab_one_run(g, &start))
+		return slab_copy(s, g, start, items, ran);
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
 	struct xpu_kernel *vk = variant ? variant_of(s, g->kernel) : NULL, *k = vk ? vk : cache[g->kernel];

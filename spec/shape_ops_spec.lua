@@ -715,7 +715,8 @@ for _, backend in ipairs(BACKENDS) do
         dest = { dtype = "u8", shape = { 5 }, data = "-----" } }, { ranges = { { 1, 4 } } }, nil, "dest")
       assert.equal("rank 1: one contiguous span", r3.fast_path)
       assert.is_true(r3.launched)
-      assert.equal("write_slice", r3.kernel) -- the result names the kernel that ran
+      -- the result names the kernel that ran: a one-run slab is a copy, bytes here (3 of them)
+      assert.equal("copy_bytes", r3.kernel)
     end)
   end)
 end
@@ -828,7 +829,13 @@ local function slab_cases(d, backend, op, cases, ring)
       inputs.position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", case.pos)) }
       params.axis, params.modulus = axis, modulus
     end
-    expect_variant(d, op, variant, case.rows and built, what, function()
+    -- write_slice's one-run slab is a copy: 16-byte vectors where its start and length are
+    -- whole 16 bytes (the source's base is its buffer's)
+    local start, stride = 0, 1
+    for k = #case.dest, 1, -1 do start, stride = start + case.ranges[k][1] * stride, stride * case.dest[k] end
+    local copy = (start * size % 16 == 0 and prod(w) * size % 16 == 0) and "stream_copy" or "copy_bytes"
+    local want_kernel = case.run and copy or case.rows and built and variant or op
+    expect_kernel(d, { op, variant, "stream_copy", "copy_bytes" }, want_kernel, what, function()
       return nil, c:launch { inputs = inputs, params = params }
     end)
     d:default_stream():sync()
@@ -871,17 +878,32 @@ end)
 describe("write_slice_rows", function()
   on_each_backend("fires for a block of whole rows where built, not for part rows or a broken block", function(d, backend)
     slab_cases(d, backend, "write_slice", {
-      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 2, 7 }, { 0, 32 } }, rows = true },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 3, 4 }, { 0, 32 } }, rows = true },
       { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 5, 6 }, { 0, 8 } }, rows = true, dtype = "f16" },
       { dest = { 3, 8, 5 }, ranges = { { 0, 3 }, { 1, 7 }, { 0, 5 } }, rows = true },
       { dest = { 3, 8, 2 }, ranges = { { 0, 3 }, { 2, 7 }, { 0, 2 } }, rows = true },
       { dest = { 3, 2, 8, 16 }, ranges = { { 1, 3 }, { 0, 2 }, { 2, 5 }, { 0, 16 } }, rows = true },
       { dest = { 1, 3, 8, 4 }, ranges = { { 0, 1 }, { 1, 3 }, { 0, 4 }, { 0, 4 } }, rows = true },
-      { dest = { 4, 8 }, ranges = { { 0, 4 }, { 0, 8 } }, rows = true },
       { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, rows = false },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, rows = false },
-      { dest = { 40 }, ranges = { { 3, 29 } }, rows = false },
+      { dest = { 3, 5, 7 }, ranges = { { 1, 2 }, { 1, 3 }, { 2, 5 } }, rows = false },
+    })
+  end)
+end)
+
+-- write_slice's slab that is one contiguous run of dest (one-wide axes, then any one axis, then
+-- whole ones) is a copy on every backend: stream_copy where its start and length are whole
+-- 16 bytes, copy_bytes elsewhere; every byte outside the run keeps its poison. The cases above
+-- are its does-not-fire half (a wide axis before a partial one, a part last axis under a wide one).
+describe("write_slice as a copy", function()
+  on_each_backend("copies a one-run slab, 16-byte vectors where it is on 16 bytes", function(d, backend)
+    slab_cases(d, backend, "write_slice", {
+      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 2, 7 }, { 0, 32 } }, run = true },
+      { dest = { 1, 3, 8, 4 }, ranges = { { 0, 1 }, { 1, 3 }, { 0, 8 }, { 0, 4 } }, run = true },
+      { dest = { 4, 8 }, ranges = { { 0, 4 }, { 0, 8 } }, run = true },
+      { dest = { 40 }, ranges = { { 3, 29 } }, run = true },
+      { dest = { 2, 3, 9 }, ranges = { { 1, 2 }, { 2, 3 }, { 1, 8 } }, run = true },
+      { dest = { 6, 16 }, ranges = { { 2, 5 }, { 0, 16 } }, run = true, dtype = "f16" },
     })
   end)
 end)
@@ -1035,8 +1057,9 @@ end)
 -- The item kernels (pad_items, pad_backward_items, flip_items, triu_items, tril_items): where a
 -- row is not a whole number of 16-byte chunks, or the output's base is off 16 bytes, the
 -- launcher takes them where built (CUDA) and the plain kernel elsewhere; whole rows on 16-byte
--- bases take the plain kernel everywhere (rows of 64 f32: below pad_rows' 128). Each writes
--- what the reference says and nothing outside its output.
+-- bases take the plain kernel everywhere (rows of 64 f32: below pad_rows' 128), but for triu
+-- and tril, whose item kernels take every shape where built. Each writes what the reference
+-- says and nothing outside its output.
 describe("item kernels", function()
   -- Per op: the input of rows of `cols` f32 (pad: padded to rows of cols), params, reference.
   local function item_case(kn, cols)
@@ -1077,7 +1100,8 @@ describe("item kernels", function()
         local out = d:buffer(fill)
         local what = ("%s rows of %d at byte %d"):format(kn, case.cols, off)
         input.buffer, input.data = d:buffer(input.data), nil
-        expect_kernel(d, { kn, items }, built and case.fires and items or kn, what, function()
+        local fires = case.fires or kn == "triu" or kn == "tril"
+        expect_kernel(d, { kn, items }, built and fires and items or kn, what, function()
           return nil, c:launch { inputs = { [name] = input }, params = params, out = out:slice(off, #want) }
         end)
         local got = out:download()

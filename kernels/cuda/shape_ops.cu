@@ -1359,6 +1359,10 @@ static __device__ __forceinline__ void shape_roll_items(T *__restrict__ out, con
 			out[e0 + (uint64_t)u * SHAPE_BLOCK] = v[u];
 }
 
+#ifndef SHAPE_ROLL_ITEMS
+#define SHAPE_ROLL_ITEMS 1 /* 1: roll is an item walk below (32-bit cursor); 0: this walk */
+#endif
+#if !SHAPE_ROLL_ITEMS
 extern "C" __global__ void SHAPE_BOUNDS(3)
 roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
      unsigned long long shift, unsigned long long elem)
@@ -1371,10 +1375,16 @@ roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 	default: shape_roll_items((uint2 *)out, (const uint2 *)in, n, d, s); break;
 	}
 }
+#endif
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
 
+#ifndef SHAPE_SCAN_AHEAD
 #define SHAPE_SCAN_AHEAD 8 /* a lane's loads in flight before their sums are stored */
+#endif
+#ifndef SHAPE_SCAN_BLOCKS
+#define SHAPE_SCAN_BLOCKS 3
+#endif
 
 /* One lane, sequential along dim from the first element (as the CPU body); the loads of the
  * next SHAPE_SCAN_AHEAD steps are issued together, the adds stay in order. */
@@ -1417,7 +1427,7 @@ static __device__ void shape_scan_f32(uint8_t *out, const uint8_t *in, uint64_t 
 	}
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_SCAN_BLOCKS)
 cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
        unsigned int dt)
 {
@@ -1666,6 +1676,42 @@ flip_items(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned l
 	SHAPE_ITEM_TYPES(elem, n, FLIP);
 #undef FLIP
 }
+
+#if SHAPE_ROLL_ITEMS
+#ifndef SHAPE_ROLL_BATCH
+#define SHAPE_ROLL_BATCH 16
+#endif
+#ifndef SHAPE_ROLL_BLOCKS
+#define SHAPE_ROLL_BLOCKS 3
+#endif
+/* roll as an item walk: the flattened [outer, dim * inner] rolled along its second axis, a
+ * cursor (row, column) in 32 bits where the items allow. */
+template <typename T, typename I>
+static __device__ __forceinline__ void shape_roll_walk(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
+						       I shift)
+{
+	const I e0 = (I)shape_item0();
+	if (e0 >= n)
+		return;
+	shape_cursor3<I> c; /* (row, column, 0) */
+	c.init(e0, dim, 1);
+	const I back = dim - shift; /* shift in [0, dim) */
+	shape_items_walk<SHAPE_ROLL_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I, T &v) {
+		if (here)
+			v = in[p.o * dim + (p.j >= shift ? p.j - shift : p.j + back)];
+	});
+}
+
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_ROLL_BLOCKS)
+roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
+     unsigned long long shift, unsigned long long elem)
+{
+	const uint64_t n = outer * dim * inner, d = dim * inner, s = shift * inner;
+#define ROLL(T, I) shape_roll_walk<T, I>((T *)out, (const T *)in, (I)n, (I)d, (I)s)
+	SHAPE_ITEM_TYPES(elem, n, ROLL);
+#undef ROLL
+}
+#endif
 
 /* triu / tril: a dropped element reads nothing. */
 template <typename T, typename I>
@@ -2173,7 +2219,10 @@ struct shape_ring_rows_op {
 };
 
 /* The position is loaded first: the start is on every store's path. */
-extern "C" __global__ void SHAPE_BOUNDS(3)
+#ifndef SHAPE_RING_BLOCKS
+#define SHAPE_RING_BLOCKS 3
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_RING_BLOCKS)
 write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 			  SHAPE_SLAB_PARAMS)
 {
