@@ -24,7 +24,8 @@
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
  * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
- * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS;
+ * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH,
+ * SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -1323,65 +1324,15 @@ flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 	shape_chunks(op);
 }
 
-/* roll: out[o, j] = in[o, (j - shift) mod dim] along the flattened (dim * inner), shift
- * folded into [0, dim) by the launcher. A thread moves its 16 items one element at a time (item
- * u * 256 + t of the group's 4096, so each warp load and store is one run of 32 elements), all
- * loaded before any is stored; a cursor (j and o * dim) steps from item to item with adds. As
- * 16-byte chunks (flip's walk), a shift that is not a whole chunk made every chunk two loads
- * and a funnel shift, and the walk's 64-bit planning cost ~870 instructions a thread: H200, 1
- * GiB f32 shifted by 7, 3054-3114 GB/s that way, 3727-3732 this way (copy 3791). */
-template <typename T>
-static __device__ __forceinline__ void shape_roll_items(T *__restrict__ out, const T *__restrict__ in, uint64_t n,
-							uint64_t dim, uint64_t shift)
-{
-	const uint64_t e0 = (uint64_t)xpu_group() * SHAPE_BLOCK * XPU_SHAPE_GRAIN + xpu_thread();
-	if (e0 >= n)
-		return;
-	uint64_t j, sj;
-	uint64_t base = shape_div(e0, dim, &j) * dim;
-	const uint64_t so = shape_div(SHAPE_BLOCK, dim, &sj) * dim;
-	const uint64_t back = dim - shift; /* shift in [0, dim) */
-	T v[XPU_SHAPE_GRAIN];
-#pragma unroll
-	for (int u = 0; u < XPU_SHAPE_GRAIN; u++) {
-		if (e0 + (uint64_t)u * SHAPE_BLOCK < n)
-			v[u] = in[base + (j >= shift ? j - shift : j + back)];
-		j += sj;
-		base += so;
-		if (j >= dim) {
-			j -= dim;
-			base += dim;
-		}
-	}
-#pragma unroll
-	for (int u = 0; u < XPU_SHAPE_GRAIN; u++)
-		if (e0 + (uint64_t)u * SHAPE_BLOCK < n)
-			out[e0 + (uint64_t)u * SHAPE_BLOCK] = v[u];
-}
-
-#ifndef SHAPE_ROLL_ITEMS
-#define SHAPE_ROLL_ITEMS 1 /* 1: roll is an item walk below (32-bit cursor); 0: this walk */
-#endif
-#if !SHAPE_ROLL_ITEMS
-extern "C" __global__ void SHAPE_BOUNDS(3)
-roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim, unsigned long long inner,
-     unsigned long long shift, unsigned long long elem)
-{
-	const uint64_t n = outer * dim * inner, d = dim * inner, s = shift * inner;
-	switch (elem) {
-	case 1: shape_roll_items((uint8_t *)out, (const uint8_t *)in, n, d, s); break;
-	case 2: shape_roll_items((uint16_t *)out, (const uint16_t *)in, n, d, s); break;
-	case 4: shape_roll_items((uint32_t *)out, (const uint32_t *)in, n, d, s); break;
-	default: shape_roll_items((uint2 *)out, (const uint2 *)in, n, d, s); break;
-	}
-}
-#endif
-
 /* ---- cumsum ----------------------------------------------------------------------------------- */
 
 #ifndef SHAPE_SCAN_AHEAD
 #define SHAPE_SCAN_AHEAD 8 /* a lane's loads in flight before their sums are stored */
 #endif
+/* SHAPE_SCAN_AHEAD and cumsum's blocks an SM (the register cap; at 3 it holds 64, so four
+ * blocks an SM). H200, 1 GiB f32 [256, 1M] along axis 0, alternated in one call, % of the copy
+ * beside it: 8 ahead 92-93 %, 16 ahead 86-87 %, 4 ahead at 4 blocks (40 registers, six blocks
+ * an SM) 88-90 % (docs/PERF.md, "Triangles item by item"). */
 #ifndef SHAPE_SCAN_BLOCKS
 #define SHAPE_SCAN_BLOCKS 3
 #endif
@@ -1536,7 +1487,7 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 /* ---- item walks: pad, pad_backward, flip, triu, tril on rows that are not whole chunks ------------
  * Kernels of their own (pad_items ... tril_items; kernels/launch_shape.c takes them where a
  * row is not a whole number of 16-byte chunks or a base is off 16 bytes, and the device has
- * them). Each thread moves its 16 items (item u * 256 + t of the group's 4096, so a warp's
+ * them; triu_items and tril_items for every shape). roll is such a walk itself. Each thread moves its 16 items (item u * 256 + t of the group's 4096, so a warp's
  * loads and stores are runs of 32 elements) one element at a time, a batch of them loaded
  * before any is stored, its place found by a cursor that steps with adds; in 32 bits wherever
  * the operands' items are below 2^32, since an item has a budget of some 60 instructions at
@@ -1677,15 +1628,20 @@ flip_items(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned l
 #undef FLIP
 }
 
-#if SHAPE_ROLL_ITEMS
+/* roll: out[o, j] = in[o, (j - shift) mod dim] along the flattened [outer, dim * inner], shift
+ * folded into [0, dim) by the launcher: an item walk, its cursor (row, column) in 32 bits where
+ * the items allow, each warp load and store a run of 32 elements. As 16-byte chunks (flip's
+ * walk), a shift that is not a whole chunk made every chunk two loads and a funnel shift. H200,
+ * 1 GiB f32 shifted by 7, alternated in one call (GB/s, % of the copy beside it): this walk
+ * 4123-4126 (102 %), the same walk with a 64-bit cursor 3527-3582 (89-90 %), this walk at 8 a
+ * batch and four blocks an SM (64 registers) 3875-3899 (97-99 %); docs/PERF.md, "Triangles
+ * item by item". */
 #ifndef SHAPE_ROLL_BATCH
 #define SHAPE_ROLL_BATCH 16
 #endif
 #ifndef SHAPE_ROLL_BLOCKS
 #define SHAPE_ROLL_BLOCKS 3
 #endif
-/* roll as an item walk: the flattened [outer, dim * inner] rolled along its second axis, a
- * cursor (row, column) in 32 bits where the items allow. */
 template <typename T, typename I>
 static __device__ __forceinline__ void shape_roll_walk(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
 						       I shift)
@@ -1711,9 +1667,10 @@ roll(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 	SHAPE_ITEM_TYPES(elem, n, ROLL);
 #undef ROLL
 }
-#endif
 
-/* triu / tril: a dropped element reads nothing. */
+/* triu / tril: a dropped element reads nothing. The launcher takes these for every shape where
+ * built, whole rows too: H200, 1 GiB f32, 1024 x 1024 matrices, 117-119 % of the copy beside
+ * them by bytes_moved against the chunk walk's 94-95 % (docs/PERF.md, "Triangles item by item"). */
 template <typename T, typename I>
 static __device__ __forceinline__ void shape_tri_items(T *__restrict__ out, const T *__restrict__ in, I n, I rows,
 						       I cols, int64_t diag, bool upper)
@@ -2219,6 +2176,8 @@ struct shape_ring_rows_op {
 };
 
 /* The position is loaded first: the start is on every store's path. */
+/* write_slice_rotating_rows' blocks an SM: at 3, 76 registers; at 4 it spills 84 bytes and ran
+ * 82 % of the copy beside it against 96-97 % (H200, 1 GiB f32; docs/PERF.md). */
 #ifndef SHAPE_RING_BLOCKS
 #define SHAPE_RING_BLOCKS 3
 #endif
@@ -2597,7 +2556,13 @@ contiguize(SHAPE_CONTIG_PARAMS)
 	shape_contiguize<false>(SHAPE_CONTIG_ARGS);
 }
 
-extern "C" __global__ void SHAPE_BOUNDS(3)
+/* Blocks an SM contiguize_tiles must hold: at 3, 80 registers and 16 bytes spilled. H200, 1 GiB
+ * f32 transposed, % of the copy beside it: 3 93 %, 2 (120 registers) 81 %, 4 (192 bytes
+ * spilled) 81-83 % (docs/PERF.md, "Triangles item by item"). */
+#ifndef SHAPE_TILES_BLOCKS
+#define SHAPE_TILES_BLOCKS 3
+#endif
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_TILES_BLOCKS)
 contiguize_tiles(SHAPE_CONTIG_PARAMS)
 {
 	shape_contiguize<true>(SHAPE_CONTIG_ARGS);
