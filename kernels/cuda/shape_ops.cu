@@ -1357,52 +1357,24 @@ static __device__ void shape_scan_f64(uint8_t *out, const uint8_t *in, uint64_t 
 	}
 }
 
-/* 1: f32's scan loads and stores streaming (evict-first), as the vector kernels; 0: cached. */
-#ifndef SHAPE_SCAN_STREAM
-#define SHAPE_SCAN_STREAM 0
-#endif
-
-template <uint32_t DT>
-static __device__ __forceinline__ float shape_scan_load(const uint8_t *p)
+/* f32, f16, bf16: f32 sums, narrowed once per stored element. */
+static __device__ void shape_scan_f32(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t dim, uint64_t inner,
+				      uint32_t dt)
 {
-	if (DT == 0 && SHAPE_SCAN_STREAM)
-		return __ldcs((const float *)p);
-	return shape_load_f(p, DT);
-}
-
-template <uint32_t DT>
-static __device__ __forceinline__ void shape_scan_store(uint8_t *p, float v)
-{
-	if (DT == 0 && SHAPE_SCAN_STREAM)
-		__stcs((float *)p, v);
-	else
-		shape_store_f(p, DT, v);
-}
-
-/* f32, f16, bf16 (DT 0, 2, 3: a constant, so nothing branches on it per element): f32 sums,
- * narrowed once per stored element; a lane's place steps by pointer, no index multiplied. */
-template <uint32_t DT>
-static __device__ void shape_scan_f32(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t dim, uint64_t inner)
-{
-	constexpr uint32_t elem = DT == 0 ? 4 : 2;
-	const uint64_t step = inner * elem;
-	const uint8_t *src = in + base * elem;
-	uint8_t *dst = out + base * elem;
+	const uint32_t elem = dt == 0 ? 4 : 2;
 	float acc = 0;
 	for (uint64_t t0 = 0; t0 < dim; t0 += SHAPE_SCAN_AHEAD) {
 		float v[SHAPE_SCAN_AHEAD];
 #pragma unroll
 		for (int u = 0; u < SHAPE_SCAN_AHEAD; u++)
-			v[u] = t0 + u < dim ? shape_scan_load<DT>(src + u * step) : 0.0f;
+			v[u] = t0 + u < dim ? shape_load_f(in + (base + (t0 + u) * inner) * elem, dt) : 0.0f;
 #pragma unroll
 		for (int u = 0; u < SHAPE_SCAN_AHEAD; u++) {
 			if (t0 + u >= dim)
 				break;
 			acc = t0 + u ? xpu_add(acc, v[u]) : v[u];
-			shape_scan_store<DT>(dst + u * step, acc);
+			shape_store_f(out + (base + (t0 + u) * inner) * elem, dt, acc);
 		}
-		src += SHAPE_SCAN_AHEAD * step;
-		dst += SHAPE_SCAN_AHEAD * step;
 	}
 }
 
@@ -1415,12 +1387,10 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 		return;
 	uint64_t i;
 	const uint64_t base = shape_div(lane, inner, &i) * dim * inner + i;
-	switch (dt) {
-	case 1: shape_scan_f64(out, in, base, dim, inner); break;
-	case 2: shape_scan_f32<2>(out, in, base, dim, inner); break;
-	case 3: shape_scan_f32<3>(out, in, base, dim, inner); break;
-	default: shape_scan_f32<0>(out, in, base, dim, inner); break;
-	}
+	if (dt == 1)
+		shape_scan_f64(out, in, base, dim, inner);
+	else
+		shape_scan_f32(out, in, base, dim, inner, dt);
 }
 
 /* ---- triu, tril ------------------------------------------------------------------------------ */
