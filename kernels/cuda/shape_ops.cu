@@ -1602,16 +1602,27 @@ static __device__ __forceinline__ void shape_items_walk(T *out, I e0, I n, shape
 	}
 }
 
+/* The thread's first item (*e0) and a cursor on it over [*, dim, inner]; false where the
+ * thread has no item below n. */
+template <typename I>
+static __device__ __forceinline__ bool shape_items_begin(I n, uint64_t dim, uint64_t inner, I *e0, shape_cursor3<I> *c)
+{
+	*e0 = (I)shape_item0();
+	if (*e0 >= n)
+		return false;
+	c->init(*e0, dim, inner);
+	return true;
+}
+
 /* flip: out[o, j, i] = in[o, dim - 1 - j, i]. */
 template <typename T, typename I>
 static __device__ __forceinline__ void shape_flip_items(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
 							I inner)
 {
-	const I e0 = (I)shape_item0();
-	if (e0 >= n)
-		return;
+	I e0;
 	shape_cursor3<I> c;
-	c.init(e0, dim, inner);
+	if (!shape_items_begin(n, dim, inner, &e0, &c))
+		return;
 	shape_items_walk<SHAPE_ITEM_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I, T &v) {
 		if (here)
 			v = in[(p.o * dim + dim - 1 - p.j) * inner + p.i];
@@ -1646,11 +1657,10 @@ template <typename T, typename I>
 static __device__ __forceinline__ void shape_roll_walk(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
 						       I shift)
 {
-	const I e0 = (I)shape_item0();
-	if (e0 >= n)
-		return;
+	I e0;
 	shape_cursor3<I> c; /* (row, column, 0) */
-	c.init(e0, dim, 1);
+	if (!shape_items_begin(n, dim, 1, &e0, &c))
+		return;
 	const I back = dim - shift; /* shift in [0, dim) */
 	shape_items_walk<SHAPE_ROLL_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I, T &v) {
 		if (here)
@@ -1675,11 +1685,10 @@ template <typename T, typename I>
 static __device__ __forceinline__ void shape_tri_items(T *__restrict__ out, const T *__restrict__ in, I n, I rows,
 						       I cols, int64_t diag, bool upper)
 {
-	const I e0 = (I)shape_item0();
-	if (e0 >= n)
-		return;
+	I e0;
 	shape_cursor3<I> c; /* (matrix, row, column) */
-	c.init(e0, rows, cols);
+	if (!shape_items_begin(n, rows, cols, &e0, &c))
+		return;
 	shape_items_walk<SHAPE_ITEM_BATCH>(out, e0, n, c, [&](const shape_cursor3<I> &p, bool here, I e, T &v) {
 		const int64_t off = (int64_t)p.i - (int64_t)p.j; /* column less row, against the diagonal */
 		v = T{};
