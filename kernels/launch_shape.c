@@ -262,6 +262,23 @@ static int copy_across(const struct xpu_karg *dst, const struct xpu_karg *src, u
 	return rc;
 }
 
+/* The copy kernels' grid for n bytes: stream_copy's (vec) groups each a contiguous chunk of n /
+ * groups bytes, about COPY_GROUP_BYTES (on the H200 a copy kernel moved 4030-4090 GB/s at 8-16
+ * KiB a group, 3890 at 64 KiB: scripts/copy-ceiling-probe.cu), in rows of COPY_ROW groups (the
+ * kernel numbers groups across rows, so any count divides n; rows keep x under every driver's
+ * limit); copy_bytes' a group per BLOCK bytes. */
+static int copy_grid(uint64_t n, bool vec, uint32_t grid[3])
+{
+	uint64_t groups = vec ? (n + COPY_GROUP_BYTES - 1) / COPY_GROUP_BYTES : (n + BLOCK - 1) / BLOCK;
+	uint64_t x = vec && groups > COPY_ROW ? COPY_ROW : groups, y = (groups + x - 1) / x;
+	if (x > MAX_GROUPS || y > 65535)
+		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
+	grid[0] = (uint32_t)x;
+	grid[1] = (uint32_t)y;
+	grid[2] = 1;
+	return 0;
+}
+
 /* On one device: stream_copy (16-byte vectors, the copy ceiling's own kernel) when both
  * bases and the length are 16-byte multiples, else copy_bytes. */
 static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n, const char **ran)
@@ -270,18 +287,12 @@ static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, 
 	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
 	struct xpu_kernel **k = vec ? &vec_k : &bytes_k;
 	const char *name = vec ? "stream_copy" : "copy_bytes";
-	/* stream_copy: each group a contiguous chunk of n / groups bytes, about COPY_GROUP_BYTES (on
-	 * the H200 a copy kernel moved 4030-4090 GB/s at 8-16 KiB a group, 3890 at 64 KiB:
-	 * scripts/copy-ceiling-probe.cu), over a grid of COPY_ROW groups a row (the kernel numbers
-	 * groups across rows, so any count divides n; rows keep x under every driver's limit) */
-	uint64_t groups = vec ? (n + COPY_GROUP_BYTES - 1) / COPY_GROUP_BYTES : (n + BLOCK - 1) / BLOCK;
-	uint64_t x = vec && groups > COPY_ROW ? COPY_ROW : groups, y = (groups + x - 1) / x;
-	if (x > MAX_GROUPS || y > 65535)
-		return xpu_fail("copy: %llu bytes is more than one launch covers", (unsigned long long)n);
+	uint32_t grid[3], block[3] = { BLOCK, 1, 1 };
+	if (copy_grid(n, vec, grid))
+		return -1;
 	if (!*k && !(*k = xpu_kernel_find(name)))
 		return xpu_fail("kernel '%s' is not in the kernel table", name);
 	struct xpu_karg args[3] = { g->out, g->in, u64_arg(n) };
-	uint32_t grid[3] = { (uint32_t)x, (uint32_t)y, 1 }, block[3] = { BLOCK, 1, 1 };
 	if (xpu_launch(s, *k, grid, block, args, 3))
 		return -1;
 	*ran = (*k)->def->name;
@@ -330,6 +341,58 @@ static int slab_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint6
 	cg.out = view_part(g->out, start * g->elem, n);
 	cg.in = view_part(g->in, 0, n);
 	return copy_on_device(s, &cg, n, ran);
+}
+
+static struct xpu_kernel *found_on(struct xpu_stream *s, const char *name, struct xpu_kernel **cache, bool *looked);
+
+/* write_slice_rotating's slab as one ring of whole rows: the axes before the ring one wide, the
+ * axes after it whole, a modulus inside the axis. *base: the ring's first element in dest;
+ * *row: a row's elements. */
+static bool ring_one(const struct xpu_shape_geom *g, uint64_t *base, uint64_t *row)
+{
+	int a = (int)g->axis;
+	uint64_t stride = 1;
+	*base = 0;
+	*row = 1;
+	if (a >= g->rank || g->modulus == 0 || g->modulus > g->dims[a])
+		return false;
+	for (int k = g->rank - 1; k >= 0; k--) {
+		uint64_t w = (uint64_t)(g->hi[k] - g->lo[k]);
+		if ((k > a && w != g->dims[k]) || (k < a && w != 1))
+			return false;
+		if (k > a)
+			*row *= g->dims[k];
+		if (k < a)
+			*base += (uint64_t)g->lo[k] * stride;
+		stride *= g->dims[k];
+	}
+	return true;
+}
+
+/* One ring of rows in whole 16-byte words, on 16-byte bases, where the device has ring_copy:
+ * a copy that wraps, stream_copy's grid (H200, 1 GiB f32: docs/PERF.md, "Triangles item by
+ * item"). Returns 1 where it does not apply. */
+static int ring_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t items, const char **ran)
+{
+	static struct xpu_kernel *cache;
+	static bool looked;
+	uint64_t base, row, n = items * g->elem;
+	if (!ring_one(g, &base, &row))
+		return 1;
+	uint64_t row_bytes = row * g->elem, at = base * g->elem;
+	struct xpu_kernel *k = found_on(s, "ring_copy", &cache, &looked);
+	if (!k || row_bytes % 16 || row_bytes > UINT32_MAX || (g->out.b.offset + at) % 16 || g->in.b.offset % 16 ||
+	    g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev)
+		return 1;
+	uint32_t grid[3], block[3] = { BLOCK, 1, 1 };
+	if (copy_grid(n, true, grid))
+		return -1;
+	struct xpu_karg args[5] = { view_part(g->out, at, row_bytes * g->modulus), view_part(g->in, 0, n), g->aux,
+				    u64_arg(n), u64_arg(row_bytes | g->modulus << 32) };
+	if (xpu_launch(s, k, grid, block, args, 5))
+		return -1;
+	*ran = k->def->name;
+	return 0;
 }
 
 /* The source tensor's bytes (g->outer elements), not its buffer's, which may hold more. */
@@ -473,6 +536,8 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 	if (g->kernel == XPU_SK_WRITE_SLICE && g->out.b.buf->alloc->dev == g->in.b.buf->alloc->dev &&
 	    slab_one_run(g, &start))
 		return slab_copy(s, g, start, items, ran);
+	if (g->kernel == XPU_SK_WRITE_SLICE_ROTATING && (rc = ring_copy(s, g, items, ran)) <= 0)
+		return rc;
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
 		return xpu_fail("kernel '%s' is not in the kernel table", names[g->kernel]);
 	struct xpu_kernel *vk = variant ? variant_of(s, g->kernel) : NULL, *k = vk ? vk : cache[g->kernel];

@@ -185,6 +185,24 @@ static int rotating_extent(const struct xpu_karg *a, uint64_t need[])
 	return 0;
 }
 
+/* ring_copy: n source bytes into a ring of `modulus` rows of `row` bytes (geom: row | modulus
+ * << 32), both whole 16 bytes; the position a u32. */
+static int ring_copy_extent(const struct xpu_karg *a, uint64_t need[])
+{
+	uint64_t n = a[3].u, row = a[4].u & 0xffffffffu, modulus = a[4].u >> 32;
+	if (n % 16 || row % 16 || row == 0 || modulus == 0)
+		return xpu_fail("ring_copy: %llu bytes into rows of %llu bytes, %llu of them: the rows and the bytes must "
+				"be whole 16 bytes, at least one row", (unsigned long long)n, (unsigned long long)row,
+				(unsigned long long)modulus);
+	if (n > row * modulus)
+		return xpu_fail("ring_copy: %llu bytes are more than the ring's %llu", (unsigned long long)n,
+				(unsigned long long)(row * modulus));
+	need[0] = row * modulus;
+	need[1] = n;
+	need[2] = 4;
+	return 0;
+}
+
 /* contiguize: the view's reach from its offset must stay inside the input buffer. */
 static int contiguize_extent(const struct xpu_karg *a, uint64_t need[])
 {
@@ -266,6 +284,11 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	 * names it */
 	{ .name = "write_slice_rotating_rows", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = NULL, .block = 256 },
+	/* write_slice_rotating's single ring of rows of whole 16-byte words, as a copy that wraps
+	 * (kernels/launch_shape.c picks it where the device has it: the CUDA bodies, which HIP
+	 * builds too, and Vulkan); no route row names it */
+	{ .name = "ring_copy", .signature = "dst:buf@16! src:buf@16 pos:buf@4 n:u64 geom:u64", .extent = ring_copy_extent,
+	  .launch = NULL, .block = 256 },
 	{ .name = "contiguize", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 					     "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
 	  .extent = contiguize_extent, .launch = xpu_launch_contiguize, .block = 256 },

@@ -834,8 +834,9 @@ local function slab_cases(d, backend, op, cases, ring)
     local start, stride = 0, 1
     for k = #case.dest, 1, -1 do start, stride = start + case.ranges[k][1] * stride, stride * case.dest[k] end
     local copy = (start * size % 16 == 0 and prod(w) * size % 16 == 0) and "stream_copy" or "copy_bytes"
-    local want_kernel = case.run and copy or case.rows and built and variant or op
-    expect_kernel(d, { op, variant, "stream_copy", "copy_bytes" }, want_kernel, what, function()
+    local ring_copy = case.ring_copy and d:kernel_available "ring_copy" and "ring_copy"
+    local want_kernel = case.run and copy or ring_copy or case.rows and built and variant or op
+    expect_kernel(d, { op, variant, "stream_copy", "copy_bytes", "ring_copy" }, want_kernel, what, function()
       return nil, c:launch { inputs = inputs, params = params }
     end)
     d:default_stream():sync()
@@ -853,7 +854,6 @@ end
 describe("write_slice_rotating_rows", function()
   on_each_backend("fires for a block of rings of whole rows where built, not for part rows or a broken block", function(d, backend)
     slab_cases(d, backend, "write_slice_rotating", {
-      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 32 } }, pos = 13, rows = true },
       { dest = { 32, 16, 8 }, ranges = { { 0, 32 }, { 0, 1 }, { 0, 8 } }, pos = 21, rows = true, dtype = "f16" },
       { dest = { 3, 8, 5 }, ranges = { { 0, 3 }, { 0, 6 }, { 0, 5 } }, pos = 5, modulus = 7, rows = true },
@@ -864,6 +864,29 @@ describe("write_slice_rotating_rows", function()
       { dest = { 3, 2, 8, 16 }, ranges = { { 0, 3 }, { 1, 2 }, { 0, 3 }, { 0, 16 } }, axis = 2, pos = 6, rows = false },
       { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 0, 1 }, { 0, 16 } }, pos = 13, rows = false },
       { dest = { 2, 8 }, ranges = { { 0, 2 }, { 0, 3 } }, pos = 6, rows = false },
+      -- one ring, but rows of 20 bytes: the rows kernel, not ring_copy
+      { dest = { 1, 8, 5 }, ranges = { { 0, 1 }, { 0, 6 }, { 0, 5 } }, pos = 5, rows = true },
+    }, true)
+  end)
+end)
+
+-- write_slice_rotating's slab that is one ring of rows in whole 16-byte words (the axes before
+-- the ring one wide, after it whole) goes to ring_copy where the device has it (CUDA and Vulkan;
+-- HIP builds the CUDA bodies): a copy that wraps at the ring's end, at positions that wrap the
+-- slab and positions that do not, a modulus short of the axis, every byte outside the ring's
+-- written rows kept. The rotating_rows cases above are its does-not-fire half (several rings,
+-- rows of 20 or 8 bytes).
+describe("ring_copy", function()
+  on_each_backend("copies one ring of whole 16-byte rows where built, wrapping at the ring's end", function(d, backend)
+    if backend ~= "cpu" then assert.is_true(d:kernel_available "ring_copy", "ring_copy built on " .. backend) end
+    slab_cases(d, backend, "write_slice_rotating", {
+      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true, ring_copy = true },
+      { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 1, rows = true, ring_copy = true },
+      { dest = { 3, 9, 4 }, ranges = { { 2, 3 }, { 0, 7 }, { 0, 4 } }, pos = 11, modulus = 8, rows = true, ring_copy = true },
+      { dest = { 16, 8 }, ranges = { { 0, 16 }, { 0, 8 } }, axis = 0, pos = 21, modulus = 16, rows = true, ring_copy = true,
+        dtype = "f16" },
+      { dest = { 2, 1, 6, 8 }, ranges = { { 1, 2 }, { 0, 1 }, { 0, 3 }, { 0, 8 } }, axis = 2, pos = 4, modulus = 6, rows = true,
+        ring_copy = true },
     }, true)
   end)
 end)

@@ -2203,6 +2203,38 @@ write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos
 	shape_slab_chunks(op);
 }
 
+/* ring_copy: write_slice_rotating's one ring of rows whose rows are whole 16-byte words, as
+ * stream_copy's grid and loop (base.cu, the same translation unit): source byte b goes to ring
+ * byte (start + b) mod (row * modulus), start the position's row (pos % modulus) times the row;
+ * the source is at most one ring, so a word wraps once at most. */
+extern "C" __global__ void __launch_bounds__(256)
+ring_copy(uint8_t *dst, const uint8_t *src, const uint32_t *pos, unsigned long long n, unsigned long long geom)
+{
+	const uint32_t modulus = (uint32_t)(geom >> 32);
+	const uint64_t row = geom & 0xffffffffu, ring = row * modulus / 16, start = (*pos % modulus) * row / 16;
+	uint64_t groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z, lo, hi;
+	stream_chunk(n, groups, xpu_group(), &lo, &hi);
+	const uint4 *s = (const uint4 *)src;
+	uint4 *d = (uint4 *)dst;
+	const uint64_t v1 = hi / 16, step = blockDim.x * blockDim.y * blockDim.z;
+	uint64_t i = lo / 16 + xpu_thread();
+	for (; i + 3 * step < v1; i += 4 * step) {
+		uint4 v[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			v[u] = __ldcs(s + i + u * step);
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			const uint64_t at = start + i + u * step;
+			__stcs(d + (at >= ring ? at - ring : at), v[u]);
+		}
+	}
+	for (; i < v1; i += step) {
+		const uint64_t at = start + i;
+		__stcs(d + (at >= ring ? at - ring : at), __ldcs(s + i));
+	}
+}
+
 /* write_slice's block of whole rows (kernels/launch_shape.c's ring_of_rows about the slab's last
  * partial axis): the same walk with the start from the geometry's high word (no load first) and
  * a modulus no start reaches, so the run never wraps. */
