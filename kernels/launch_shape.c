@@ -320,6 +320,17 @@ static bool slab_one_run(const struct xpu_shape_geom *g, uint64_t *start)
 	return true;
 }
 
+/* Bytes [at, at + n) of view a, which must hold them (the kernel's extent check then reads the
+ * part, not the view). */
+static bool view_holds(const struct xpu_karg *a, uint64_t at, uint64_t n, const char *kernel, const char *what)
+{
+	if (at <= a->b.bytes && n <= a->b.bytes - at)
+		return true;
+	xpu_fail("kernel '%s': %s: bytes %llu..%llu are past its view's %llu", kernel, what, (unsigned long long)at,
+		 (unsigned long long)(at + n), (unsigned long long)a->b.bytes);
+	return false;
+}
+
 static struct xpu_karg view_part(struct xpu_karg a, uint64_t at, uint64_t n)
 {
 	a.b.offset += at;
@@ -338,6 +349,8 @@ static int slab_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint6
 {
 	struct xpu_shape_geom cg = *g;
 	uint64_t n = items * g->elem;
+	if (!view_holds(&g->out, start * g->elem, n, "write_slice", "dest") || !view_holds(&g->in, 0, n, "write_slice", "source"))
+		return -1;
 	cg.out = view_part(g->out, start * g->elem, n);
 	cg.in = view_part(g->in, 0, n);
 	return copy_on_device(s, &cg, n, ran);
@@ -385,7 +398,8 @@ static int ring_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint6
 	    g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev)
 		return 1;
 	uint32_t grid[3], block[3] = { BLOCK, 1, 1 };
-	if (copy_grid(n, true, grid))
+	if (!view_holds(&g->out, at, row_bytes * g->modulus, "ring_copy", "dest") ||
+	    !view_holds(&g->in, 0, n, "ring_copy", "source") || copy_grid(n, true, grid))
 		return -1;
 	struct xpu_karg args[5] = { view_part(g->out, at, row_bytes * g->modulus), view_part(g->in, 0, n), g->aux,
 				    u64_arg(n), u64_arg(row_bytes | g->modulus << 32) };
