@@ -342,13 +342,16 @@ static struct xpu_karg view_part(struct xpu_karg a, uint64_t at, uint64_t n)
 
 /* A slab that is one run of dest, from a source on the same device, is a copy: the copy
  * kernels' grid (16 KiB a group) and their one 16-byte load and store a chunk, with no walk.
- * On the H200 at 1 GiB f32 the copy ran 4035-4055 GB/s where write_slice_rows' walk moved the
- * same slab at 3476 (Vulkan) and 3884 (CUDA); docs/PERF.md. */
-static int slab_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t start, uint64_t items,
-		     const char **ran)
+ * H200, the bench's slab (half the rows of a 1 GiB f32 [R, 1024] dest): 98-100 % of the copy
+ * beside it on CUDA, 97-101 % on Vulkan, where write_slice_rows' walk had run the Vulkan slab
+ * at 87 % of the copy ceiling (docs/PERF.md, "Triangles item by item"). Returns 1 where it
+ * does not apply. */
+static int slab_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t items, const char **ran)
 {
 	struct xpu_shape_geom cg = *g;
-	uint64_t n = items * g->elem;
+	uint64_t start, n = items * g->elem;
+	if (g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev || !slab_one_run(g, &start))
+		return 1;
 	if (!view_holds(&g->out, start * g->elem, n, "write_slice", "dest") || !view_holds(&g->in, 0, n, "write_slice", "source"))
 		return -1;
 	cg.out = view_part(g->out, start * g->elem, n);
@@ -482,9 +485,9 @@ static bool by_items(const struct xpu_shape_geom *g, bool variant)
 		return !whole_chunks(g->inner == 1 ? g->dim : g->inner, g->elem, &g->out, &g->in);
 	case XPU_SK_TRIU:
 	case XPU_SK_TRIL:
-		/* every shape: the items kernels read no dropped element and hold a third of the
-		 * chunk walk's registers (H200, 1 GiB f32, rows of 1024: docs/PERF.md, "Triangles item
-		 * by item") */
+		/* every shape: the items kernels read no dropped element (H200, 1 GiB f32, rows of
+		 * 1024: 117-119 % of the copy beside them against the chunk walk's 94-95 %;
+		 * docs/PERF.md, "Triangles item by item") */
 		return true;
 	default:
 		return false;
@@ -546,10 +549,8 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 		return -1;
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
 		return 0;
-	uint64_t start;
-	if (g->kernel == XPU_SK_WRITE_SLICE && g->out.b.buf->alloc->dev == g->in.b.buf->alloc->dev &&
-	    slab_one_run(g, &start))
-		return slab_copy(s, g, start, items, ran);
+	if (g->kernel == XPU_SK_WRITE_SLICE && (rc = slab_copy(s, g, items, ran)) <= 0)
+		return rc;
 	if (g->kernel == XPU_SK_WRITE_SLICE_ROTATING && (rc = ring_copy(s, g, items, ran)) <= 0)
 		return rc;
 	if (!cache[g->kernel] && !(cache[g->kernel] = xpu_kernel_find(names[g->kernel])))
