@@ -279,11 +279,28 @@ static int copy_grid(uint64_t n, bool vec, uint32_t grid[3])
 	return 0;
 }
 
-/* On one device: stream_copy (16-byte vectors, the copy ceiling's own kernel) when both
- * bases and the length are 16-byte multiples, else copy_bytes. */
+/* n bytes of view src into view dst by the backend's device copy: on the H200 the driver's
+ * copy runs on the copy engines at 4256-4282 GB/s, where the best copy kernel reached 93-97 %
+ * of it (docs/PERF.md, "Copy ceilings"); NVIDIA's Vulkan copy moves 839. Taken where the
+ * device's copy path says so (copy_by_driver, set from the two copies' measured rates). */
+static int driver_copy(struct xpu_stream *s, const struct xpu_karg *dst, const struct xpu_karg *src, uint64_t n,
+		       const char **ran)
+{
+	struct xpu_buffer d = { dst->b.buf->alloc, dst->b.offset, n }, from = { src->b.buf->alloc, src->b.offset, n };
+	if (xpu_buffer_copy(s, &d, &from))
+		return -1;
+	*ran = "driver_copy";
+	return 0;
+}
+
+/* On one device: the device copy where the device's copy path is the driver's; else
+ * stream_copy (16-byte vectors, the copy ceiling's own kernel) when both bases and the length
+ * are 16-byte multiples, else copy_bytes. */
 static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n, const char **ran)
 {
 	static struct xpu_kernel *bytes_k, *vec_k;
+	if (s->dev->copy_by_driver && s->dev->ops->copy)
+		return driver_copy(s, &g->out, &g->in, n, ran);
 	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
 	struct xpu_kernel **k = vec ? &vec_k : &bytes_k;
 	const char *name = vec ? "stream_copy" : "copy_bytes";
@@ -340,8 +357,9 @@ static struct xpu_karg view_part(struct xpu_karg a, uint64_t at, uint64_t n)
 	return a;
 }
 
-/* A slab that is one run of dest, from a source on the same device, is a copy: the copy
- * kernels' grid (16 KiB a group) and their one 16-byte load and store a chunk, with no walk.
+/* A slab that is one run of dest, from a source on the same device, is a copy, by the
+ * device's copy path (copy_on_device): the driver's copy, or the copy kernels' grid (16 KiB a
+ * group) and their one 16-byte load and store a chunk, with no walk.
  * H200, the bench's slab (half the rows of a 1 GiB f32 [R, 1024] dest): 98-100 % of the copy
  * beside it on CUDA, 97-101 % on Vulkan, where write_slice_rows' walk had run the Vulkan slab
  * at 87 % of the copy ceiling (docs/PERF.md, "Triangles item by item"). Returns 1 where it

@@ -25,6 +25,11 @@
 -- named "op (again k)", and its record ("attempt": k); 0 times nothing again.
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
 --          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N]
+--          [--copy-path measured|kernel|driver]
+-- --copy-path P (measured, the default; kernel; driver): the device's copy path (d:copy_path), which
+-- the copy op and write_slice's one-run slab take. measured: autotune.copy_path, the driver's copy
+-- where bandwidth.lua measured it faster than the copy kernel (cuda:0 on the H200), else the
+-- kernels; the path and its reason are logged, and the records carry it ("copy_path").
 -- --cols N (default 1024) sets the rows' length of every case: rows shorter than 128 items take
 -- the plain kernels where whole ones take a row kernel (pad_rows, pad_backward_rows), and rows
 -- that are not whole 16-byte chunks (e.g. 1023) the plain kernels, or on CUDA the item kernels
@@ -45,12 +50,12 @@ local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
 local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant",
-               warm_ms = 200, again = 2 }
+               warm_ms = 200, again = 2, copy_path = "measured" }
 local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
 -- A flag's value that must be a whole number of `what`, least (1 unless given) or more; else
 -- the error and exit 2 (report.whole).
 local function whole(flag, v, what, least) return report.whole("bench-shape-ops", flag, v, what, least) end
-report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts", "--again", "--attempt" })
+report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts", "--again", "--attempt", "--copy-path" })
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -70,6 +75,12 @@ while i <= #arg do
       io.stderr:write("bench-shape-ops: --pad-mode '", tostring(opts.pad_mode), "': not constant, reflect or replicate\n")
       os.exit(2)
     end
+  elseif a == "--copy-path" then
+    opts.copy_path = arg[i + 1]; i = i + 1
+    if not ({ measured = true, kernel = true, driver = true })[opts.copy_path] then
+      io.stderr:write("bench-shape-ops: --copy-path '", tostring(opts.copy_path), "': not measured, kernel or driver\n")
+      os.exit(2)
+    end
   elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   elseif a == "--no-gate" then opts.no_gate = true
@@ -84,6 +95,16 @@ local d, err = xpu.device(opts.device)
 if not d then io.stderr:write("bench-shape-ops: ", err, "\n"); os.exit(1) end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
 if not contracts then io.stderr:write("bench-shape-ops: ", cerr, "\n"); os.exit(1) end
+local copy_path, copy_why
+if opts.copy_path == "measured" then
+  copy_path, copy_why = autotune.copy_path(d)
+else
+  local ok, perr = pcall(d.copy_path, d, opts.copy_path)
+  if not ok then io.stderr:write("bench-shape-ops: --copy-path: ", perr, "\n"); os.exit(1) end
+  copy_path, copy_why = opts.copy_path, ("%s: the %s, as --copy-path asks"):format(d.id,
+    opts.copy_path == "driver" and "driver's copy" or "copy kernels")
+end
+if not opts.child then report.log("bench-shape-ops: copy path %s", copy_why) end
 
 local mine, cpu_twin = {}, {}
 for _, c in ipairs(contracts) do
@@ -232,7 +253,7 @@ end
 local function run_child(kernel, into_rows, attempt)
   local exe, script = arg[-1] or "xpulua", arg[0]
   local cmd = { exe, script, "--device", opts.device, "--mib", mib, "--reps", opts.reps, "--launches", opts.launches,
-                "--warm-ms", opts.warm_ms,
+                "--warm-ms", opts.warm_ms, "--copy-path", opts.copy_path,
                 "--contracts", opts.file, "--ops", kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
                 opts.run and "--run" or "", opts.run or "", opts.cols and "--cols" or "", opts.cols or "",
                 opts.jsonl and "--jsonl" or "", attempt and "--attempt" or "", attempt or "" }
@@ -260,7 +281,7 @@ end
 -- process right after the op: on NVIDIA's Vulkan driver a process, and the same buffers after
 -- later allocations, can land in a slower memory mode (docs/PERF.md), so the columns "own copy"
 -- and "of own" read the op against what its own buffers moved then. GB/s of the copy's read and
--- write bytes.
+-- write bytes. It is the copy op, so it takes the device's copy path (--copy-path).
 local copier
 for _, c in ipairs(mine) do
   if c.kernel == "copy" then copier = c end
@@ -325,7 +346,7 @@ for k, c in ipairs(list) do
                             commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
                             bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
                             gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
-                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run,
+                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run, copy_path = copy_path,
                             attempt = opts.attempt }
   release(spec)
 end
@@ -361,8 +382,8 @@ if opts.again > 0 then
 end
 
 print(report.table {
-  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s%s, GB/s from each contract's bytes_moved"):format(
-    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, (opts.run and (", walks on runs of %d"):format(opts.run) or "")
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved"):format(
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
     .. (opts.cols and (", rows of %d"):format(C) or "")),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
              "of own" },

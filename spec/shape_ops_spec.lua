@@ -833,7 +833,8 @@ local function slab_cases(d, backend, op, cases, ring)
     -- whole 16 bytes (the source's base is its buffer's)
     local start, stride = 0, 1
     for k = #case.dest, 1, -1 do start, stride = start + case.ranges[k][1] * stride, stride * case.dest[k] end
-    local copy = (start * size % 16 == 0 and prod(w) * size % 16 == 0) and "stream_copy" or "copy_bytes"
+    local copy = d:copy_path() == "driver" and "driver_copy"
+      or (start * size % 16 == 0 and prod(w) * size % 16 == 0) and "stream_copy" or "copy_bytes"
     local ring_copy = case.ring_copy and d:kernel_available "ring_copy" and "ring_copy"
     local want_kernel = case.run and copy or ring_copy or case.rows and built and variant or op
     expect_kernel(d, { op, variant, "stream_copy", "copy_bytes", "ring_copy" }, want_kernel, what, function()
@@ -928,6 +929,49 @@ describe("write_slice as a copy", function()
       { dest = { 2, 3, 9 }, ranges = { { 1, 2 }, { 2, 3 }, { 1, 8 } }, run = true },
       { dest = { 6, 16 }, ranges = { { 2, 5 }, { 0, 16 } }, run = true, dtype = "f16" },
     })
+  end)
+end)
+
+-- The driver's copy path (d:copy_path "driver", which lua/xpu/autotune.lua sets where the
+-- driver's copy measured faster than the copy kernel): the copy op on one device and
+-- write_slice's one-run slab go to the backend's device copy, named "driver_copy", no kernel
+-- launched, every byte outside the run kept; a slab of several runs still takes its walk (the
+-- does-not-fire half), and so does the ring. The path is set back to the kernels after.
+describe("the driver's copy path", function()
+  on_each_backend("copies the copy op and one-run slabs by the device copy, and nothing else", function(d, backend)
+    assert.equal("kernel", d:copy_path())
+    d:copy_path "driver"
+    local ok, err = pcall(function()
+      slab_cases(d, backend, "write_slice", {
+        { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 2, 7 }, { 0, 32 } }, run = true },
+        { dest = { 40 }, ranges = { { 3, 29 } }, run = true },
+        { dest = { 6, 16 }, ranges = { { 2, 5 }, { 0, 16 } }, run = true, dtype = "f16" },
+        { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 3, 4 }, { 0, 32 } }, rows = true },
+        { dest = { 3, 5, 7 }, ranges = { { 1, 2 }, { 1, 3 }, { 2, 5 } }, rows = false },
+      })
+      slab_cases(d, backend, "write_slice_rotating", {
+        { dest = { 1, 8, 32 }, ranges = { { 0, 1 }, { 0, 5 }, { 0, 32 } }, pos = 6, rows = true, ring_copy = true },
+      }, true)
+      local data = random_bytes(3 * 65536 + 5)
+      local src, out = d:buffer(("\0"):rep(7) .. data), d:buffer(poison(#data + 24))
+      expect_kernel(d, { "stream_copy", "copy_bytes" }, "driver_copy", "the copy op", function()
+        return nil, C["copy." .. backend]:launch { inputs = { src = { dtype = "u8", shape = { #data }, buffer = src:slice(7, #data) } },
+                                                   out = out:slice(11, #data) }
+      end)
+      d:default_stream():sync()
+      local got, pad = out:download(), poison(#data + 24)
+      assert.is_true(pad:sub(1, 11) == got:sub(1, 11) and data == got:sub(12, 11 + #data) and pad:sub(12 + #data) == got:sub(12 + #data),
+        "the copy op by the driver's copy: the run copied, the poison around it kept")
+    end)
+    d:copy_path "kernel"
+    assert(ok, err)
+  end)
+
+  it("refuses a path that is not one", function()
+    local ok, err = pcall(function() xpu.device("cpu:0"):copy_path "engines" end)
+    assert.is_false(ok)
+    assert.matches("invalid option 'engines'", err, 1, true)
+    assert.equal("kernel", xpu.device("cpu:0"):copy_path())
   end)
 end)
 

@@ -111,6 +111,24 @@ function M.report_underperforming(dev, kernel, measured, expected)
   return false
 end
 
+-- Sets dev's copy path (dev:copy_path: the contiguous copies of the copy op and write_slice's
+-- one-run slab) from the two copies scripts/bandwidth.lua measured on it: the driver's device
+-- copy where it ran faster than the copy kernel (the H200 under CUDA: its copy engines), else the
+-- copy kernels (NVIDIA's Vulkan copy is a fifth of the kernel's rate). Unmeasured: the kernels.
+-- Returns the path and, in words, why.
+function M.copy_path(dev)
+  local kernel = tonumber(M.recall(dev, "bandwidth.copy_kernel_gbs"))
+  local driver = tonumber(M.recall(dev, "bandwidth.copy_driver_gbs"))
+  if not kernel or not driver then
+    return dev:copy_path("kernel"), ("%s: the copy kernels; the two copies are not measured here (scripts/bandwidth.lua --device %s)"):format(
+      dev.id, dev.id)
+  end
+  local path = dev:copy_path(driver > kernel and "driver" or "kernel")
+  return path, ("%s: the %s, measured %.0f GB/s against the %s's %.0f"):format(dev.id,
+    path == "driver" and "driver's copy" or "copy kernels", math.max(driver, kernel),
+    path == "driver" and "copy kernel" or "driver's copy", math.min(driver, kernel))
+end
+
 M.path = function(dev) return (file_of(dev)) end
 
 return M

@@ -177,6 +177,10 @@ struct xpu_device {
 					      0 = not asked yet, -1 = the backend does not say */
 	void *impl;              /* the backend's own state */
 	struct xpu_stream *default_stream;
+	/* Contiguous copies on this device (the copy op, write_slice's one-run slab) go to the
+	 * backend's device copy (ops->copy) rather than the copy kernels. Off at open; set from
+	 * Lua (d:copy_path), by lua/xpu/autotune.lua from the two copies' measured rates. */
+	bool copy_by_driver;
 };
 
 /* Backend registry (src/backend/registry.c, the one file with #ifdefs). */

@@ -157,6 +157,23 @@ static int d_dispatch_blocks(lua_State *L)
 	return 1;
 }
 
+/* d:copy_path([path]) -> the path now: "kernel" (the copy kernels) or "driver" (the backend's
+ * device copy) for the contiguous copies on d (src/core/device.h, copy_by_driver). With a
+ * path, sets it first; "driver" on a backend without a device copy is refused. */
+static int d_copy_path(lua_State *L)
+{
+	static const char *const paths[] = { "kernel", "driver", NULL };
+	struct xpu_device *d = lx_checkdevice(L, 1);
+	if (!lua_isnoneornil(L, 2)) {
+		bool driver = luaL_checkoption(L, 2, NULL, paths) == 1;
+		if (driver && !d->ops->copy)
+			return luaL_error(L, "copy_path: %s: the %s backend has no device copy", d->id, d->ops->name);
+		d->copy_by_driver = driver;
+	}
+	lua_pushstring(L, paths[d->copy_by_driver]);
+	return 1;
+}
+
 static void push_caps(lua_State *L, const struct xpu_device *d)
 {
 	lua_newtable(L);
@@ -377,6 +394,7 @@ static const luaL_Reg device_methods[] = {
 	{ "free_memory_bytes", d_free_memory },
 	{ "dispatch_blocks", d_dispatch_blocks },
 	{ "fingerprint", d_fingerprint },
+	{ "copy_path", d_copy_path },
 	{ NULL, NULL },
 };
 
