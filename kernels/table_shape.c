@@ -256,7 +256,7 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "cumsum", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
 	  .extent = cumsum_extent, .launch = xpu_launch_cumsum, .block = 256 },
 	/* cumsum with four lanes an invocation: f32 whose inner extent is a multiple of 4 on
-	 * Vulkan (kernels/launch_shape.c picks it where built); no route row names it */
+	 * Vulkan and CUDA (kernels/launch_shape.c picks it where built); no route row names it */
 	{ .name = "cumsum_vec4", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
 	  .extent = cumsum_extent, .launch = NULL, .block = 256 },
 	{ .name = "triu", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",

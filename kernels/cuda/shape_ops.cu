@@ -1393,6 +1393,55 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 		shape_scan_f32(out, in, base, dim, inner, dt);
 }
 
+#ifndef SHAPE_SCAN4_AHEAD
+#define SHAPE_SCAN4_AHEAD 8 /* cumsum_vec4: a thread's 16-byte loads in flight */
+#endif
+
+/* cumsum_vec4: four neighbouring lanes a thread (f32 whose inner extent is a multiple of 4: the
+ * launcher's variant, on a quarter of cumsum's grid), each column added in the scalar order; a
+ * step's four lanes are one 16-byte load and store where both bases are on 16 bytes, else (or
+ * where inner is not a multiple of 4, launched straight) the four lanes go one by one. Vulkan's cumsum_vec4 gained its 10 points from the wider loads
+ * (docs/PERF.md, "Vulkan cumsum_vec4"). */
+extern "C" __global__ void SHAPE_BOUNDS(SHAPE_SCAN_BLOCKS)
+cumsum_vec4(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long long dim,
+	    unsigned long long inner, unsigned int dt)
+{
+	const uint64_t lane = shape_item() * 4;
+	if (lane >= outer * inner)
+		return;
+	uint64_t i;
+	if (inner % 4 || ((uintptr_t)out | (uintptr_t)in) % 16) { /* lanes that may span outer blocks */
+		for (uint64_t l = lane; l < lane + 4 && l < outer * inner; l++)
+			shape_scan_f32(out, in, shape_div(l, inner, &i) * dim * inner + i, dim, inner, 0);
+		return;
+	}
+	const uint64_t base = shape_div(lane, inner, &i) * dim * inner + i;
+	const float4 *src = (const float4 *)in + base / 4;
+	float4 *dst = (float4 *)out + base / 4, acc = make_float4(0, 0, 0, 0);
+	const uint64_t step = inner / 4;
+	for (uint64_t t0 = 0; t0 < dim; t0 += SHAPE_SCAN4_AHEAD) {
+		float4 v[SHAPE_SCAN4_AHEAD];
+#pragma unroll
+		for (int u = 0; u < SHAPE_SCAN4_AHEAD; u++)
+			if (t0 + u < dim)
+				v[u] = src[(t0 + u) * step];
+#pragma unroll
+		for (int u = 0; u < SHAPE_SCAN4_AHEAD; u++) {
+			if (t0 + u >= dim)
+				break;
+			if (t0 + u) {
+				acc.x = xpu_add(acc.x, v[u].x);
+				acc.y = xpu_add(acc.y, v[u].y);
+				acc.z = xpu_add(acc.z, v[u].z);
+				acc.w = xpu_add(acc.w, v[u].w);
+			} else {
+				acc = v[u];
+			}
+			dst[(t0 + u) * step] = acc;
+		}
+	}
+}
+
 /* ---- triu, tril ------------------------------------------------------------------------------ */
 
 /* Each row is a zero run, a kept run and a zero run: chunks inside one of them are a 16-byte
