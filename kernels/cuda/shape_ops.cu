@@ -1393,8 +1393,12 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 		shape_scan_f32(out, in, base, dim, inner, dt);
 }
 
+/* cumsum_vec4's 16-byte loads in flight a thread. H200, 1 GiB f32 [256, 1M] along axis 0,
+ * alternated in one call over two rounds, GB/s: 4 ahead (54 registers) 3886-3903, 4 ahead at
+ * four blocks an SM 3800-3899, 8 ahead 3743-3820; the scalar cumsum had run 3700-3780
+ * (docs/PERF.md, "The driver's copy path; cumsum_vec4 on CUDA"). */
 #ifndef SHAPE_SCAN4_AHEAD
-#define SHAPE_SCAN4_AHEAD 8 /* cumsum_vec4: a thread's 16-byte loads in flight */
+#define SHAPE_SCAN4_AHEAD 4
 #endif
 
 /* cumsum_vec4: four neighbouring lanes a thread (f32 whose inner extent is a multiple of 4: the
