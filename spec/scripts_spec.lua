@@ -185,6 +185,27 @@ describe("Autotune", function()
     assert.equal("cpu:0: the copy kernels, measured 10 GB/s against the driver's copy's 9", why)
   end)
 
+  it("keeps the entries of the last four other binaries on this driver, unread; drops another driver's", function()
+    autotune.remember(cpu, "mine", 1)
+    local path = autotune.path(cpu)
+    local f = io.open(path, "a")
+    for i = 1, 6 do f:write(cpu:fingerprint(), "\tbinary", i, "\tbandwidth.copy_gbs\t", 100 + i, "\n") end
+    f:write("other-driver\t", xpu.kernel_hash, "\tbandwidth.copy_gbs\t7\n")
+    f:close()
+    autotune.remember(cpu, "mine", 2)
+    assert.equal(2, autotune.recall(cpu, "mine"))
+    assert.equal(nil, autotune.recall(cpu, "bandwidth.copy_gbs")) -- not this binary's to read
+    f = io.open(path)
+    local text = f:read("a")
+    f:close()
+    for i = 1, 6 do
+      assert.equal(i > 2, text:find("\tbinary" .. i .. "\tbandwidth.copy_gbs\t" .. (100 + i) .. "\n", 1, true) ~= nil,
+        "binary " .. i .. "'s entry")
+    end
+    assert.is_nil(text:find("other-driver", 1, true))
+    assert.matches("\tmine\t2\n$", text)
+  end)
+
   it("writes atomically: no temporary file is left and the file is whole", function()
     for i = 1, 20 do autotune.remember(cpu, "k" .. i, i) end
     local p = io.popen("ls '" .. dir .. "'")

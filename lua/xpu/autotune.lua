@@ -2,11 +2,15 @@
 --   $XPULUA_CACHE, else $XDG_CACHE_HOME/xpulua, else ~/.cache/xpulua; one file per device.
 -- Every entry carries what can make it stale (the device fingerprint, with its driver, and the
 -- kernels' code hash); entries are validated one by one, so a stale or corrupt line is dropped
--- alone, never the whole file. Writes go to a temporary file renamed into place (atomic).
+-- alone, never the whole file. Another binary's entries (the same driver, other kernel code) are
+-- not this binary's to read, but they are kept for it, those of the last OTHER_BINARIES binaries
+-- written, so two binaries timed in turn do not erase each other's measurements. Writes go to a
+-- temporary file renamed into place (atomic).
 local xpu = require "xpu"
 
 local M = {}
 local SEP = "\t"
+local OTHER_BINARIES = 4
 
 function M.dir()
   local d = os.getenv("XPULUA_CACHE")
@@ -28,12 +32,13 @@ local function clean(s, what)
   return s
 end
 
--- Reads the entries of dev's file that are valid now; reports the others on stderr.
+-- Reads the entries of dev's file that are valid now; reports malformed lines on stderr.
+-- others: the lines of other binaries on this driver, as they stand, in file order.
 local function load(dev)
   local path, fp = file_of(dev)
-  local entries, order = {}, {}
+  local entries, order, others = {}, {}, {}
   local f = io.open(path, "r")
-  if not f then return entries, order, path end
+  if not f then return entries, order, path, others end
   local n = 0
   for line in f:lines() do
     n = n + 1
@@ -44,20 +49,38 @@ local function load(dev)
       elseif efp == fp and hash == xpu.kernel_hash then
         if not entries[key] then order[#order + 1] = key end
         entries[key] = value
-      end -- else stale: another driver or other kernel code; dropped alone
+      elseif efp == fp then
+        others[#others + 1] = { hash = hash, line = line }
+      end -- else stale: another driver; dropped alone
     end
   end
   f:close()
-  return entries, order, path
+  return entries, order, path, others
 end
 
-local function save(dev, entries, order, path)
+-- The lines of the last OTHER_BINARIES other binaries (by where their lines last stand).
+local function recent_others(others)
+  local last, hashes = {}, {}
+  for i, o in ipairs(others) do last[o.hash] = i end
+  for h in pairs(last) do hashes[#hashes + 1] = h end
+  table.sort(hashes, function(a, b) return last[a] > last[b] end)
+  local keep = {}
+  for i = 1, math.min(#hashes, OTHER_BINARIES) do keep[hashes[i]] = true end
+  local lines = {}
+  for _, o in ipairs(others) do
+    if keep[o.hash] then lines[#lines + 1] = o.line end
+  end
+  return lines
+end
+
+local function save(dev, entries, order, path, others)
   os.execute("mkdir -p '" .. M.dir():gsub("'", "'\\''") .. "'")
   local _, fp = file_of(dev)
   local tmp = ("%s.%d.%d.tmp"):format(path, os.time(), math.random(1, 1 << 30))
   local f, err = io.open(tmp, "w")
   if not f then error("autotune: cannot write " .. tmp .. ": " .. tostring(err), 3) end
   f:write("# xpulua autotune: fingerprint, kernel code hash, key, value\n")
+  for _, line in ipairs(recent_others(others)) do f:write(line, "\n") end
   for _, k in ipairs(order) do
     f:write(fp, SEP, xpu.kernel_hash, SEP, k, SEP, entries[k], "\n")
   end
@@ -74,11 +97,11 @@ local function shape_key(key, shape)
 end
 
 function M.remember(dev, key, value)
-  local entries, order, path = load(dev)
+  local entries, order, path, others = load(dev)
   local k = shape_key(key)
   if not entries[k] then order[#order + 1] = k end
   entries[k] = clean(value, "value")
-  save(dev, entries, order, path)
+  save(dev, entries, order, path, others)
 end
 
 function M.recall(dev, key)
@@ -88,11 +111,11 @@ function M.recall(dev, key)
 end
 
 function M.remember_for(dev, key, shape, value)
-  local entries, order, path = load(dev)
+  local entries, order, path, others = load(dev)
   local k = shape_key(key, shape)
   if not entries[k] then order[#order + 1] = k end
   entries[k] = clean(value, "value")
-  save(dev, entries, order, path)
+  save(dev, entries, order, path, others)
 end
 
 function M.recall_for(dev, key, shape)
