@@ -1,5 +1,6 @@
 -- contract_spec.lua — the FKC reader (good, malformed and hostile contracts), call validation
--- and costs, contracts as route rows with gates that name the contract field, and the planner.
+-- and costs, contracts as route rows with gates that name the contract field, the planner, and
+-- xpu.compare (outputs against a reference within a contract's precision bound).
 -- The kernels themselves against their contracts are in shape_ops_spec.lua.
 local xpu = require "xpu"
 
@@ -261,6 +262,114 @@ describe("a call against a contract", function()
     assert.near(1.01 * 100 * 2 ^ -24 + 2 * 2 ^ -11, p.max_relative, 1e-15)
     assert.is_nil(p.max_ulp)
     assert.equal(0, C["flip.cpu"]:precision { inputs = { dense("f32", { 3 }) }, params = { axis = 0 } }.max_ulp)
+  end)
+end)
+
+-- xpu.compare: outputs against a reference, element by element, within a precision bound
+-- (the bench's bit gate for cumsum and pad_backward, in C for outputs of 1 GiB).
+describe("xpu.compare against a precision bound", function()
+  local function f32s(...) return string.pack("<" .. ("f"):rep(select("#", ...)), ...) end
+  local NAN, INF = 0 / 0, math.huge
+
+  it("finds every element within the bound: none out, the worst element the furthest off", function()
+    local want = f32s(1, 2, 4, 8)
+    local r = xpu.compare(f32s(1, 2 * (1 + 1e-6), 4, 8 * (1 - 3e-6)), want, "f32", { max_relative = 1e-5 })
+    assert.equal(0, r.out_of_bound)
+    assert.equal(0, r.nan_mismatches)
+    assert.equal(3, r.worst.index) -- from 0
+    assert.equal(8, r.worst.want)
+    assert.near(3e-6, r.worst.relative, 1e-7)
+    -- the same bytes: nothing differs, no worst element; an empty pair alike
+    r = xpu.compare(want, want, "f32", { max_relative = 0 })
+    assert.same({ out_of_bound = 0, nan_mismatches = 0 }, r)
+    assert.same({ out_of_bound = 0, nan_mismatches = 0 }, xpu.compare("", "", "f32", {}))
+  end)
+
+  it("counts the elements out of bound and reports the worst of them", function()
+    local want = f32s(1, 2, 4, 8, 16)
+    local r = xpu.compare(f32s(1.01, 2, 4 * (1 + 1e-6), 8.4, -16), want, "f32", { max_relative = 1e-5 })
+    assert.equal(3, r.out_of_bound)
+    assert.equal(4, r.worst.index)
+    assert.equal(-16, r.worst.got)
+    assert.equal(16, r.worst.want)
+    assert.equal(2, r.worst.relative)
+  end)
+
+  it("adds max_absolute to max_relative times |want|; an element out of bound is worse than any within", function()
+    -- element 0: want 0, got 1e-9: relative error inf, but within max_absolute
+    local want, got = f32s(0, 100, 100), f32s(1e-9, 100.0005, 100.002)
+    local r = xpu.compare(got, want, "f32", { max_relative = 1e-5, max_absolute = 1e-8 })
+    assert.equal(1, r.out_of_bound) -- 100.002: 2e-3 > 1e-8 + 1e-3; 100.0005 within
+    assert.equal(2, r.worst.index)
+    assert.near(2e-5, r.worst.relative, 1e-6)
+    r = xpu.compare(got, want, "f32", { max_relative = 1e-5 }) -- no absolute part: element 0 is out
+    assert.equal(2, r.out_of_bound)
+    assert.equal(0, r.worst.index)
+    assert.equal(INF, r.worst.relative)
+  end)
+
+  it("counts an element NaN on one side only, either side, apart from those out of bound; NaN on both is equal", function()
+    local want = f32s(1, NAN, 3, NAN, 5)
+    local r = xpu.compare(f32s(NAN, 2, 3, NAN, 6), want, "f32", { max_relative = 1e-5 })
+    assert.equal(2, r.nan_mismatches)
+    assert.equal(1, r.out_of_bound)
+    assert.equal(4, r.worst.index)
+    -- an infinity is equal to itself, out of bound against a finite value
+    r = xpu.compare(f32s(INF, -INF, INF), f32s(INF, -INF, 1), "f32", { max_relative = 1 })
+    assert.equal(1, r.out_of_bound)
+    assert.equal(2, r.worst.index)
+  end)
+
+  it("counts units in the last place under max_ulp, -0 and +0 none apart", function()
+    local one = string.unpack("<f", string.pack("<I4", 0x3f800000))
+    local next1, next2 = string.unpack("<f", string.pack("<I4", 0x3f800001)), string.unpack("<f", string.pack("<I4", 0x3f800002))
+    local r = xpu.compare(f32s(next1, next2, -0.0), f32s(one, one, 0.0), "f32", { max_ulp = 1 })
+    assert.equal(1, r.out_of_bound)
+    assert.equal(1, r.worst.index)
+    -- the byte movers' bound (all 0): one ulp is out
+    assert.equal(2, xpu.compare(f32s(next1, next2), f32s(one, one), "f32", { max_ulp = 0, max_relative = 0, max_absolute = 0 }).out_of_bound)
+  end)
+
+  it("reads f64, f16 and bf16 elements", function()
+    local r = xpu.compare(string.pack("<dd", 1 + 1e-12, 2), string.pack("<dd", 1, 2), "f64", { max_relative = 1e-13 })
+    assert.equal(1, r.out_of_bound)
+    assert.near(1e-12, r.worst.relative, 1e-15)
+    -- f16: 1.0 is 0x3c00, one ulp above 1 + 2^-10; bf16: 1.0 is 0x3f80, one ulp above 1 + 2^-7
+    r = xpu.compare(string.pack("<I2I2", 0x3c01, 0x4000), string.pack("<I2I2", 0x3c00, 0x4000), "f16", { max_relative = 1e-4 })
+    assert.equal(1, r.out_of_bound)
+    assert.equal(1 + 2 ^ -10, r.worst.got)
+    r = xpu.compare(string.pack("<I2", 0x3f81), string.pack("<I2", 0x3f80), "bf16", { max_relative = 2 ^ -7 })
+    assert.equal(0, r.out_of_bound)
+    assert.equal(1 + 2 ^ -7, r.worst.got)
+    assert.equal(1, xpu.compare(string.pack("<I2", 0x7e00), string.pack("<I2", 0x3c00), "f16", {}).nan_mismatches)
+  end)
+
+  it("takes a contract's own bound, c:precision's table", function()
+    local bound = C["cumsum.cpu"]:precision { inputs = { dense("f32", { 256, 4 }) }, params = { axis = 0 } }
+    local want = f32s(1000, 2000)
+    assert.equal(0, xpu.compare(f32s(1000 * (1 + 1e-6), 2000), want, "f32", bound).out_of_bound)
+    assert.equal(1, xpu.compare(f32s(1000 * (1 + 1e-3), 2000), want, "f32", bound).out_of_bound)
+  end)
+
+  it("refuses bad arguments, naming the function and the argument", function()
+    local four = f32s(1)
+    local function refuses(pattern, ...)
+      local ok, err = pcall(xpu.compare, ...)
+      assert.is_false(ok)
+      assert.matches("^compare: " .. pattern, err)
+    end
+    refuses("got is 4 bytes and want 8: they differ in length", four, four .. four, "f32", {})
+    refuses("got and want are 6 bytes, not a whole number of 4%-byte f32 elements", "abcdef", "abcdef", "f32", {})
+    refuses("got and want are 5 bytes, not a whole number of 8%-byte f64 elements", "abcde", "abcde", "f64", {})
+    refuses("dtype 'i32' is none of f32, f64, f16, bf16", four, four, "i32", {})
+    refuses("dtype must be a name", four, four, nil, {})
+    refuses("got must be a string of bytes, not number", 1, four, "f32", {})
+    refuses("want must be a string of bytes, not nil", four, nil, "f32", {})
+    refuses("bound must be a table", four, four, "f32")
+    refuses("bound has a field 'max_rel'", four, four, "f32", { max_rel = 1 })
+    refuses("bound.max_relative must be a non%-negative number, not %-1", four, four, "f32", { max_relative = -1 })
+    refuses("bound.max_ulp must be a non%-negative number, not %-?nan", four, four, "f32", { max_ulp = NAN })
+    refuses("bound.max_absolute must be a non%-negative number, not x", four, four, "f32", { max_absolute = "x" })
   end)
 end)
 

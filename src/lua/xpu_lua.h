@@ -23,5 +23,6 @@ void xpu_lua_open_quant(lua_State *L, int t);
 void xpu_lua_open_gguf(lua_State *L, int t);
 void xpu_lua_open_hip(lua_State *L, int t);
 void xpu_lua_open_contract(lua_State *L, int t);
+void xpu_lua_open_compare(lua_State *L, int t);
 
 #endif
