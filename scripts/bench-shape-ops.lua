@@ -2,8 +2,9 @@
 -- the caches, its GB/s taken from the contract's own bytes_moved and quoted against the
 -- device's measured copy ceiling (Autotune "bandwidth.copy_gbs", from scripts/bandwidth.lua).
 -- Each kernel is checked against its CPU twin first where the device is not the CPU (the "bit
--- gate" column: ok, or for contracts held to a precision bound "bounded" where the bytes differ;
--- DIFFERS and UNWRITTEN fail the run, see bit_gate). The
+-- gate" column: ok, or for contracts held to a precision bound "bounded" where the bytes differ
+-- but every element is within the contract's bound, checked element by element; DIFFERS, OUT OF
+-- BOUND and UNWRITTEN fail the run, see bit_gate). The
 -- column "ran" (and the records' "ran") names the kernel that ran, which may be a variant the
 -- launcher took for the shape (pad_rows, pad_backward_rows, contiguize_tiles, pad_items on CUDA). "own
 -- copy" (and the records' own_copy_gbs) is a copy between the op's own buffers timed right after
@@ -195,13 +196,15 @@ local function release(spec)
   if spec.out then spec.out:release() end
 end
 
+-- The call of a launch spec or a case (its operands and params), as c:call and c:precision take it.
+local function call_of(spec)
+  local t = {}
+  for name, v in pairs(spec.inputs) do t[name] = { dtype = v.dtype, shape = v.shape, strides = v.strides } end
+  return { inputs = t, params = spec.params }
+end
+
 local function output_of(c, spec)
-  local r = c:call { inputs = (function()
-    local t = {}
-    for name, v in pairs(spec.inputs) do t[name] = { dtype = v.dtype, shape = v.shape, strides = v.strides } end
-    return t
-  end)(), params = spec.params }
-  return spec.out or spec.inputs[r.in_place].buffer
+  return spec.out or spec.inputs[c:call(call_of(spec)).in_place].buffer
 end
 
 -- 4-byte elements of got still at the poison where want holds something else: counted up to
@@ -219,11 +222,34 @@ local function unwritten(got, want, most)
   return n
 end
 
+-- Bytes that differ, of a contract held to a precision bound: every element against the
+-- contract's bound for this call (c:precision), in C (xpu.compare; outputs are up to 1 GiB), by
+-- the specs' rule: |got - want| <= max_relative * the magnitude of the terms summed into the
+-- element (spec/shape_ops_spec.lua). The CPU twin's element stands for the sum and its
+-- magnitude: the bench's inputs are positive (ASCII bytes, sign bits clear), so the magnitude
+-- of the terms is their sum. A NaN on one side only is out of bound too. "bounded" where every
+-- element is within, else "OUT OF BOUND n (worst: ...)", the elements out and the furthest off.
+local function bounded(c, case, got, want)
+  local bound = c:precision(call_of(case))
+  local r = xpu.compare(got, want, "f32", bound)
+  local out = r.out_of_bound + r.nan_mismatches
+  if out == 0 then return "bounded" end
+  local why = {}
+  if r.nan_mismatches > 0 then why[#why + 1] = ("%d NaN on one side"):format(r.nan_mismatches) end
+  if r.out_of_bound > 0 then
+    local w = r.worst
+    why[#why + 1] = ("worst: element %d, got %.9g, want %.9g, rel %.3g > bound %.3g"):format(w.index, w.got, w.want,
+      w.relative, bound.max_relative or 0)
+  end
+  return ("OUT OF BOUND %d (%s)"):format(out, table.concat(why, "; "))
+end
+
 -- The gate: the same case on the CPU twin. Bitwise contracts give the same bytes, else
--- "DIFFERS". The others (same_hardware_bitwise: held to a precision bound, which the specs
--- check element by element) show "ok" where the bytes match and "bounded" where they do not;
--- either kind fails as "UNWRITTEN" where the device left an element at the poison that the
--- CPU wrote (a walk that skipped chunks). Both fail the run.
+-- "DIFFERS". The others (same_hardware_bitwise: held to a precision bound) show "ok" where the
+-- bytes match, and where they do not "bounded" when every element is within the contract's
+-- bound, else "OUT OF BOUND" (see bounded). Any kind fails as "UNWRITTEN" where the device left
+-- an element at the poison that the CPU wrote (a walk that skipped chunks). DIFFERS, OUT OF
+-- BOUND and UNWRITTEN fail the run.
 local function bit_gate(c, case)
   if opts.no_gate then return "not run" end
   if d.id == "cpu:0" or not cpu_twin[c.kernel] then return "-" end
@@ -237,9 +263,13 @@ local function bit_gate(c, case)
   if got == want then return "ok" end
   local left = unwritten(got, want, 1000)
   if left > 0 then return ("UNWRITTEN %d%s"):format(left, left == 1000 and "+" or "") end
-  return c.determinism == "bitwise" and "DIFFERS" or "bounded"
+  if c.determinism == "bitwise" then return "DIFFERS" end
+  return bounded(c, case, got, want)
 end
-local function gate_failed(g) return g == "DIFFERS" or tostring(g):find("^UNWRITTEN") ~= nil end
+local function gate_failed(g)
+  g = tostring(g)
+  return g == "DIFFERS" or g:find("^UNWRITTEN") ~= nil or g:find("^OUT OF BOUND") ~= nil
+end
 
 local rows, records, failed = {}, {}, false
 local all = opts.run and run_cases(cases(), opts.run) or cases()

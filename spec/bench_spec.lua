@@ -107,6 +107,42 @@ describe("bench-shape-ops", function()
     assert.matches('"bit_gate":"ok"', good)
   end)
 
+  -- The gate of a contract held to a bound (cumsum: same_hardware_bitwise) checks every element
+  -- where the bytes differ: cumsum_vec4 built here storing each sum scaled by 1 + 1e-6 (within
+  -- the bound, 1.55e-5 for 256 terms) passes as "bounded", scaled by 1.001 fails as OUT OF BOUND
+  -- with the worst element, read through XPULUA_VULKAN_SPV.
+  it("vulkan:0: passes a cumsum whose sums differ within the contract's bound, fails one out of it", function()
+    local d, why = xpu.device "vulkan:0"
+    if not d then return pending("skipped: " .. tostring(why)) end
+    if not os.execute("glslc --version >/dev/null 2>&1") then return pending("skipped: no glslc to build the altered modules") end
+    local f = assert(io.open("kernels/vulkan/cumsum.glsl"))
+    local body = f:read("a")
+    f:close()
+    local args = "scripts/bench-shape-ops.lua --device vulkan:0 --mib 1 --reps 1 --ops cumsum --jsonl"
+    local function scaled(by)
+      local dir = os.tmpname()
+      os.remove(dir)
+      assert(os.execute("mkdir " .. dir))
+      local altered, n = body:gsub("floatBitsToUint%(acc%)", "floatBitsToUint(acc * " .. by .. ")")
+      assert.equal(2, n, "cumsum_lane4's stores are where this test expects them")
+      f = assert(io.open(dir .. "/cumsum.glsl", "w"))
+      f:write(altered)
+      f:close()
+      assert(os.execute(("cp kernels/vulkan/cumsum_vec4.comp %s/ && glslc --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan -O %s/cumsum_vec4.comp -o %s/vk_cumsum_vec4.spv"):format(
+        dir, dir, dir)))
+      local out = run(args, nil, false, "XPULUA_VULKAN_SPV=" .. dir)
+      os.execute("rm -rf " .. dir)
+      assert.matches('"ran":"cumsum_vec4"', out)
+      return out
+    end
+    local within, out = scaled("1.000001"), scaled("1.001")
+    assert.matches("\nexit 0\n$", within)
+    assert.matches('"bit_gate":"bounded"', within)
+    assert.matches("\nexit 1\n$", out)
+    -- every one of the 256 x 1024 sums is off by 1e-3
+    assert.matches('"bit_gate":"OUT OF BOUND 262144 %(worst: element %d+, got [%d.e+-]+, want [%d.e+-]+, rel 0.001 > bound 1.55e%-05%)"', out)
+  end)
+
   on_devices("--run 8 times the item walks on runs of 8, bit-gated, the runs in the title and the records (vulkan:0: "
     .. "a child process each, --apart passing --run on)", function(dev)
     local out, recs = shape_bench(dev, "--ops write_slice,write_slice_rotating,contiguize --run 8")
