@@ -2545,80 +2545,6 @@ static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *til
 	__syncthreads(); /* the tile is free for the next */
 }
 
-/* SHAPE_TILE_ASYNC 1: full vector tiles come in by asynchronous copies straight into shared
- * memory (cp.async, sm_80 and later), the next tile's issued before the current one is
- * written out, so a block has two tiles' loads in flight and holds no registers for them; the
- * tile keeps the input's layout (rows of APITCH) and is turned as it is read out. 0: every
- * vector tile through registers (shape_tile_vec). HIP builds it as plain loads and stores. */
-#ifndef SHAPE_TILE_ASYNC
-#define SHAPE_TILE_ASYNC 0
-#endif
-
-template <class T>
-struct shape_atile {
-	/* a row's pitch in elements: whole 16 bytes, for the copies' 16-byte destinations */
-	static constexpr uint32_t APITCH = shape_tile<T>::TA + 16 / sizeof(T);
-	static constexpr uint32_t ELEMS = shape_tile<T>::TB * APITCH; /* one buffer */
-};
-
-static __device__ __forceinline__ void shape_cp16(void *smem, const void *gmem)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(smem)),
-		     "l"(gmem));
-#else
-	*(uint4 *)smem = *(const uint4 *)gmem;
-#endif
-}
-
-/* Closes the copies issued since the last call into a group; waits until at most `pending`
- * groups are still in flight. */
-static __device__ __forceinline__ void shape_cp_commit(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-template <int pending>
-static __device__ __forceinline__ void shape_cp_wait(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-#endif
-}
-
-/* A full tile on 16-byte boundaries into buf, row b at b * APITCH, as the input lies. */
-template <class T>
-static __device__ __forceinline__ void shape_atile_issue(const shape_tile<T> g, T *buf)
-{
-	typedef shape_tile<T> G;
-	constexpr uint32_t RV = G::TA / G::V; /* vectors a row */
-#pragma unroll
-	for (uint32_t k = 0; k < G::TA * G::TB / G::V / SHAPE_BLOCK; k++) {
-		const uint32_t c = xpu_thread() + k * SHAPE_BLOCK, b = c / RV, a = c % RV * G::V;
-		shape_cp16(buf + b * shape_atile<T>::APITCH + a, g.in + ((int64_t)a + (int64_t)b * g.stl) * (int64_t)sizeof(T));
-	}
-}
-
-/* The tile in buf written out turned: 16-byte stores along the last axis, as shape_tile_vec. */
-template <class T>
-static __device__ __forceinline__ void shape_atile_write(const shape_tile<T> g, const T *buf)
-{
-	typedef shape_tile<T> G;
-	constexpr uint32_t NV = G::TA * G::TB / G::V / SHAPE_BLOCK, GB = G::TB / G::V / 8;
-	const uint32_t t = xpu_thread(), lane = t & 31;
-#pragma unroll
-	for (uint32_t k = 0; k < NV; k++) {
-		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, b = ((lane & 7) + 8 * (w % GB)) * G::V, a = (lane >> 3) + 4 * (w / GB);
-		uint4 o = make_uint4(0, 0, 0, 0);
-#pragma unroll
-		for (uint32_t i = 0; i < G::V; i++)
-			shape_lane_set(&o, i, sizeof(T), buf[(b + i) * shape_atile<T>::APITCH + a]);
-		shape_st16<SHAPE_KEEP>(g.out + (a * g.ostp + b) * sizeof(T), o);
-	}
-}
-
 /* contiguize of a view whose axis p has stride 1 and whose last axis does not (a transpose):
  * tiles through shared memory, read along p and written along the last axis, so both sides
  * move whole rows. The grid has no more blocks than tiles: block g takes tiles g, g + grid, ...
@@ -2641,7 +2567,7 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 	const uint64_t Q = op.len, tp = (P + G::TA - 1) / G::TA, tq = (Q + G::TB - 1) / G::TB;
 	const uint64_t tiles = op.n / (P * Q) * tp * tq, groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
 	const bool steps_al = (((uint64_t)op.stl * sizeof(T)) & 15) == 0 && ((ostp * sizeof(T)) & 15) == 0;
-	auto tile_of = [&](uint64_t ti) {
+	for (uint64_t ti = xpu_group(); ti < tiles; ti += groups) {
 		uint64_t bq, ap, out0;
 		int64_t in0;
 		op.plane(shape_div(shape_div(ti, tq, &bq), tp, &ap), p, &in0, &out0);
@@ -2653,56 +2579,15 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile
 		g.ostp = ostp;
 		g.na = P - a0 < G::TA ? P - a0 : G::TA;
 		g.nb = Q - b0 < G::TB ? Q - b0 : G::TB;
-		return g;
-	};
-	if constexpr (SHAPE_TILE_ASYNC && SHAPE_TILE_VEC && sizeof(T) >= 2 && !AHEAD) {
-		/* two buffers: tile ti's in buf[cur] (if full; else the scalar walk uses it), ti + groups'
-		 * coming into the other while ti is written out; every pass ends at a barrier, so the
-		 * buffer a copy is issued into is no longer read */
-		auto full = [&](const shape_tile<T> &g) {
-			return steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out);
-		};
-		uint64_t ti = xpu_group();
-		bool in = false;
-		if (ti < tiles) {
-			const shape_tile<T> g = tile_of(ti);
-			if ((in = full(g)))
-				shape_atile_issue(g, tile);
-		}
-		shape_cp_commit();
-		for (uint32_t cur = 0; ti < tiles; ti += groups, cur ^= 1) {
-			T *buf = tile + cur * shape_atile<T>::ELEMS;
-			bool next_in = false;
-			if (ti + groups < tiles) {
-				const shape_tile<T> gn = tile_of(ti + groups);
-				if ((next_in = full(gn)))
-					shape_atile_issue(gn, tile + (cur ^ 1) * shape_atile<T>::ELEMS);
+		if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2 && !AHEAD)
+			if (steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out)) {
+				shape_tile_vec(g, tile);
+				continue;
 			}
-			shape_cp_commit();
-			const shape_tile<T> g = tile_of(ti); /* again: cheaper than holding it */
-			if (in) {
-				shape_cp_wait<1>(); /* this thread's copies of tile ti */
-				__syncthreads();    /* and every thread's */
-				shape_atile_write(g, buf);
-				__syncthreads();
-			} else {
-				shape_tile_scalar(g, buf);
-			}
-			in = next_in;
-		}
-	} else {
-		for (uint64_t ti = xpu_group(); ti < tiles; ti += groups) {
-			const shape_tile<T> g = tile_of(ti);
-			if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2 && !AHEAD)
-				if (steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out)) {
-					shape_tile_vec(g, tile);
-					continue;
-				}
-			if constexpr (AHEAD)
-				shape_tile_ahead(g, tile);
-			else
-				shape_tile_scalar(g, tile);
-		}
+		if constexpr (AHEAD)
+			shape_tile_ahead(g, tile);
+		else
+			shape_tile_scalar(g, tile);
 	}
 }
 
@@ -2738,9 +2623,8 @@ static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 	shape_contig_op op;
 	op.init(out, in, geom, offset, w, st);
 	if constexpr (TILES) {
-		/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements; the
-		 * asynchronous tiles' two buffers of 64 rows of 34 */
-		__shared__ uint4 tile[SHAPE_TILE_ASYNC ? 2 * 64 * 34 * 8 / 16 : 64 * 33 * 8 / 16];
+		/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
+		__shared__ uint4 tile[64 * 33 * 8 / 16];
 		const int p = op.unit_axis();
 		if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 			switch (op.elem) {
