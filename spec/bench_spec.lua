@@ -172,6 +172,35 @@ describe("bench-shape-ops", function()
     assert.equal(2, #recs, out)
   end)
 
+  -- --copy-path: the copy op and the one-run slab take the path asked, or the measured one (the
+  -- driver's where bandwidth.lua's two figures say it is faster), logged with its reason and
+  -- carried in the records; a path that is not one is refused.
+  on_devices("--copy-path: the copy op and the one-run slab by the path asked or measured, in the log and the records",
+    function(dev)
+    local function bench(args, stored)
+      local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --jsonl --ops copy,write_slice%s %s"):format(
+        dev, dev == "vulkan:0" and " --apart" or "", args), stored, true)
+      assert.matches("\nexit 0\n$", out)
+      return out, records_of(out)
+    end
+    local out, recs = bench("--copy-path driver")
+    assert.matches("copy path " .. dev .. ": the driver's copy, as %-%-copy%-path asks", out)
+    assert.equal(2, #recs, out)
+    for _, line in ipairs(recs) do
+      assert.matches('"ran":"driver_copy"', line)
+      assert.matches('"copy_path":"driver"', line)
+    end
+    out, recs = bench("") -- measured, with nothing measured: the kernels
+    assert.matches("copy path " .. dev .. ": the copy kernels; the two copies are not measured here", out)
+    for _, line in ipairs(recs) do
+      assert.matches('"ran":"[%w_]*copy[%w_]*"', line)
+      assert.not_matches('"ran":"driver_copy"', line)
+      assert.matches('"copy_path":"kernel"', line)
+    end
+    out = run(("scripts/bench-shape-ops.lua --device %s --copy-path engines"):format(dev), nil, true)
+    assert.matches("%-%-copy%-path 'engines': not measured, kernel or driver\nexit 2\n$", out)
+  end)
+
   it("refuses a --run or --cols that is not a whole number", function()
     for _, bad in ipairs { "0", "2.5", "x" } do
       local out = run("scripts/bench-shape-ops.lua --device cpu:0 --run " .. bad, nil, true)
