@@ -975,6 +975,53 @@ describe("the driver's copy path", function()
   end)
 end)
 
+-- pad_backward on the driver's copy path, where only the last two axes are padded and the
+-- backend has a pitched copy (the CPU, CUDA; not Vulkan): the pitched copy moves every gradient
+-- element of one term, then pad_backward_border sums the border's elements of more terms again
+-- (none under constant); the bytes are the CPU reference's, computed on the kernel path. Pads on
+-- an earlier axis, and Vulkan, take the kernels (the does-not-fire half).
+describe("pad_backward by the driver's copy", function()
+  local cpu = devices_of("cpu")[1]
+  on_each_backend("copies the one-term elements, sums the border's again, the reference's bytes", function(d, backend)
+    local fires = backend ~= "vulkan"
+    local cases = {
+      { dt = "f32", shape = { 7, 13 }, padding = { { 1, 1 }, { 2, 2 } } },
+      { dt = "f16", shape = { 3, 6, 20 }, padding = { { 0, 0 }, { 2, 3 }, { 4, 1 } } },
+      { dt = "f32", shape = { 40 }, padding = { { 5, 7 } } },
+      { dt = "bf16", shape = { 1, 9 }, padding = { { 0, 0 }, { 3, 5 } } },
+      { dt = "f32", shape = { 3, 4 }, padding = { { 2, 2 }, { 3, 3 } } }, -- each axis's two runs meet
+      { dt = "f32", shape = { 2, 5, 8 }, padding = { { 1, 0 }, { 1, 1 }, { 2, 2 } }, earlier = true },
+    }
+    if backend ~= "vulkan" then cases[#cases + 1] = { dt = "f64", shape = { 5, 6 }, padding = { { 1, 2 }, { 2, 1 } } } end
+    local c = C["pad_backward." .. backend]
+    for _, case in ipairs(cases) do
+      for mode = 0, 2 do
+        local up_shape = {}
+        for k, v in ipairs(case.shape) do up_shape[k] = v + case.padding[k][1] + case.padding[k][2] end
+        local data = encode(case.dt, random_values(prod(up_shape), case.dt))
+        local inputs, params = { upstream = { dtype = case.dt, shape = up_shape, data = data } }, { padding = case.padding, mode_tag = mode }
+        local bytes = prod(case.shape) * BYTES[case.dt]
+        local what = ("%s %s mode %d on %s"):format(case.dt, table.concat(case.shape, "x"), mode, backend)
+        assert.equal("kernel", cpu:copy_path())
+        local want = run(C["pad_backward.cpu"], cpu, inputs, params, bytes)
+        d:copy_path "driver"
+        local ok, got, r = pcall(run, c, d, inputs, params, bytes)
+        d:copy_path "kernel"
+        assert(ok, got)
+        same_bytes(want, got, BYTES[case.dt], what)
+        local border = mode ~= 0
+        local expect = (not fires or case.earlier) and "a kernel"
+          or border and "driver_copy+pad_backward_border" or "driver_copy"
+        if expect == "a kernel" then
+          assert.is_nil(r.kernel:find("driver", 1, true), what .. ": ran " .. r.kernel)
+        else
+          assert.equal(expect, r.kernel, what)
+        end
+      end
+    end
+  end)
+end)
+
 -- pad's and pad_backward's kernels: output rows of XPU_SHAPE_ROW_MIN (128) items or more, in
 -- whole 16-byte chunks, go to pad_rows / pad_backward_rows where the device has them (CUDA
 -- and Vulkan; HIP builds the CUDA bodies) and nowhere else; shorter rows,
