@@ -3,7 +3,6 @@
  * facts and operands; copy between devices goes through the host. Uses launch.h. */
 #include "contract/contract_row.h"
 #include "launch.h"
-#include "pad_band.h"
 #include "shape_grain.h"
 
 #include <stdio.h>
@@ -445,57 +444,6 @@ static int shape_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, cons
 	return copy_on_device(s, g, n, ran);
 }
 
-/* pad_backward as a crop and its border, where the device's copy path is the driver's and only
- * the last two axes are padded (the gradient as [planes, rows, cols]): a gradient element of one
- * term is the upstream element at its place plus the pads, so the driver's pitched copy moves
- * them all (the H200's copy engines, which no SM kernel here keeps up with: docs/PERF.md, "Copy
- * ceilings"); pad_backward_border then sums the elements of more terms again, the reflected or
- * replicated border's rows and columns (kernels/pad_band.h), each as pad_backward sums it. In
- * stream order, so the border's sums land last. Returns 1 where it does not apply. */
-static int pbw_by_copy(struct xpu_stream *s, const struct xpu_shape_geom *g, const struct xpu_karg *args, int nargs,
-		       const char **ran)
-{
-	static struct xpu_kernel *cache;
-	static bool looked;
-	int c = g->rank - 1, r = g->rank - 2;
-	if (!s->dev->copy_by_driver || !s->dev->ops->copy_3d || g->rank < 1 ||
-	    g->out.b.buf->alloc->dev != g->in.b.buf->alloc->dev || g->out.b.buf->alloc == g->in.b.buf->alloc)
-		return 1;
-	for (int k = 0; k < r; k++)
-		if (g->lo[k] || g->hi[k])
-			return 1;
-	uint64_t planes = 1, rows = r >= 0 ? g->dims[r] : 1, cols = g->dims[c];
-	for (int k = 0; k < r; k++)
-		planes *= g->dims[k];
-	struct xpu_pad_band cb = xpu_pad_band_of(cols, (uint64_t)g->lo[c], (uint64_t)g->hi[c], g->mode);
-	struct xpu_pad_band rb = r >= 0 ? xpu_pad_band_of(rows, (uint64_t)g->lo[r], (uint64_t)g->hi[r], g->mode)
-					: xpu_pad_band_of(1, 0, 0, 0);
-	uint64_t border = xpu_pad_border_items(planes, rows, cols, rb, cb);
-	struct xpu_kernel *k = border ? found_on(s, "pad_backward_border", &cache, &looked) : NULL;
-	if (border && !k)
-		return 1;
-	uint64_t ucols = cols + (uint64_t)g->lo[c] + (uint64_t)g->hi[c];
-	uint64_t urows = r >= 0 ? rows + (uint64_t)g->lo[r] + (uint64_t)g->hi[r] : 1, lo_row = r >= 0 ? (uint64_t)g->lo[r] : 0;
-	struct xpu_copy_3d crop = { .dst = g->out.b.buf, .src = g->in.b.buf,
-				    .doff = g->out.b.offset - g->out.b.buf->offset, .dpitch = cols * g->elem, .drows = rows,
-				    .soff = g->in.b.offset - g->in.b.buf->offset + (lo_row * ucols + (uint64_t)g->lo[c]) * g->elem,
-				    .spitch = ucols * g->elem, .srows = urows,
-				    .width = cols * g->elem, .height = rows, .depth = planes };
-	if (xpu_buffer_copy_3d(s, &crop))
-		return -1;
-	*ran = "driver_copy";
-	if (!border)
-		return 0;
-	uint64_t groups = (border + BLOCK * XPU_SHAPE_GRAIN - 1) / (BLOCK * XPU_SHAPE_GRAIN);
-	uint32_t grid[3] = { (uint32_t)groups, 1, 1 }, block[3] = { BLOCK, 1, 1 };
-	if (groups > MAX_GROUPS)
-		return xpu_fail("kernel 'pad_backward_border': %llu items is more than one launch covers", (unsigned long long)border);
-	if (xpu_launch(s, k, grid, block, args, nargs))
-		return -1;
-	*ran = "driver_copy+pad_backward_border";
-	return 0;
-}
-
 /* pad's and pad_backward's output row: the last axis, padded for pad (a scalar: one item). */
 static uint64_t pad_row_len(const struct xpu_shape_geom *g)
 {
@@ -620,8 +568,6 @@ int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const
 	if (items == 0) /* the fast path: an empty slab, an empty axis — nothing to launch */
 		return 0;
 	if (g->kernel == XPU_SK_WRITE_SLICE && (rc = slab_copy(s, g, items, ran)) <= 0)
-		return rc;
-	if (g->kernel == XPU_SK_PAD_BACKWARD && (rc = pbw_by_copy(s, g, args, nargs, ran)) <= 0)
 		return rc;
 	if (g->kernel == XPU_SK_WRITE_SLICE_ROTATING && (rc = ring_copy(s, g, items, ran)) <= 0)
 		return rc;

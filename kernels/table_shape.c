@@ -242,10 +242,6 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .launch = NULL, .block = 256 },
 	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
 	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
-	/* pad_backward's elements of more than one term alone (kernels/pad_band.h), groups of 4096
-	 * of them, after the launcher's pitched copy of the rest; no route row names it */
-	{ .name = "pad_backward_border", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
-	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
 	/* pad and pad_backward item by item, for rows that are not a whole number of 16-byte chunks
 	 * or bases off 16 bytes (kernels/launch_shape.c picks them where the device has them: the
 	 * CUDA bodies); no route row names them */

@@ -7,7 +7,6 @@
  * quant/f16.h for the half conversions and shape_grain.h for the grain. */
 #include "cpu_kernel.h"
 #include "quant/f16.h"
-#include "pad_band.h"
 #include "shape_grain.h"
 
 #include <string.h>
@@ -241,29 +240,6 @@ static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1
 		n *= p.d[k];
 	item_range(g0, g1, n, &lo, &hi);
 	for (uint64_t e = lo; e < hi; e++) {
-		unflatten(e, p.d, p.rank, idx);
-		pad_backward_one(&p, dt, karg_ptr(a, 1), (uint8_t *)karg_ptr(a, 0) + e * p.elem, idx);
-	}
-}
-
-/* pad_backward_border: the gradient elements of more than one term (kernels/pad_band.h; the
- * gradient as [planes, rows, cols], only its last two axes padded), each summed as
- * pad_backward sums it; the launcher has copied every other element first. */
-static void pad_backward_border_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
-{
-	struct padgeo p;
-	uint32_t dt = (uint32_t)((a[2].u >> 8) & 0xff);
-	pad_geo(a, 3, a[2].u, &p);
-	p.elem = dt == 1 ? 8 : dt == 0 ? 4 : 2;
-	int c = p.rank - 1, r = p.rank - 2;
-	uint64_t planes = 1, rows = r >= 0 ? p.d[r] : 1, cols = c >= 0 ? p.d[c] : 1, lo, hi, idx[8];
-	for (int k = 0; k < r; k++)
-		planes *= p.d[k];
-	struct xpu_pad_band cb = xpu_pad_band_of(cols, c >= 0 ? p.lo[c] : 0, c >= 0 ? p.od[c] - p.d[c] - p.lo[c] : 0, (uint32_t)p.mode);
-	struct xpu_pad_band rb = xpu_pad_band_of(rows, r >= 0 ? p.lo[r] : 0, r >= 0 ? p.od[r] - p.d[r] - p.lo[r] : 0, (uint32_t)p.mode);
-	item_range(g0, g1, xpu_pad_border_items(planes, rows, cols, rb, cb), &lo, &hi);
-	for (uint64_t u = lo; u < hi; u++) {
-		uint64_t e = xpu_pad_border_element(u, planes, rows, cols, rb, cb);
 		unflatten(e, p.d, p.rank, idx);
 		pad_backward_one(&p, dt, karg_ptr(a, 1), (uint8_t *)karg_ptr(a, 0) + e * p.elem, idx);
 	}
@@ -517,7 +493,6 @@ static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, 
 const struct xpu_cpu_entry xpu_cpu_entries_shape[] = {
 	{ "pad", pad_body },
 	{ "pad_backward", pad_backward_body },
-	{ "pad_backward_border", pad_backward_border_body },
 	{ "flip", flip_body },
 	{ "roll", roll_body },
 	{ "cumsum", cumsum_body },

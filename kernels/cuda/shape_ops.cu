@@ -31,7 +31,6 @@
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
 #include "xpu_cuda.cuh"
-#include "../pad_band.h"
 #include "../shape_grain.h"
 
 #define SHAPE_BLOCK 256
@@ -1255,34 +1254,6 @@ extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ROWS_BLOCKS)
 pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
 	shape_pad_bwd<true>(grad, up, geom, SHAPE_PAD_ARGS);
-}
-
-/* pad_backward_border: the gradient elements of more than one term (kernels/pad_band.h; the
- * gradient as [planes, rows, cols], only its last two axes padded), each summed as
- * pad_backward sums it, after the launcher's pitched copy of every element of one term. A
- * group takes 4096 of them, a thread every 256th. */
-extern "C" __global__ void SHAPE_BOUNDS(4)
-pad_backward_border(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
-{
-	const unsigned long long w[12] = { SHAPE_PAD_ARGS };
-	shape_pad_bwd_op op;
-	op.init(grad, up, geom, w);
-	const int c = op.rank - 1, r = op.rank - 2;
-	uint64_t planes = 1;
-#pragma unroll
-	for (int k = 0; k < 6; k++)
-		if (k < r)
-			planes *= op.D(k);
-	const uint64_t rows = r >= 0 ? op.D(r) : 1, cols = op.D(c);
-	const xpu_pad_band cb = xpu_pad_band_of(cols, op.LO(c), op.HI(c), (uint32_t)op.mode);
-	const xpu_pad_band rb = r >= 0 ? xpu_pad_band_of(rows, op.LO(r), op.HI(r), (uint32_t)op.mode) : xpu_pad_band_of(1, 0, 0, 0);
-	const uint64_t n = xpu_pad_border_items(planes, rows, cols, rb, cb);
-	const uint64_t u0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN) + xpu_thread();
-	for (uint32_t t = 0; t < XPU_SHAPE_GRAIN; t++) {
-		const uint64_t u = u0 + (uint64_t)t * SHAPE_BLOCK;
-		if (u < n)
-			op.sum_one(xpu_pad_border_element(u, planes, rows, cols, rb, cb));
-	}
 }
 
 /* ---- flip, roll ---------------------------------------------------------------------------------- */

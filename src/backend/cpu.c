@@ -188,16 +188,6 @@ static int cpu_copy(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff,
 	return 0;
 }
 
-static int cpu_copy_3d(struct xpu_stream *s, const struct xpu_copy_3d *c)
-{
-	char *dst = (char *)c->dst->alloc->host + c->doff;
-	const char *src = (const char *)c->src->alloc->host + c->soff;
-	for (uint64_t z = 0; z < c->depth; z++)
-		for (uint64_t y = 0; y < c->height; y++)
-			memcpy(dst + (z * c->drows + y) * c->dpitch, src + (z * c->srows + y) * c->spitch, c->width);
-	return 0;
-}
-
 static int cpu_stream_open(struct xpu_stream *s)
 {
 	return 0;
@@ -264,7 +254,6 @@ const struct xpu_backend_ops xpu_cpu_backend = {
 	.upload = cpu_upload,
 	.download = cpu_download,
 	.copy = cpu_copy,
-	.copy_3d = cpu_copy_3d,
 	.stream_open = cpu_stream_open,
 	.stream_close = cpu_stream_close,
 	.sync = cpu_sync,

@@ -475,25 +475,6 @@ static int cuda_copy(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff
 		  (size_t)n, cs->s);
 }
 
-static int cuda_copy_3d(struct xpu_stream *s, const struct xpu_copy_3d *c)
-{
-	struct xpu_cuda_stream *cs = simpl(s);
-	if (bind(s->dev) || xpu_cuda_flush(cs))
-		return -1;
-	CUmemcpy3d p = { 0 };
-	p.src_memory_type = p.dst_memory_type = CU_MEMORYTYPE_DEVICE;
-	p.src_device = devptr(c->src->alloc->handle) + c->soff;
-	p.src_pitch = c->spitch;
-	p.src_height = c->srows;
-	p.dst_device = devptr(c->dst->alloc->handle) + c->doff;
-	p.dst_pitch = c->dpitch;
-	p.dst_height = c->drows;
-	p.width_bytes = c->width;
-	p.height = c->height;
-	p.depth = c->depth;
-	return CU(cuMemcpy3DAsync_v2, &p, cs->s);
-}
-
 /* ---- launches ---------------------------------------------------------------------------- */
 
 int xpu_cuda_issue(CUstream s, const struct xpu_cuda_launch *l)
@@ -674,7 +655,6 @@ const struct xpu_backend_ops xpu_cuda_backend = {
 	.upload = cuda_upload,
 	.download = cuda_download,
 	.copy = cuda_copy,
-	.copy_3d = cuda_copy_3d,
 	.stream_open = cuda_stream_open,
 	.stream_close = cuda_stream_close,
 	.sync = cuda_sync,

@@ -56,25 +56,6 @@ enum { CU_EVENT_DEFAULT = 0 };
 enum { CU_EVENT_RECORD_EXTERNAL = 1 }; /* an event record inside a stream capture becomes a graph node */
 enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 enum { CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1 };
-enum { CU_MEMORYTYPE_DEVICE = 2 };
-
-/* A pitched copy's description (the driver's CUDA_MEMCPY3D, version 2), field for field in the
- * order and widths the driver reads: a source side, a destination side, then the extent. */
-typedef struct {
-	size_t src_x_bytes, src_y, src_z, src_lod;
-	int src_memory_type;
-	const void *src_host;
-	CUdeviceptr src_device;
-	void *src_array, *src_reserved;
-	size_t src_pitch, src_height;
-	size_t dst_x_bytes, dst_y, dst_z, dst_lod;
-	int dst_memory_type;
-	void *dst_host;
-	CUdeviceptr dst_device;
-	void *dst_array, *dst_reserved;
-	size_t dst_pitch, dst_height;
-	size_t width_bytes, height, depth;
-} CUmemcpy3d;
 
 /* Every entry point, by the exported symbol name (the _v2 names where the ABI moved). */
 #define XPU_CUDA_FUNCS(X)                                                                      \
@@ -96,7 +77,6 @@ typedef struct {
 	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream s))      \
 	X(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream s))           \
 	X(cuMemcpyDtoDAsync_v2, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))     \
-	X(cuMemcpy3DAsync_v2, (const CUmemcpy3d *copy, CUstream s))                            \
 	X(cuModuleLoadData, (CUmodule *m, const void *image))                                  \
 	X(cuModuleUnload, (CUmodule m))                                                        \
 	X(cuModuleGetFunction, (CUfunction *f, CUmodule m, const char *name))                  \

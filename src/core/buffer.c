@@ -99,53 +99,6 @@ int xpu_buffer_copy(struct xpu_stream *s, struct xpu_buffer *dst, struct xpu_buf
 	return d->ops->copy(s, dst, dst->offset, src, src->offset, src->bytes);
 }
 
-/* The bytes a pitched side reaches past its offset: its last row's end; 0 where nothing is
- * copied. false where rows are wider than their pitch or a slice's rows than its count, or the
- * reach overflows. */
-static bool pitched_reach(uint64_t pitch, uint64_t rows, const struct xpu_copy_3d *c, uint64_t *reach)
-{
-	uint64_t last_row, at;
-	*reach = 0;
-	if (!c->width || !c->height || !c->depth)
-		return true;
-	if ((c->height > 1 || c->depth > 1) && c->width > pitch)
-		return false;
-	if (c->depth > 1 && c->height > rows)
-		return false;
-	if (__builtin_mul_overflow(c->depth - 1, rows, &last_row) || __builtin_add_overflow(last_row, c->height - 1, &last_row) ||
-	    __builtin_mul_overflow(last_row, pitch, &at) || __builtin_add_overflow(at, c->width, reach))
-		return false;
-	return true;
-}
-
-int xpu_buffer_copy_3d(struct xpu_stream *s, const struct xpu_copy_3d *c)
-{
-	struct xpu_device *d = s->dev;
-	uint64_t dreach, sreach;
-	if (c->dst->alloc->dev != d || c->src->alloc->dev != d)
-		return xpu_fail("copy_3d: the stream is on %s, dst on %s, src on %s", d->id, c->dst->alloc->dev->id,
-				c->src->alloc->dev->id);
-	if (c->dst->alloc == c->src->alloc)
-		return xpu_fail("copy_3d: dst and src are views of one allocation");
-	if (!pitched_reach(c->dpitch, c->drows, c, &dreach) || !pitched_reach(c->spitch, c->srows, c, &sreach))
-		return xpu_fail("copy_3d: rows of %llu bytes, %llu of them a slice, do not fit pitches %llu / %llu and rows %llu / %llu",
-				(unsigned long long)c->width, (unsigned long long)c->height, (unsigned long long)c->dpitch,
-				(unsigned long long)c->spitch, (unsigned long long)c->drows, (unsigned long long)c->srows);
-	if (!dreach)
-		return 0;
-	if (c->doff > c->dst->bytes || dreach > c->dst->bytes - c->doff || c->soff > c->src->bytes ||
-	    sreach > c->src->bytes - c->soff)
-		return xpu_fail("copy_3d: dst reaches %llu + %llu of %llu bytes, src %llu + %llu of %llu", (unsigned long long)c->doff,
-				(unsigned long long)dreach, (unsigned long long)c->dst->bytes, (unsigned long long)c->soff,
-				(unsigned long long)sreach, (unsigned long long)c->src->bytes);
-	if (!d->ops->copy_3d)
-		return xpu_fail("copy_3d: the %s backend has no pitched copy", d->ops->name);
-	struct xpu_copy_3d at = *c;
-	at.doff += c->dst->offset;
-	at.soff += c->src->offset;
-	return d->ops->copy_3d(s, &at);
-}
-
 void *xpu_buffer_host(const struct xpu_buffer *b)
 {
 	return b->alloc->host ? (char *)b->alloc->host + b->offset : NULL;

@@ -119,14 +119,6 @@ struct xpu_geometry {
 	bool integrated;          /* shares memory with the host */
 };
 
-/* A pitched copy: depth slices of height rows of width bytes. On either side row y of slice z
- * lies at off + (z * rows + y) * pitch, rows being a slice's rows on that side. */
-struct xpu_copy_3d {
-	struct xpu_buffer *dst, *src;
-	uint64_t doff, dpitch, drows, soff, spitch, srows;
-	uint64_t width, height, depth;
-};
-
 struct xpu_backend_ops {
 	const char *name;   /* "cpu", "cuda", "vulkan", "hip": the device name prefix */
 
@@ -150,10 +142,6 @@ struct xpu_backend_ops {
 	 * Optional: absent means the backend has no device copy. */
 	int (*copy)(struct xpu_stream *s, struct xpu_buffer *dst, uint64_t doff, struct xpu_buffer *src, uint64_t soff,
 		    uint64_t n);
-	/* A pitched copy (struct xpu_copy_3d, its offsets within the allocations) by the driver's
-	 * own copy, ordered on s as a launch is; both sides on this device, not overlapping.
-	 * Optional: absent means the backend has none. */
-	int (*copy_3d)(struct xpu_stream *s, const struct xpu_copy_3d *c);
 
 	/* Streams. */
 	int (*stream_open)(struct xpu_stream *s);
@@ -238,10 +226,6 @@ int xpu_buffer_download(struct xpu_buffer *b, uint64_t off, void *dst, uint64_t 
 /* The whole of view src into the start of view dst on stream s, by the backend's device copy:
  * both views on s's device, dst at least as long, no byte shared. */
 int xpu_buffer_copy(struct xpu_stream *s, struct xpu_buffer *dst, struct xpu_buffer *src);
-/* The pitched copy c on stream s by the backend's copy_3d, its offsets within the views:
- * every row on both sides inside its view, rows no wider than their pitch, both views on s's
- * device and in different allocations. */
-int xpu_buffer_copy_3d(struct xpu_stream *s, const struct xpu_copy_3d *c);
 /* Host pointer of a host-visible buffer (NULL otherwise). */
 void *xpu_buffer_host(const struct xpu_buffer *b);
 
