@@ -201,6 +201,22 @@ describe("bench-shape-ops", function()
     assert.matches("%-%-copy%-path 'engines': not measured, kernel or driver\nexit 2\n$", out)
   end)
 
+  on_devices("pad-modes: a row and a record per border mode, the kernel that ran named; a bad --cols refused", function(dev)
+    local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --jsonl"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local recs = records_of(out)
+    assert.equal(3, #recs, out)
+    for k, mode in ipairs { "constant", "reflect", "replicate" } do
+      assert.matches("\n" .. mode .. " +pad_backward[%w_]* +[%d.]+ +[%d.]+ +[%d.]+ +%d+", out)
+      assert.matches('"mode":"' .. mode .. '"', recs[k])
+      assert.matches('"ran":"pad_backward', recs[k])
+    end
+    out = run(("scripts/pad-modes.lua --device %s --cols 3"):format(dev), nil, true)
+    assert.matches("%-%-cols 3: rows must be longer than the 16%-column border %(17 or more%)\nexit 2\n$", out)
+    out = run(("scripts/pad-modes.lua --device %s --cols x"):format(dev), nil, true)
+    assert.matches("%-%-cols 'x': not a whole number of columns\nexit 2\n$", out)
+  end)
+
   it("refuses a --run or --cols that is not a whole number", function()
     for _, bad in ipairs { "0", "2.5", "x" } do
       local out = run("scripts/bench-shape-ops.lua --device cpu:0 --run " .. bad, nil, true)

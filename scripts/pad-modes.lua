@@ -1,0 +1,85 @@
+-- pad-modes.lua — pad_backward in each border mode (constant, reflect, replicate), timed on one
+-- device at a size past the caches: an f32 gradient [R, --cols] from an upstream padded
+-- ((1, 1), (16, 16)), the bench's shape. The modes differ only in the border's terms, so the
+-- constant row is the walk's own rate and the others show what their borders cost (on the
+-- H200 replicate's edge sums ran ten times slower than reflect's: docs/PERF.md). GB/s of the
+-- contract's bytes_moved, against the copy ceiling that bandwidth.lua stored. Median, min and
+-- max of --reps timed launches after a warm-up; the kernel that ran in its own column.
+--   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--reps N] [--jsonl]
+local xpu = require "xpu"
+local report = require "xpu.report"
+local settle = require "xpu.settle"
+local autotune = require "xpu.autotune"
+
+local opts = { device = "cpu:0", cols = 1024, reps = 7 }
+report.require_values("pad-modes", arg, { "--device", "--mib", "--cols", "--reps" })
+local i = 1
+while i <= #arg do
+  local a, v = arg[i], arg[i + 1]
+  if a == "--device" then opts.device = v; i = i + 1
+  elseif a == "--mib" then opts.mib = report.whole("pad-modes", a, v, "MiB"); i = i + 1
+  elseif a == "--cols" then
+    opts.cols = report.whole("pad-modes", a, v, "columns"); i = i + 1
+    if opts.cols < 17 then -- reflect's border must be shorter than the axis
+      io.stderr:write("pad-modes: --cols ", opts.cols, ": rows must be longer than the 16-column border (17 or more)\n")
+      os.exit(2)
+    end
+  elseif a == "--reps" then opts.reps = report.whole("pad-modes", a, v, "repetitions"); i = i + 1
+  elseif a == "--jsonl" then opts.jsonl = true
+  else io.stderr:write("pad-modes: unknown argument '", a, "'\n"); os.exit(2) end
+  i = i + 1
+end
+
+local d, why = xpu.device(opts.device)
+if not d then io.stderr:write("pad-modes: ", tostring(why), "\n"); os.exit(1) end
+local c
+for _, k in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+  if k.kernel == "pad_backward" and d:supports(k.code_capability) then c = k end
+end
+if not c then io.stderr:write("pad-modes: no pad_backward contract for ", d.id, "\n"); os.exit(1) end
+
+local mib = opts.mib or report.past_caches(d) >> 20
+local W = opts.cols
+local R = math.max(1, (mib << 20) // 4 // W)
+local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
+report.log("pad-modes: %s (%s), gradient f32 %dx%d, copy ceiling %s", d.id, d.name, R, W,
+  ceiling and ("%.0f GB/s"):format(ceiling) or "unknown (run scripts/bandwidth.lua first)")
+
+local unit = ("xpulua pad modes "):rep(64)
+local up_bytes = (R + 2) * (W + 32) * 4
+local up = d:buffer(unit:rep(up_bytes // #unit + 1):sub(1, up_bytes))
+local out = d:buffer(R * W * 4)
+local s = d:default_stream()
+local rows, records = {}, {}
+for k, mode in ipairs { "constant", "reflect", "replicate" } do
+  local spec = { inputs = { upstream = { dtype = "f32", shape = { R + 2, W + 32 }, buffer = up } },
+                 params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = k - 1 }, out = out, stream = s }
+  settle.ensure(d)
+  for _ = 1, 2 do c:launch(spec) end
+  s:sync()
+  local ts, res = {}, nil
+  for r = 1, opts.reps do
+    local m = s:timer_begin()
+    res = c:launch(spec)
+    ts[#ts + 1] = s:timer_end(m)
+    report.progress((k - 1) * opts.reps + r, 3 * opts.reps, mode)
+  end
+  settle.touch(d)
+  local st = report.stats(ts)
+  local gbs = res.bytes_moved / st.median / 1e9
+  rows[#rows + 1] = { mode, res.kernel or "-", ("%.3f"):format(st.median * 1e3), ("%.3f"):format(st.min * 1e3),
+                      ("%.3f"):format(st.max * 1e3), ("%.0f"):format(gbs),
+                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-" }
+  records[#records + 1] = { bench = "pad-modes", device = d:fingerprint(), commit = report.commit(), mode = mode,
+                            ran = res.kernel, shape = { R, W }, bytes_moved = res.bytes_moved, n = st.n,
+                            median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling }
+end
+print(report.table {
+  title = ("pad_backward by border mode on %s (%s), f32 gradient %dx%d, padding ((1, 1), (16, 16)), %d reps"):format(
+    d.id, d.name, R, W, opts.reps),
+  header = { "mode", "ran", "median ms", "min ms", "max ms", "GB/s", "of copy" },
+  rows = rows,
+})
+if opts.jsonl then
+  for _, r in ipairs(records) do report.jsonl(r) end
+end
