@@ -1090,46 +1090,6 @@ static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &
 	return true;
 }
 
-/* A replicated edge chunk of a one-row lane (the row's first chunk under a left pad, its last
- * under a right pad): its elements copied from the interior, the edge element's lol + 1 (or
- * hil + 1) terms summed as the reference sums them, in ascending upstream order, their loads
- * SHAPE_SUM_AHEAD at a time, all from the lane's own row. The element walk did these one lane
- * at a time with every term's place decoded again (H200, 1 GiB f32, padding ((1, 1), (16, 16)):
- * replicate 462 GB/s where reflect ran 3523; docs/PERF.md). row: the padded upstream row's first
- * element. false where the chunk is both edges or its interior is off 16 bytes (the general
- * way). */
-static __device__ __forceinline__ bool shape_pbw_edge(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
-						       uint8_t *dst)
-{
-	const uint32_t elem = op.elem, per = 16 / elem;
-	const bool left = jb == 0 && op.lol, right = jb + per == op.len && op.hil;
-	const uint8_t *a = row + (jb + op.lol) * elem;
-	if (left == right || ((uintptr_t)a & 15))
-		return false;
-	const uint64_t first = left ? 0 : op.len - 1 + op.lol, count = (left ? op.lol : op.hil) + 1;
-	double acc64 = 0;
-	float acc32 = 0;
-	for (uint64_t t0 = 0; t0 < count; t0 += SHAPE_SUM_AHEAD) {
-		uint64_t raw[SHAPE_SUM_AHEAD];
-#pragma unroll
-		for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++)
-			raw[u] = t0 + u < count ? shape_load_bits(row + (first + t0 + u) * elem, elem) : 0;
-#pragma unroll
-		for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++) {
-			if (t0 + u >= count)
-				break;
-			const double v64 = __longlong_as_double((long long)raw[u]);
-			const float v32 = shape_bits_f(raw[u], op.dt);
-			acc64 = t0 + u ? __dadd_rn(acc64, v64) : v64;
-			acc32 = t0 + u ? xpu_add(acc32, v32) : v32;
-		}
-	}
-	uint4 v = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
-	shape_lane_set(&v, left ? 0 : per - 1, elem, op.dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, op.dt));
-	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, v);
-	return true;
-}
-
 static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_op &op)
 {
 	constexpr bool ST = SHAPE_ROWS_STREAM != 0;
@@ -1211,8 +1171,6 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			    shape_pbw_border(op, up + (e0 - (int64_t)lol) * elem, j_b, up + (e0 + (int64_t)j_b) * elem, out + c * 16))
 				continue;
 #endif
-			if (one_row && op.mode == 2 && shape_pbw_edge(op, up + (e0 - (int64_t)lol) * elem, j_b, out + c * 16))
-				continue;
 			if (!one_row) {
 				rel_b = (base + c * per) / len;
 				j_b = base + c * per - rel_b * len;
