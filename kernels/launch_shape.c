@@ -299,7 +299,7 @@ static int driver_copy(struct xpu_stream *s, const struct xpu_karg *dst, const s
 static int copy_on_device(struct xpu_stream *s, const struct xpu_shape_geom *g, uint64_t n, const char **ran)
 {
 	static struct xpu_kernel *bytes_k, *vec_k;
-	if (s->dev->copy_by_driver && s->dev->ops->copy)
+	if (s->dev->copy_by_driver) /* set only where the backend has a device copy (d:copy_path) */
 		return driver_copy(s, &g->out, &g->in, n, ran);
 	bool vec = n % 16 == 0 && g->out.b.offset % 16 == 0 && g->in.b.offset % 16 == 0;
 	struct xpu_kernel **k = vec ? &vec_k : &bytes_k;

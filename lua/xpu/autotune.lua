@@ -140,8 +140,9 @@ end
 -- copy kernels (NVIDIA's Vulkan copy is a fifth of the kernel's rate). Unmeasured: the kernels.
 -- Returns the path and, in words, why.
 function M.copy_path(dev)
-  local kernel = tonumber(M.recall(dev, "bandwidth.copy_kernel_gbs"))
-  local driver = tonumber(M.recall(dev, "bandwidth.copy_driver_gbs"))
+  local entries = load(dev) -- one read of the store for both figures
+  local kernel = tonumber(entries["bandwidth.copy_kernel_gbs"])
+  local driver = tonumber(entries["bandwidth.copy_driver_gbs"])
   if not kernel or not driver then
     return dev:copy_path("kernel"), ("%s: the copy kernels; the two copies are not measured here (scripts/bandwidth.lua --device %s)"):format(
       dev.id, dev.id)
