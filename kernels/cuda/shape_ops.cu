@@ -22,7 +22,7 @@
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
- * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
+ * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER, SHAPE_PBW_EARLY_BORDER,
  * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
  * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH,
  * SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
@@ -1042,6 +1042,9 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 #ifndef SHAPE_PBW_SLIM_BORDER
 #define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
 #endif
+#ifndef SHAPE_PBW_EARLY_BORDER
+#define SHAPE_PBW_EARLY_BORDER 1 /* ... those at its batch's two ends loaded with the batch */
+#endif
 
 /* Chunk b of batch k of thread t, in the group's chunks. */
 static __device__ __forceinline__ uint32_t shape_pbw_chunk(uint32_t k, uint32_t b, uint32_t t)
@@ -1069,12 +1072,12 @@ static __device__ __forceinline__ bool shape_pbw_general(const shape_pad_bwd_op 
 	return false;
 }
 
-/* A reflected border chunk of a one-row lane: its interior aligned at a, its columns jb ..
- * jb + per - 1 of a row whose upstream row starts at row (column 0 of the padded row). The
- * mirror terms' mask in closed form (plan_row's, without its loop), then side_load and finish
- * as the general way. false where the chunk has mirrors on both sides (the general way). */
-static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
-							 const uint8_t *a, uint8_t *dst)
+/* The mirror plan of a reflected border chunk of a one-row lane, in closed form (plan_row's,
+ * without its loop): its columns jb .. jb + per - 1 of a row whose upstream row starts at row
+ * (column 0 of the padded row); kind as plan_row gives it, aux its mirror terms' first place.
+ * false where the chunk has mirrors on both sides (the general way). */
+static __device__ __forceinline__ bool shape_pbw_mirror(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
+							 int *kind, const uint8_t **aux)
 {
 	const int per = 16 / (int)op.elem, j = (int)jb, lol = (int)op.lol, len = (int)op.len, hil = (int)op.hil;
 	/* elements t0 .. t1 of the chunk: left mirrors (columns 1 .. lol), right (len - 1 - hil .. len - 2) */
@@ -1082,11 +1085,63 @@ static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &
 	const uint32_t left = l0 <= l1 ? (2u << l1) - (1u << l0) : 0, right = r0 <= r1 ? (2u << r1) - (1u << r0) : 0;
 	if (left && right)
 		return false;
-	const int kind = SC_COPY | (int)((left | right) << 16) | (left ? SC_LEFT : 0);
-	const uint8_t *aux = row + (int64_t)(left ? lol - j : lol + 2 * (len - 1) - j) * op.elem;
+	*kind = SC_COPY | (int)((left | right) << 16) | (left ? SC_LEFT : 0);
+	*aux = row + (int64_t)(left ? lol - j : lol + 2 * (len - 1) - j) * op.elem;
+	return true;
+}
+
+/* A reflected border chunk of a one-row lane, its interior aligned at a: its mirror plan, then
+ * side_load and finish as the general way. false where the chunk has mirrors on both sides. */
+static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
+							 const uint8_t *a, uint8_t *dst)
+{
+	int kind;
+	const uint8_t *aux;
+	if (!shape_pbw_mirror(op, row, jb, &kind, &aux))
+		return false;
 	uint4 y = make_uint4(0, 0, 0, 0);
 	op.side_load(kind, aux, &y);
 	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, op.finish(kind, shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a), y));
+	return true;
+}
+
+/* A replicated edge chunk of a one-row lane (the row's first chunk under a left pad, its last
+ * under a right pad): its elements copied from the interior, the edge element's lol + 1 (or
+ * hil + 1) terms summed as the reference sums them, in ascending upstream order, their loads
+ * SHAPE_SUM_AHEAD at a time, all from the lane's own row. The element walk did these one lane
+ * at a time with every term's place decoded again (H200, 1 GiB f32, padding ((1, 1), (16, 16)):
+ * replicate 462 GB/s where reflect ran 3523; docs/PERF.md). row: the padded upstream row's first
+ * element. false where the chunk is both edges or its interior is off 16 bytes (the general
+ * way). */
+static __device__ __forceinline__ bool shape_pbw_edge(const shape_pad_bwd_op &op, const uint8_t *row, uint32_t jb,
+						       uint8_t *dst)
+{
+	const uint32_t elem = op.elem, per = 16 / elem;
+	const bool left = jb == 0 && op.lol, right = jb + per == op.len && op.hil;
+	const uint8_t *a = row + (jb + op.lol) * elem;
+	if (left == right || ((uintptr_t)a & 15))
+		return false;
+	const uint64_t first = left ? 0 : op.len - 1 + op.lol, count = (left ? op.lol : op.hil) + 1;
+	double acc64 = 0;
+	float acc32 = 0;
+	for (uint64_t t0 = 0; t0 < count; t0 += SHAPE_SUM_AHEAD) {
+		uint64_t raw[SHAPE_SUM_AHEAD];
+#pragma unroll
+		for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++)
+			raw[u] = t0 + u < count ? shape_load_bits(row + (first + t0 + u) * elem, elem) : 0;
+#pragma unroll
+		for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++) {
+			if (t0 + u >= count)
+				break;
+			const double v64 = __longlong_as_double((long long)raw[u]);
+			const float v32 = shape_bits_f(raw[u], op.dt);
+			acc64 = t0 + u ? __dadd_rn(acc64, v64) : v64;
+			acc32 = t0 + u ? xpu_add(acc32, v32) : v32;
+		}
+	}
+	uint4 v = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
+	shape_lane_set(&v, left ? 0 : per - 1, elem, op.dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, op.dt));
+	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, v);
 	return true;
 }
 
@@ -1118,6 +1173,9 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 	for (uint32_t k = 0; k < batches; k++) {
 		uint4 x[B], xe = make_uint4(0, 0, 0, 0);
 		uint32_t offs = 0, odd = 0, plain = 0; /* 4 bits a chunk: source offset; bit b: unaligned, plain */
+		uint32_t early = 0; /* bit b (0 or B - 1): a border chunk whose mirror terms are in ey */
+		int ek[2] = { 0, 0 };
+		uint4 ey[2] = { make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0) };
 		const uint32_t c0 = shape_pbw_chunk(k, 0, t);
 		uint32_t at = base + c0 * per, rel = at / len, j = at - rel * len;
 		const uint32_t j0 = j, step = 32 * per; /* items from chunk b to b + 1 */
@@ -1137,6 +1195,22 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 				xe = shape_ld16<ST>(a + 512 * (B - 1) + 16);
 			offs = off * (0xffffffffu / 15); /* off in every 4 bits */
 			odd = off ? (1u << B) - 1 : 0;
+#if SHAPE_PBW_EARLY_BORDER
+			/* Rows of 32 * B chunks put a row's reflected borders at a lane's first and last
+			 * chunks: their mirror terms go out now, with the batch, not one round trip each
+			 * after it. */
+			if (op.mode == 1 && !off) {
+				const uint8_t *row = up + (e0 - (int64_t)lol) * elem, *aux;
+				if (!(plain & 1) && shape_pbw_mirror(op, row, j0, &ek[0], &aux)) {
+					op.side_load(ek[0], aux, &ey[0]);
+					early |= 1;
+				}
+				if (!(plain >> (B - 1) & 1) && shape_pbw_mirror(op, row, j0 + (B - 1) * step, &ek[1], &aux)) {
+					op.side_load(ek[1], aux, &ey[1]);
+					early |= 1u << (B - 1);
+				}
+			}
+#endif
 		} else {
 #pragma unroll
 			for (uint32_t b = 0; b < B; b++) {
@@ -1161,7 +1235,7 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 		}
 		/* the rest of the batch, one at a time, while its loads are in flight */
 #pragma unroll 1
-		for (uint32_t rest = ~plain & ((1u << B) - 1); rest; rest &= rest - 1) {
+		for (uint32_t rest = ~(plain | early) & ((1u << B) - 1); rest; rest &= rest - 1) {
 			const uint32_t b = __ffs(rest) - 1, c = c0 + 32 * b;
 			if (c >= chunks)
 				continue;
@@ -1171,6 +1245,8 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			    shape_pbw_border(op, up + (e0 - (int64_t)lol) * elem, j_b, up + (e0 + (int64_t)j_b) * elem, out + c * 16))
 				continue;
 #endif
+			if (one_row && op.mode == 2 && shape_pbw_edge(op, up + (e0 - (int64_t)lol) * elem, j_b, out + c * 16))
+				continue;
 			if (!one_row) {
 				rel_b = (base + c * per) / len;
 				j_b = base + c * per - rel_b * len;
@@ -1191,6 +1267,8 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 			}
 			if (plain >> b & 1)
 				shape_st16<ST>(out + (c0 + 32 * b) * 16, v);
+			else if ((b == 0 || b == B - 1) && (early >> b & 1))
+				shape_st16<ST>(out + (c0 + 32 * b) * 16, op.finish(ek[b ? 1 : 0], x[b], ey[b ? 1 : 0]));
 		}
 	}
 	for (; slow; slow &= slow - 1) {
