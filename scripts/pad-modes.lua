@@ -1,18 +1,18 @@
 -- pad-modes.lua — pad_backward in each border mode (constant, reflect, replicate), timed on one
 -- device at a size past the caches: an f32 gradient [R, --cols] from an upstream padded
--- ((1, 1), (16, 16)), the bench's shape. The modes differ only in the border's terms, so the
+-- ((1, 1), (16, 16)), the bench's shape (--outer N pads the rows axis by N a side instead of 1). The modes differ only in the border's terms, so the
 -- constant row is the walk's own rate and the others show what their borders cost (on the
 -- H200 replicate's edge sums ran ten times slower than reflect's: docs/PERF.md). GB/s of the
 -- contract's bytes_moved, against the copy ceiling that bandwidth.lua stored. Median, min and
 -- max of --reps timed launches after a warm-up; the kernel that ran in its own column.
---   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--reps N] [--jsonl]
+--   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", cols = 1024, reps = 7 }
-report.require_values("pad-modes", arg, { "--device", "--mib", "--cols", "--reps" })
+local opts = { device = "cpu:0", cols = 1024, outer = 1, reps = 7 }
+report.require_values("pad-modes", arg, { "--device", "--mib", "--cols", "--outer", "--reps" })
 local i = 1
 while i <= #arg do
   local a, v = arg[i], arg[i + 1]
@@ -24,6 +24,13 @@ while i <= #arg do
       io.stderr:write("pad-modes: --cols ", opts.cols, ": rows must be longer than the 16-column border (17 or more)\n")
       os.exit(2)
     end
+  elseif a == "--outer" then
+    opts.outer = tonumber(v) and math.tointeger(tonumber(v))
+    if not opts.outer or opts.outer < 0 or opts.outer > 64 then
+      io.stderr:write("pad-modes: --outer '", tostring(v), "': a whole number of rows from 0 to 64\n")
+      os.exit(2)
+    end
+    i = i + 1
   elseif a == "--reps" then opts.reps = report.whole("pad-modes", a, v, "repetitions"); i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
   else io.stderr:write("pad-modes: unknown argument '", a, "'\n"); os.exit(2) end
@@ -46,14 +53,16 @@ report.log("pad-modes: %s (%s), gradient f32 %dx%d, copy ceiling %s", d.id, d.na
   ceiling and ("%.0f GB/s"):format(ceiling) or "unknown (run scripts/bandwidth.lua first)")
 
 local unit = ("xpulua pad modes "):rep(64)
-local up_bytes = (R + 2) * (W + 32) * 4
+local P = opts.outer
+if P >= R then io.stderr:write("pad-modes: --outer ", P, ": the rows axis (", R, ") must be longer\n"); os.exit(2) end
+local up_bytes = (R + 2 * P) * (W + 32) * 4
 local up = d:buffer(unit:rep(up_bytes // #unit + 1):sub(1, up_bytes))
 local out = d:buffer(R * W * 4)
 local s = d:default_stream()
 local rows, records = {}, {}
 for k, mode in ipairs { "constant", "reflect", "replicate" } do
-  local spec = { inputs = { upstream = { dtype = "f32", shape = { R + 2, W + 32 }, buffer = up } },
-                 params = { padding = { { 1, 1 }, { 16, 16 } }, mode_tag = k - 1 }, out = out, stream = s }
+  local spec = { inputs = { upstream = { dtype = "f32", shape = { R + 2 * P, W + 32 }, buffer = up } },
+                 params = { padding = { { P, P }, { 16, 16 } }, mode_tag = k - 1 }, out = out, stream = s }
   settle.ensure(d)
   for _ = 1, 2 do c:launch(spec) end
   s:sync()
@@ -71,12 +80,12 @@ for k, mode in ipairs { "constant", "reflect", "replicate" } do
                       ("%.3f"):format(st.max * 1e3), ("%.0f"):format(gbs),
                       ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-" }
   records[#records + 1] = { bench = "pad-modes", device = d:fingerprint(), commit = report.commit(), mode = mode,
-                            ran = res.kernel, shape = { R, W }, bytes_moved = res.bytes_moved, n = st.n,
+                            ran = res.kernel, shape = { R, W }, outer = P, bytes_moved = res.bytes_moved, n = st.n,
                             median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling }
 end
 print(report.table {
-  title = ("pad_backward by border mode on %s (%s), f32 gradient %dx%d, padding ((1, 1), (16, 16)), %d reps"):format(
-    d.id, d.name, R, W, opts.reps),
+  title = ("pad_backward by border mode on %s (%s), f32 gradient %dx%d, padding ((%d, %d), (16, 16)), %d reps"):format(
+    d.id, d.name, R, W, P, P, opts.reps),
   header = { "mode", "ran", "median ms", "min ms", "max ms", "GB/s", "of copy" },
   rows = rows,
 })
