@@ -60,69 +60,62 @@ bool pad_bwd_single(uint i, uint d, uint b, uint a, uint mode)
 }
 
 /* Gradient element e, which pad read into more than one upstream position on some axis: the
- * sum over the product of each axis's preimage, by an odometer (local arrays: the slow path).
- * The walk is a macro so that pad_backward_rows' quads (pad_bwd_terms4) sum four neighbouring
- * elements, whose terms lie side by side, in one pass: acc (a T) is LOAD(off) of the first
- * term, then acc + LOAD(off) of each next, off the term's upstream index. */
-#define PAD_BWD_ODOMETER(T, LOAD)                                                               \
-	uint od[8], rlo[8][3], rhi[8][3], pos[8];                                              \
-	int nr[8], ri[8];                                                                      \
-	uint rem = e;                                                                          \
-	for (int k = int(rank) - 1; k >= 0; k--) {                                             \
-		uint d = SHAPE_U32(pc.w, 0u, uint(k)), b = SHAPE_U32(pc.w, 4u, uint(k));      \
-		uint after = SHAPE_U32(pc.w, 8u, uint(k)), i = rem % d;                        \
-		rem /= d;                                                                      \
-		od[k] = d + b + after;                                                         \
-		int m = 0;                                                                     \
-		if (mode == 2u) {                                                              \
-			rlo[k][0] = i == 0u ? 0u : i + b;                                      \
-			rhi[k][0] = i == d - 1u ? od[k] : i + b + 1u;                          \
-			m = 1;                                                                 \
-		} else {                                                                       \
-			if (pad_bwd_left(i, b, mode)) {                                        \
-				rlo[k][m] = b - i;                                             \
-				rhi[k][m] = b - i + 1u;                                        \
-				m++;                                                           \
-			}                                                                      \
-			rlo[k][m] = i + b;                                                     \
-			rhi[k][m] = i + b + 1u;                                                \
-			m++;                                                                   \
-			if (pad_bwd_right(i, d, after, mode)) {                                \
-				rlo[k][m] = b + 2u * (d - 1u) - i;                             \
-				rhi[k][m] = rlo[k][m] + 1u;                                    \
-				m++;                                                           \
-			}                                                                      \
-		}                                                                              \
-		nr[k] = m;                                                                     \
-		ri[k] = 0;                                                                     \
-		pos[k] = rlo[k][0];                                                            \
-	}                                                                                      \
-	precise T acc = T(0.0);                                                                \
-	for (bool first = true;; first = false) {                                              \
-		uint off = 0u;                                                                 \
-		for (uint k = 0u; k < rank; k++)                                               \
-			off = off * od[k] + pos[k];                                            \
-		T v = LOAD(off);                                                               \
-		acc = first ? v : acc + v;                                                     \
-		int k = int(rank) - 1; /* odometer: the last axis turns fastest */             \
-		for (; k >= 0; k--) {                                                          \
-			if (++pos[k] < rhi[k][ri[k]])                                          \
-				break;                                                         \
-			if (++ri[k] < nr[k]) {                                                 \
-				pos[k] = rlo[k][ri[k]];                                        \
-				break;                                                         \
-			}                                                                      \
-			ri[k] = 0;                                                             \
-			pos[k] = rlo[k][0];                                                    \
-		}                                                                              \
-		if (k < 0)                                                                     \
-			break;                                                                 \
-	}
-
-#define PAD_BWD_LOAD1(off) shape_load_f(pc.off_up + (off) * elem, dt)
+ * sum over the product of each axis's preimage, by an odometer (local arrays: the slow path). */
 void pad_bwd_terms(uint e, uint rank, uint dt, uint mode, uint elem)
 {
-	PAD_BWD_ODOMETER(float, PAD_BWD_LOAD1)
+	uint od[8], rlo[8][3], rhi[8][3], pos[8];
+	int nr[8], ri[8];
+	uint rem = e;
+	for (int k = int(rank) - 1; k >= 0; k--) {
+		uint d = SHAPE_U32(pc.w, 0u, uint(k)), b = SHAPE_U32(pc.w, 4u, uint(k));
+		uint after = SHAPE_U32(pc.w, 8u, uint(k)), i = rem % d;
+		rem /= d;
+		od[k] = d + b + after;
+		int m = 0;
+		if (mode == 2u) {
+			rlo[k][0] = i == 0u ? 0u : i + b;
+			rhi[k][0] = i == d - 1u ? od[k] : i + b + 1u;
+			m = 1;
+		} else {
+			if (pad_bwd_left(i, b, mode)) {
+				rlo[k][m] = b - i;
+				rhi[k][m] = b - i + 1u;
+				m++;
+			}
+			rlo[k][m] = i + b;
+			rhi[k][m] = i + b + 1u;
+			m++;
+			if (pad_bwd_right(i, d, after, mode)) {
+				rlo[k][m] = b + 2u * (d - 1u) - i;
+				rhi[k][m] = rlo[k][m] + 1u;
+				m++;
+			}
+		}
+		nr[k] = m;
+		ri[k] = 0;
+		pos[k] = rlo[k][0];
+	}
+	precise float acc = 0.0;
+	for (bool first = true;; first = false) {
+		uint off = 0u;
+		for (uint k = 0u; k < rank; k++)
+			off = off * od[k] + pos[k];
+		float v = shape_load_f(pc.off_up + off * elem, dt);
+		acc = first ? v : acc + v;
+		int k = int(rank) - 1; /* odometer: the last axis turns fastest */
+		for (; k >= 0; k--) {
+			if (++pos[k] < rhi[k][ri[k]])
+				break;
+			if (++ri[k] < nr[k]) {
+				pos[k] = rlo[k][ri[k]];
+				break;
+			}
+			ri[k] = 0;
+			pos[k] = rlo[k][0];
+		}
+		if (k < 0)
+			break;
+	}
 	shape_store_f(pc.off_grad + e * elem, dt, acc);
 }
 

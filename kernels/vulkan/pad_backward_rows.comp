@@ -74,18 +74,6 @@ void pad_bwd_column(uint j, uint lo, uint hi, uint base, uint d, uint b, uint af
 layout(std430, set = 0, binding = 0) buffer Grad4 { uvec4 dst4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer Up4 { uvec4 src4[]; };
 
-/* The four elements from e (an f32 quad on 16 bytes whose columns each have one term) of a row
- * with several upstream rows (an outer axis's border): the odometer once, each term a 16-byte
- * load, the four sums in the CPU's order side by side. Element by element, the last group's
- * such row ran on after the others had ended (H200, 1 GiB f32, rows of 1024, padding ((1, 1),
- * (16, 16)); docs/PERF.md). */
-#define PAD_BWD_LOAD4(off) uintBitsToFloat(src4[(pc.off_up >> 4u) + ((off) >> 2u)])
-void pad_bwd_terms4(uint e, uint rank, uint mode)
-{
-	PAD_BWD_ODOMETER(vec4, PAD_BWD_LOAD4)
-	dst4[(pc.off_grad >> 4u) + (e >> 2u)] = floatBitsToUint(acc);
-}
-
 /* PBW_QUADS 0 leaves every row to the column walk; PBW_QB is the quads' rows a batch. H200
  * (driver 580), 1 GiB f32, rows of 1024, reflect 16, three processes each, one binary with the
  * module swapped (XPULUA_VULKAN_SPV): the column walk 3028-3200 GB/s (79-83 % of the process's
@@ -125,7 +113,8 @@ void pad_bwd_quad(uint q, uint batch, uint lo, uint hi, uint base, uint d, uint 
 			dst4[(pc.off_grad >> 4u) + ((base + (r + k) * d + j0) >> 2u)] = v[k];
 	for (; slow != 0u; slow &= slow - 1u) {
 		uint k = uint(findLSB(slow));
-		pad_bwd_terms4(base + (r + k) * d + j0, rank, mode);
+		for (uint c = 0u; c < 4u; c++)
+			pad_bwd_terms(base + (r + k) * d + j0 + c, rank, 0u, mode, 4u);
 	}
 }
 
@@ -279,7 +268,8 @@ bool pad_bwd_chunks(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint
 					dst4[gr + (to[k] >> 2u)] = v[k];
 			for (; slow != 0u; slow &= slow - 1u) {
 				uint k = uint(findLSB(slow));
-				pad_bwd_terms4(to[k], rank, mode);
+				for (uint e = 0u; e < 4u; e++)
+					pad_bwd_terms(to[k] + e, rank, 0u, mode, 4u);
 			}
 		}
 	}
