@@ -22,8 +22,8 @@
  *
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
- * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER, SHAPE_PBW_EARLY_BORDER,
- * SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
+ * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
+ * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
  * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH,
  * SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
  * each is described where it is defined.
@@ -986,6 +986,7 @@ struct shape_pad_bwd_op : shape_pad_geo {
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const;
+	__device__ uint32_t rows_sum(uint64_t i0, uint32_t mask) const;
 };
 
 /* The element walk of chunk i0, a function of its own: its sums (the f64 and f32 ones both)
@@ -1007,6 +1008,99 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 	const uint64_t geom = (uint64_t)r0 | (uint64_t)dt << 8 | (uint64_t)mode << 16;
 	shape_pad_bwd_walk(out, up, geom, make_ulonglong4(w[0], w[1], w[2], w[3]), make_ulonglong4(w[4], w[5], w[6], w[7]),
 			   make_ulonglong4(w[8], w[9], w[10], w[11]), i0, count);
+}
+
+#ifndef SHAPE_PBW_ROW_TERMS
+#define SHAPE_PBW_ROW_TERMS 4 /* upstream rows a chunk of a row on an outer border sums as vectors */
+#endif
+
+/* Columns [*lo, *hi) of a gradient row have one term each along the last axis: reflect's
+ * mirrors are columns 1 .. lol and len - 1 - hil .. len - 2, replicate's edge runs columns 0,
+ * len - 1. */
+static __device__ __forceinline__ void shape_pbw_inner(const shape_pad_bwd_op &op, uint32_t *lo, uint32_t *hi)
+{
+	const uint32_t len = (uint32_t)op.len;
+	*lo = op.mode == 1 ? (uint32_t)(op.lol + 1 < len ? op.lol + 1 : len) : op.mode == 2 && op.lol ? 1 : 0;
+	*hi = op.mode == 1 ? (uint32_t)(op.hil + 1 < len ? len - 1 - op.hil : 0) : op.mode == 2 && op.hil ? len - 1 : len;
+}
+
+/* The chunks `mask` (bit b: chunk i0 + b * 32 * per, 16 bytes each) of a lane's batch that lie
+ * in one gradient row on an outer axis's border, which has 2 .. SHAPE_PBW_ROW_TERMS upstream
+ * rows (reflect's mirrored row, replicate's edge rows), and in its columns of one term: the
+ * row's term places decoded once, then each chunk's term vectors loaded together and added
+ * element by element in the reference's order (ascending upstream index, the first term as it
+ * is, f64 in f64, the rest in f32, narrowed once). Returns the chunks done; the rest take the
+ * element walk. That walk did whole rows item by item, every term's place decoded again, one
+ * warp a row, after the batches: the last group's row ran on after every other group had ended
+ * (H200, 1 GiB f32, rows of 1024: reflect 3420 GB/s with padding ((1, 1), (16, 16)) and 4020
+ * with ((0, 0), (16, 16)); docs/PERF.md). A function of its own, as the element walk: the chunk
+ * walk's registers stay its own. */
+static __device__ __noinline__ uint32_t shape_pbw_rows_sum(uint8_t *grad, const uint8_t *up, uint64_t geom,
+							   const ulonglong4 d, const ulonglong4 b, const ulonglong4 a,
+							   uint64_t i0, uint32_t mask)
+{
+	const unsigned long long w[12] = { d.x, d.y, d.z, d.w, b.x, b.y, b.z, b.w, a.x, a.y, a.z, a.w };
+	shape_pad_bwd_op op;
+	op.init(grad, up, geom, w);
+	const uint32_t elem = op.elem, per = 16 / elem, step = 32 * per;
+	uint32_t lo, hi;
+	shape_pbw_inner(op, &lo, &hi);
+	const uint64_t first = i0 + (uint64_t)(__ffs(mask) - 1) * step, rs = first - first % op.len;
+	if (!op.out_al || lo >= hi)
+		return 0;
+	uint64_t total = 1, off[SHAPE_PBW_ROW_TERMS]; /* term t of column lo */
+	off[0] = op.term(rs + lo, 0, &total);
+	if (total < 2 || total > SHAPE_PBW_ROW_TERMS)
+		return 0;
+	for (uint32_t t = 1; t < total; t++)
+		off[t] = op.term(rs + lo, t, &total);
+	uint32_t done = 0;
+#pragma unroll 1
+	for (uint32_t m = mask; m; m &= m - 1) {
+		const uint32_t bit = __ffs(m) - 1;
+		const uint64_t ic = i0 + (uint64_t)bit * step;
+		if (ic < rs || ic + per > rs + hi || ic - rs < lo)
+			continue;
+		uint4 v[SHAPE_PBW_ROW_TERMS];
+		bool al = true;
+#pragma unroll
+		for (uint32_t t = 0; t < SHAPE_PBW_ROW_TERMS; t++) {
+			const uint8_t *p = up + (off[t < total ? t : 0] + (ic - rs - lo)) * elem;
+			al = al && !((uintptr_t)p & 15);
+			v[t] = t < total && al ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(p) : make_uint4(0, 0, 0, 0);
+		}
+		if (!al)
+			continue;
+		uint4 r = make_uint4(0, 0, 0, 0);
+#pragma unroll
+		for (uint32_t u = 0; u < 8; u++) {
+			if (u >= per)
+				break;
+			double acc64 = 0;
+			float acc32 = 0;
+#pragma unroll
+			for (uint32_t t = 0; t < SHAPE_PBW_ROW_TERMS; t++) {
+				if (t >= total)
+					break;
+				const uint64_t bits = shape_lane(v[t], u, elem);
+				const double v64 = __longlong_as_double((long long)bits);
+				const float v32 = shape_bits_f(bits, op.dt);
+				acc64 = t ? __dadd_rn(acc64, v64) : v64;
+				acc32 = t ? xpu_add(acc32, v32) : v32;
+			}
+			shape_lane_set(&r, u, elem, op.dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, op.dt));
+		}
+		shape_st16<(SHAPE_ROWS_STREAM != 0)>(grad + ic * elem, r);
+		done |= 1u << bit;
+	}
+	return done;
+}
+
+__device__ uint32_t shape_pad_bwd_op::rows_sum(uint64_t i0, uint32_t mask) const
+{
+	const uint64_t geom = (uint64_t)r0 | (uint64_t)dt << 8 | (uint64_t)mode << 16;
+	return shape_pbw_rows_sum(out, up, geom, make_ulonglong4(w[0], w[1], w[2], w[3]),
+				  make_ulonglong4(w[4], w[5], w[6], w[7]), make_ulonglong4(w[8], w[9], w[10], w[11]), i0, mask);
 }
 
 /* ---- pad_backward_rows: the walk ---------------------------------------------------------------
@@ -1161,11 +1255,10 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 	const uint32_t qb = 32 * per / len, rb = 32 * per - qb * len; /* from chunk b to b + 1 */
 	/* the group's chunks below this are inside the gradient (items past n: none) */
 	const uint32_t chunks = (uint32_t)((op.n - g0 + per - 1) / per < 0x10000000u ? (op.n - g0 + per - 1) / per : 0x10000000u);
-	/* A chunk in columns [lo_edge, hi_edge) has one term an element: reflect's mirrors are
-	 * columns 1 .. lol and len - 1 - hil .. len - 2, replicate's edge runs columns 0, len - 1. */
-	const uint64_t lol = op.lol, hil = op.hil;
-	const uint32_t lo_edge = op.mode == 1 ? (uint32_t)(lol + 1 < len ? lol + 1 : len) : op.mode == 2 && lol ? 1 : 0;
-	const uint32_t hi_edge = op.mode == 1 ? (uint32_t)(hil + 1 < len ? len - 1 - hil : 0) : op.mode == 2 && hil ? len - 1 : len;
+	/* a chunk in columns [lo_edge, hi_edge) has one term an element */
+	const uint64_t lol = op.lol;
+	uint32_t lo_edge, hi_edge;
+	shape_pbw_inner(op, &lo_edge, &hi_edge);
 	const uint8_t *up = op.up + lol * elem; /* column 0's upstream element, in upstream row 0 */
 	uint8_t *out = op.out + g0 * elem;        /* the group's first chunk */
 	uint32_t slow = 0; /* bit k * B + b: chunk b of batch k takes the element walk, at the end */
@@ -1271,10 +1364,16 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 				shape_st16<ST>(out + (c0 + 32 * b) * 16, op.finish(ek[b ? 1 : 0], x[b], ey[b ? 1 : 0]));
 		}
 	}
-	for (; slow; slow &= slow - 1) {
-		const uint32_t u = __ffs(slow) - 1;
-		const uint64_t i0 = g0 + (uint64_t)shape_pbw_chunk(u / B, u % B, t) * per;
-		op.slow(i0, (uint32_t)(op.n - i0 < per ? op.n - i0 : per));
+	/* a batch's chunks in a row with several upstream rows as vectors, the rest element by element */
+	while (slow) {
+		const uint32_t k = (__ffs(slow) - 1) / B, all = (1u << B) - 1;
+		const uint64_t i0 = g0 + (uint64_t)shape_pbw_chunk(k, 0, t) * per;
+		const uint32_t mine = slow >> (k * B) & all;
+		slow &= ~(all << (k * B));
+		for (uint32_t rest = mine & ~op.rows_sum(i0, mine); rest; rest &= rest - 1) {
+			const uint64_t ib = i0 + (uint64_t)(__ffs(rest) - 1) * 32 * per;
+			op.slow(ib, (uint32_t)(op.n - ib < per ? op.n - ib : per));
+		}
 	}
 }
 
