@@ -1032,9 +1032,9 @@ static __device__ __forceinline__ void shape_pbw_inner(const shape_pad_bwd_op &o
  * is, f64 in f64, the rest in f32, narrowed once). Returns the chunks done; the rest take the
  * element walk. That walk did whole rows item by item, every term's place decoded again, one
  * warp a row, after the batches: the last group's row ran on after every other group had ended
- * (H200, 1 GiB f32, rows of 1024: reflect 3420 GB/s with padding ((1, 1), (16, 16)) and 4020
- * with ((0, 0), (16, 16)); docs/PERF.md). A function of its own, as the element walk: the chunk
- * walk's registers stay its own. */
+ * (H200, 1 GiB f32, rows of 1024: reflect 3422-3518 GB/s with padding ((1, 1), (16, 16)) and
+ * 4023 with ((0, 0), (16, 16)); this way 3592-3708 and 4030; docs/PERF.md). A function of its
+ * own, as the element walk: the chunk walk's registers stay its own. */
 static __device__ __noinline__ uint32_t shape_pbw_rows_sum(uint8_t *grad, const uint8_t *up, uint64_t geom,
 							   const ulonglong4 d, const ulonglong4 b, const ulonglong4 a,
 							   uint64_t i0, uint32_t mask)
