@@ -4,8 +4,11 @@
 -- constant row is the walk's own rate and the others show what their borders cost (on the
 -- H200 replicate's edge sums ran ten times slower than reflect's: docs/PERF.md). GB/s of the
 -- contract's bytes_moved, against the copy ceiling that bandwidth.lua stored. Median, min and
--- max of --reps timed launches after a warm-up; the kernel that ran in its own column.
---   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--jsonl]
+-- max of --reps timed launches after a warm-up; the kernel that ran in its own column. Each mode
+-- is bit-gated first: the gradient, written over a poisoned buffer, against the CPU's bytes on
+-- the same upstream ("bit gate": ok, DIFFERS or UNWRITTEN with the count of such elements; either
+-- fails the run); --no-gate leaves it out.
+--   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [--jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -24,24 +27,21 @@ while i <= #arg do
       io.stderr:write("pad-modes: --cols ", opts.cols, ": rows must be longer than the 16-column border (17 or more)\n")
       os.exit(2)
     end
-  elseif a == "--outer" then
-    opts.outer = tonumber(v) and math.tointeger(tonumber(v))
-    if not opts.outer or opts.outer < 0 or opts.outer > 64 then
-      io.stderr:write("pad-modes: --outer '", tostring(v), "': a whole number of rows from 0 to 64\n")
-      os.exit(2)
-    end
-    i = i + 1
+  elseif a == "--outer" then opts.outer = report.whole("pad-modes", a, v, "rows", 0); i = i + 1
   elseif a == "--reps" then opts.reps = report.whole("pad-modes", a, v, "repetitions"); i = i + 1
   elseif a == "--jsonl" then opts.jsonl = true
+  elseif a == "--no-gate" then opts.no_gate = true
   else io.stderr:write("pad-modes: unknown argument '", a, "'\n"); os.exit(2) end
   i = i + 1
 end
 
 local d, why = xpu.device(opts.device)
 if not d then io.stderr:write("pad-modes: ", tostring(why), "\n"); os.exit(1) end
-local c
+local c, cpu_c
+local cpu = assert(xpu.device "cpu:0")
 for _, k in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
   if k.kernel == "pad_backward" and d:supports(k.code_capability) then c = k end
+  if k.kernel == "pad_backward" and k.backend == "cpu" then cpu_c = k end
 end
 if not c then io.stderr:write("pad-modes: no pad_backward contract for ", d.id, "\n"); os.exit(1) end
 
@@ -56,13 +56,53 @@ local unit = ("xpulua pad modes "):rep(64)
 local P = opts.outer
 if P >= R then io.stderr:write("pad-modes: --outer ", P, ": the rows axis (", R, ") must be longer\n"); os.exit(2) end
 local up_bytes = (R + 2 * P) * (W + 32) * 4
-local up = d:buffer(unit:rep(up_bytes // #unit + 1):sub(1, up_bytes))
-local out = d:buffer(R * W * 4)
+local up_data = unit:rep(up_bytes // #unit + 1):sub(1, up_bytes)
+local up = d:buffer(up_data)
+local POISON = ("\165\90\165\90"):rep(1024)
+local poison = POISON:rep(R * W * 4 // #POISON + 1):sub(1, R * W * 4)
+local out = d:buffer(poison)
+local up_cpu = not opts.no_gate and d.id ~= "cpu:0" and cpu:buffer(up_data) or nil
+
+-- Elements (4 bytes) where got and want differ, and of those where got still holds the poison;
+-- counted to the first 1000 that differ.
+local function differing(got, want)
+  local n, left = 0, 0
+  for i = 1, #got, 4 do
+    if n == 1000 then break end
+    local g = got:sub(i, i + 3)
+    if g ~= want:sub(i, i + 3) then
+      n = n + 1
+      if g == poison:sub(i, i + 3) then left = left + 1 end
+    end
+  end
+  return n, left
+end
+
+-- The mode's gradient on d (over the poison) against the CPU's, byte for byte: pad_backward's
+-- sums are in the reference's order on every backend (determinism: bitwise).
+local function gate(spec)
+  if opts.no_gate then return "not run" end
+  if d.id == "cpu:0" then return "-" end
+  out:upload(poison)
+  c:launch(spec)
+  spec.stream:sync()
+  local want_buf = cpu:buffer(poison)
+  cpu_c:launch { inputs = { upstream = { dtype = "f32", shape = spec.inputs.upstream.shape, buffer = up_cpu } },
+                 params = spec.params, out = want_buf }
+  local got, want = out:download(), want_buf:download()
+  want_buf:release()
+  if got == want then return "ok" end
+  local n, left = differing(got, want)
+  local more = n == 1000 and "+" or ""
+  return left > 0 and ("UNWRITTEN %d%s"):format(left, more) or ("DIFFERS %d%s"):format(n, more)
+end
 local s = d:default_stream()
-local rows, records = {}, {}
+local rows, records, failed = {}, {}, false
 for k, mode in ipairs { "constant", "reflect", "replicate" } do
   local spec = { inputs = { upstream = { dtype = "f32", shape = { R + 2 * P, W + 32 }, buffer = up } },
                  params = { padding = { { P, P }, { 16, 16 } }, mode_tag = k - 1 }, out = out, stream = s }
+  local g = gate(spec)
+  failed = failed or g:find("^DIFFERS") ~= nil or g:find("^UNWRITTEN") ~= nil
   settle.ensure(d)
   for _ = 1, 2 do c:launch(spec) end
   s:sync()
@@ -78,17 +118,22 @@ for k, mode in ipairs { "constant", "reflect", "replicate" } do
   local gbs = res.bytes_moved / st.median / 1e9
   rows[#rows + 1] = { mode, res.kernel or "-", ("%.3f"):format(st.median * 1e3), ("%.3f"):format(st.min * 1e3),
                       ("%.3f"):format(st.max * 1e3), ("%.0f"):format(gbs),
-                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-" }
+                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", g }
   records[#records + 1] = { bench = "pad-modes", device = d:fingerprint(), commit = report.commit(), mode = mode,
                             ran = res.kernel, shape = { R, W }, outer = P, bytes_moved = res.bytes_moved, n = st.n,
-                            median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling }
+                            median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling,
+                            bit_gate = g }
 end
 print(report.table {
   title = ("pad_backward by border mode on %s (%s), f32 gradient %dx%d, padding ((%d, %d), (16, 16)), %d reps"):format(
     d.id, d.name, R, W, P, P, opts.reps),
-  header = { "mode", "ran", "median ms", "min ms", "max ms", "GB/s", "of copy" },
+  header = { "mode", "ran", "median ms", "min ms", "max ms", "GB/s", "of copy", "bit gate" },
   rows = rows,
 })
 if opts.jsonl then
   for _, r in ipairs(records) do report.jsonl(r) end
+end
+if failed then
+  io.stderr:write("pad-modes: a mode's gradient differs from the CPU's (the bit gate column)\n")
+  os.exit(1)
 end

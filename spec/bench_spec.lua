@@ -201,16 +201,26 @@ describe("bench-shape-ops", function()
     assert.matches("%-%-copy%-path 'engines': not measured, kernel or driver\nexit 2\n$", out)
   end)
 
-  on_devices("pad-modes: a row and a record per border mode, the kernel that ran named; a bad --cols refused", function(dev)
-    local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --jsonl"):format(dev))
-    assert.matches("\nexit 0\n$", out)
-    local recs = records_of(out)
-    assert.equal(3, #recs, out)
-    for k, mode in ipairs { "constant", "reflect", "replicate" } do
-      assert.matches("\n" .. mode .. " +pad_backward[%w_]* +[%d.]+ +[%d.]+ +[%d.]+ +%d+", out)
-      assert.matches('"mode":"' .. mode .. '"', recs[k])
-      assert.matches('"ran":"pad_backward', recs[k])
+  on_devices("pad-modes: a row and a record per border mode, the kernel that ran named, bit-gated off the CPU; a bad --cols or --outer refused", function(dev)
+    local gate = dev == "cpu:0" and "%-" or "ok" -- the CPU is the reference
+    for _, outer in ipairs { 1, 0, 3 } do
+      local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --outer %d --jsonl"):format(dev, outer))
+      assert.matches("\nexit 0\n$", out)
+      assert.matches("padding %(%(" .. outer .. ", " .. outer .. "%), %(16, 16%)%)", out)
+      local recs = records_of(out)
+      assert.equal(3, #recs, out)
+      for k, mode in ipairs { "constant", "reflect", "replicate" } do
+        assert.matches("\n" .. mode .. " +pad_backward[%w_]* +[%d.]+ +[%d.]+ +[%d.]+ +%d+ +%S+ +" .. gate .. "\n", out)
+        assert.matches('"mode":"' .. mode .. '"', recs[k])
+        assert.matches('"ran":"pad_backward', recs[k])
+        assert.matches('"outer":' .. outer, recs[k])
+        assert.matches('"bit_gate":"' .. gate .. '"', recs[k])
+      end
     end
+    local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --no-gate"):format(dev))
+    assert.matches("\nreflect +pad_backward[%w_]* .* not run\n", out)
+    out = run(("scripts/pad-modes.lua --device %s --outer -1"):format(dev), nil, true)
+    assert.matches("%-%-outer '%-1': not a whole number of rows\nexit 2\n$", out)
     out = run(("scripts/pad-modes.lua --device %s --cols 3"):format(dev), nil, true)
     assert.matches("%-%-cols 3: rows must be longer than the 16%-column border %(17 or more%)\nexit 2\n$", out)
     out = run(("scripts/pad-modes.lua --device %s --cols x"):format(dev), nil, true)
