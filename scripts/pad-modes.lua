@@ -1,8 +1,9 @@
 -- pad-modes.lua — pad_backward in each border mode (constant, reflect, replicate), timed on one
 -- device at a size past the caches: an f32 gradient [R, --cols] from an upstream padded
--- ((1, 1), (16, 16)), the bench's shape (--outer N pads the rows axis by N a side instead of 1). The modes differ only in the border's terms, so the
--- constant row is the walk's own rate and the others show what their borders cost (on the
--- H200 replicate's edge sums ran ten times slower than reflect's: docs/PERF.md). GB/s of the
+-- ((1, 1), (16, 16)), the bench's shape (--outer N pads the rows axis by N a side instead of
+-- 1; 0 leaves no row with several upstream rows). The modes differ only in the border's
+-- terms, so the constant row is the walk's own rate and the others show what their borders
+-- cost (H200, reflect: 95 % of the copy ceiling at --outer 0, 85-87 % at 1; docs/PERF.md). GB/s of the
 -- contract's bytes_moved, against the copy ceiling that bandwidth.lua stored. Median, min and
 -- max of --reps timed launches after a warm-up; the kernel that ran in its own column. Each mode
 -- is bit-gated first: the gradient, written over a poisoned buffer, against the CPU's bytes on

@@ -23,9 +23,9 @@
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH,
- * SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH,
- * SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
+ * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH,
+ * SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS,
+ * SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -749,6 +749,25 @@ static __device__ __forceinline__ uint64_t shape_sum2(uint64_t a, uint64_t b, ui
 	return shape_f_bits(xpu_add(shape_bits_f(a, dt), shape_bits_f(b, dt)), dt);
 }
 
+/* An element's sum in the CPU's order: the first term as it is, then each next added, f64 in
+ * f64 and the rest in f32, narrowed once (bits). Both sums are kept; dt picks one. */
+struct shape_ordered_sum {
+	double acc64 = 0;
+	float acc32 = 0;
+
+	__device__ void add(uint64_t raw, uint32_t dt, bool first)
+	{
+		const double v64 = __longlong_as_double((long long)raw);
+		const float v32 = shape_bits_f(raw, dt);
+		acc64 = first ? v64 : __dadd_rn(acc64, v64);
+		acc32 = first ? v32 : xpu_add(acc32, v32);
+	}
+	__device__ uint64_t bits(uint32_t dt) const
+	{
+		return dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, dt);
+	}
+};
+
 /* How many upstream positions feed coordinate i of an axis (d long, b before, a after): the
  * CPU body's preimage, reflect's left mirror, interior and right mirror, replicate's edge run. */
 static __device__ __forceinline__ uint64_t shape_pre_count(uint64_t i, uint64_t d, uint64_t b, uint64_t a, int mode)
@@ -961,8 +980,7 @@ struct shape_pad_bwd_op : shape_pad_geo {
 	__device__ void sum_one(uint64_t e) const
 	{
 		uint64_t total = 1, off[SHAPE_SUM_AHEAD]; /* the first term gives the real count */
-		double acc64 = 0;
-		float acc32 = 0;
+		shape_ordered_sum sum;
 		for (uint64_t t0 = 0; t0 < total; t0 += SHAPE_SUM_AHEAD) {
 			uint64_t raw[SHAPE_SUM_AHEAD];
 			uint32_t m = 0;
@@ -976,13 +994,10 @@ struct shape_pad_bwd_op : shape_pad_geo {
 			for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++) {
 				if (u >= m)
 					break;
-				const double v64 = __longlong_as_double((long long)raw[u]);
-				const float v32 = shape_bits_f(raw[u], dt);
-				acc64 = t0 + u ? __dadd_rn(acc64, v64) : v64;
-				acc32 = t0 + u ? xpu_add(acc32, v32) : v32;
+				sum.add(raw[u], dt, t0 + u == 0);
 			}
 		}
-		shape_store_bits(out + e * elem, dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, dt), elem);
+		shape_store_bits(out + e * elem, sum.bits(dt), elem);
 	}
 
 	__device__ void slow(uint64_t i0, uint32_t count) const;
@@ -1076,19 +1091,14 @@ static __device__ __noinline__ uint32_t shape_pbw_rows_sum(uint8_t *grad, const 
 		for (uint32_t u = 0; u < 8; u++) {
 			if (u >= per)
 				break;
-			double acc64 = 0;
-			float acc32 = 0;
+			shape_ordered_sum sum;
 #pragma unroll
 			for (uint32_t t = 0; t < SHAPE_PBW_ROW_TERMS; t++) {
 				if (t >= total)
 					break;
-				const uint64_t bits = shape_lane(v[t], u, elem);
-				const double v64 = __longlong_as_double((long long)bits);
-				const float v32 = shape_bits_f(bits, op.dt);
-				acc64 = t ? __dadd_rn(acc64, v64) : v64;
-				acc32 = t ? xpu_add(acc32, v32) : v32;
+				sum.add(shape_lane(v[t], u, elem), op.dt, t == 0);
 			}
-			shape_lane_set(&r, u, elem, op.dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, op.dt));
+			shape_lane_set(&r, u, elem, sum.bits(op.dt));
 		}
 		shape_st16<(SHAPE_ROWS_STREAM != 0)>(grad + ic * elem, r);
 		done |= 1u << bit;
@@ -1216,8 +1226,7 @@ static __device__ __forceinline__ bool shape_pbw_edge(const shape_pad_bwd_op &op
 	if (left == right || ((uintptr_t)a & 15))
 		return false;
 	const uint64_t first = left ? 0 : op.len - 1 + op.lol, count = (left ? op.lol : op.hil) + 1;
-	double acc64 = 0;
-	float acc32 = 0;
+	shape_ordered_sum sum;
 	for (uint64_t t0 = 0; t0 < count; t0 += SHAPE_SUM_AHEAD) {
 		uint64_t raw[SHAPE_SUM_AHEAD];
 #pragma unroll
@@ -1227,14 +1236,11 @@ static __device__ __forceinline__ bool shape_pbw_edge(const shape_pad_bwd_op &op
 		for (uint32_t u = 0; u < SHAPE_SUM_AHEAD; u++) {
 			if (t0 + u >= count)
 				break;
-			const double v64 = __longlong_as_double((long long)raw[u]);
-			const float v32 = shape_bits_f(raw[u], op.dt);
-			acc64 = t0 + u ? __dadd_rn(acc64, v64) : v64;
-			acc32 = t0 + u ? xpu_add(acc32, v32) : v32;
+			sum.add(raw[u], op.dt, t0 + u == 0);
 		}
 	}
 	uint4 v = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
-	shape_lane_set(&v, left ? 0 : per - 1, elem, op.dt == 1 ? (uint64_t)__double_as_longlong(acc64) : shape_f_bits(acc32, op.dt));
+	shape_lane_set(&v, left ? 0 : per - 1, elem, sum.bits(op.dt));
 	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, v);
 	return true;
 }
