@@ -440,6 +440,10 @@ cases.contiguize = function(c, d, dt)
     -- tiles on both edges, the second group's tiles after the first's
     { shape = { 150, 230 }, strides = { 1, 150 }, offset = 5 },
     { shape = { 3000, 1 }, strides = { 3, 1 }, offset = 2 },  -- rows of one item: thousands of rows in a group
+    -- whole tiles on 16 bytes (CUDA copies them in while the one before is written out) among
+    -- partial ones, and a group's eight whole tiles in a row (f64's tiles are 32 x 64: two groups)
+    { shape = { 72, 136 }, strides = { 1, 72 }, offset = 8 },
+    { shape = { 128, 256 }, strides = { 1, 128 }, offset = 0 },
   } do
     local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)

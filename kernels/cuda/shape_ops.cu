@@ -14,7 +14,8 @@
  * thread issues the loads of up to four chunks (64 bytes) before their stores, so they are in
  * flight at once; a thread's chunks are a fixed step apart, so their rows are found from the
  * first by adding, not dividing. write_slice* loads its (dense) source before working out
- * where it goes; contiguize of a transposed view goes through shared-memory tiles. pad and
+ * where it goes; contiguize of a transposed view goes through shared-memory tiles (by
+ * cp.async, the next tile coming in while one is written out). pad and
  * pad_backward over rows of 128 items or more have kernels of their own (pad_rows,
  * pad_backward_rows: shape_rows_walk, shape_pbw_rows_walk), whose groups are four times larger
  * and find each output row's source once; rows that are not whole chunks go item by item
@@ -25,7 +26,8 @@
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
  * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH,
  * SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS,
- * SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS;
+ * SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS,
+ * SHAPE_TILE_ASYNC, SHAPE_TILE_UNROLL;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -2492,6 +2494,46 @@ write_slice_rows(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHA
 #ifndef SHAPE_TILE_VEC
 #define SHAPE_TILE_VEC 1
 #endif
+/* 1: a block's full vector tiles come into shared memory by cp.async (sm_80 on), the next
+ * tile's copies in flight while the current one is written out, two tiles of shared memory a
+ * block; 0: through registers, one tile at a time (shape_tile_vec). HIP has no cp.async. */
+#ifndef SHAPE_TILE_ASYNC
+#ifdef XPU_HIP
+#define SHAPE_TILE_ASYNC 0
+#else
+#define SHAPE_TILE_ASYNC 1
+#endif
+#endif
+
+/* Vectors of a tile a thread copies in (shape_tile_fetch) or writes out (shape_tile_drain) in
+ * one unrolled step: 4 (all of an f32 tile's) needs two blocks an SM (at three, 404 bytes
+ * spilled; 1 spills 24). H200, 1 GiB f32 transposed, two rounds: 4 at two blocks 3880-3903
+ * GB/s, 1 at three 3846-3851, registers one tile at a time (SHAPE_TILE_ASYNC 0) 3763. */
+#ifndef SHAPE_TILE_UNROLL
+#define SHAPE_TILE_UNROLL 4
+#endif
+
+#if SHAPE_TILE_ASYNC
+/* 16 bytes from global to shared memory, with no register between (cp.async.cg: cached in L2
+ * only); each thread's copies are waited for by group, then a barrier shows them to the block. */
+static __device__ __forceinline__ void shape_cp16(void *smem, const void *gmem)
+{
+	const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+static __device__ __forceinline__ void shape_cp_commit(void)
+{
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Wait until at most N of this thread's committed groups are still in flight. */
+template <int N>
+static __device__ __forceinline__ void shape_cp_wait(void)
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
 
 /* A view (element strides, offset) to dense; a scalar is one axis of one element. lo_p, hi_p:
  * the bytes the view reaches (the extent checked them against the buffer). len: the last dim. */
@@ -2728,50 +2770,191 @@ static __device__ __noinline__ void shape_tile_vec(const shape_tile<T> g, T *til
 	__syncthreads(); /* the tile is free for the next */
 }
 
+#if SHAPE_TILE_ASYNC
+/* A full tile on 16-byte boundaries by cp.async: the 16-byte vectors of input row b (along
+ * p) to row b of the buffer, vector s at slot s ^ ((b / V) & 7). That swizzle, in place of
+ * shape_tile's pitch (which would break the vectors' 16-byte alignment), keeps the column
+ * reads of shape_tile_drain in distinct banks (f32 and f64; f16's pairs share a word). */
+template <class T>
+static __device__ __forceinline__ uint32_t shape_swz(uint32_t s, uint32_t b)
+{
+	return b * (shape_tile<T>::TA / shape_tile<T>::V) + (s ^ ((b / shape_tile<T>::V) & 7));
+}
+
+/* Issue the copies of tile g into buf: a warp takes whole input rows of the tile. */
+template <class T>
+static __device__ __forceinline__ void shape_tile_fetch(const shape_tile<T> &g, uint4 *buf)
+{
+	typedef shape_tile<T> G;
+	constexpr uint32_t S = G::TA / G::V, NV = G::TA * G::TB / G::V / SHAPE_BLOCK;
+	const uint32_t t = xpu_thread();
+	constexpr int unroll = SHAPE_TILE_UNROLL;
+#pragma unroll(unroll)
+	for (uint32_t k = 0; k < NV; k++) {
+		const uint32_t idx = t + k * SHAPE_BLOCK, s = idx % S, b = idx / S;
+		shape_cp16(buf + shape_swz<T>(s, b), g.in + ((int64_t)(s * G::V) + (int64_t)b * g.stl) * (int64_t)sizeof(T));
+	}
+}
+
+/* Write out a tile from buf (its copies landed and a barrier passed) to out, output rows
+ * ostp apart: as shape_tile_vec's stores, V input rows of one column in a 16-byte vector. */
+template <class T>
+static __device__ __forceinline__ void shape_tile_drain(uint8_t *out, uint64_t ostp, const uint4 *buf)
+{
+	typedef shape_tile<T> G;
+	constexpr uint32_t NV = G::TA * G::TB / G::V / SHAPE_BLOCK, GB = G::TB / G::V / 8;
+	const uint32_t t = xpu_thread(), lane = t & 31;
+	const T *tile = (const T *)buf;
+	constexpr int unroll = SHAPE_TILE_UNROLL;
+#pragma unroll(unroll)
+	for (uint32_t k = 0; k < NV; k++) {
+		const uint32_t w = (t + k * SHAPE_BLOCK) >> 5, b = ((lane & 7) + 8 * (w % GB)) * G::V, a = (lane >> 3) + 4 * (w / GB);
+		uint4 o = make_uint4(0, 0, 0, 0);
+#pragma unroll
+		for (uint32_t i = 0; i < G::V; i++)
+			shape_lane_set(&o, i, sizeof(T), tile[shape_swz<T>(a / G::V, b + i) * G::V + a % G::V]);
+		shape_st16<SHAPE_KEEP>(out + (a * ostp + b) * sizeof(T), o);
+	}
+}
+#endif
+
+/* A transpose's geometry: axis p (stride 1) of P elements, output stride ostp; the last axis
+ * of Q; tp x tq tiles a plane. */
+struct shape_transpose_geom {
+	uint64_t P, Q, ostp, tp, tq, tiles;
+	bool steps_al; /* both steps on 16 bytes */
+};
+
+/* Tile ti of the transpose. */
+template <class T>
+static __device__ __forceinline__ shape_tile<T> shape_tile_at(const shape_contig_op &op, int p, const shape_transpose_geom &x,
+							       uint64_t ti)
+{
+	typedef shape_tile<T> G;
+	uint64_t bq, ap, out0;
+	int64_t in0;
+	op.plane(shape_div(shape_div(ti, x.tq, &bq), x.tp, &ap), p, &in0, &out0);
+	const uint64_t a0 = ap * G::TA, b0 = bq * G::TB;
+	shape_tile<T> g;
+	g.in = op.in + (in0 + (int64_t)a0 + (int64_t)b0 * op.stl) * (int64_t)sizeof(T);
+	g.out = op.out + (out0 + a0 * x.ostp + b0) * sizeof(T);
+	g.stl = op.stl;
+	g.ostp = x.ostp;
+	g.na = x.P - a0 < G::TA ? x.P - a0 : G::TA;
+	g.nb = x.Q - b0 < G::TB ? x.Q - b0 : G::TB;
+	return g;
+}
+
+/* Whether tile g moves as 16-byte vectors: full, and on 16 bytes at both ends. */
+template <class T>
+static __device__ __forceinline__ bool shape_tile_vec_ok(const shape_transpose_geom &x, const shape_tile<T> &g)
+{
+	typedef shape_tile<T> G;
+	return SHAPE_TILE_VEC && sizeof(T) >= 2 && x.steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) &&
+	       shape_al16(g.out);
+}
+
+#if SHAPE_TILE_ASYNC
+/* A block's full vector tiles with the next one's copies in flight while the current one is
+ * written out: two buffers of `stage` vectors, used in turn. Of the current tile only its
+ * output is kept while the next is found. The others (not full, or off 16 bytes: edges)
+ * follow through shape_tile_scalar, found again; calling it from the first loop cost that
+ * loop its registers (80 a thread at three blocks an SM: 424 bytes spilled, against none). */
+template <class T>
+static __device__ void shape_transpose_async(const shape_contig_op &op, int p, const shape_transpose_geom &x, uint4 *bufs,
+					     uint32_t stage)
+{
+	const uint64_t groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
+	uint64_t ti = xpu_group();
+	uint32_t others = 0, s = 0;
+	uint8_t *out = nullptr; /* the tile in buffer s, if any */
+	for (; ti < x.tiles || out; ti += groups) {
+		uint8_t *next = nullptr;
+		if (ti < x.tiles) {
+			const shape_tile<T> g = shape_tile_at<T>(op, p, x, ti);
+			if (shape_tile_vec_ok(x, g)) {
+				shape_tile_fetch(g, bufs + (out ? s ^ 1 : s) * stage);
+				next = g.out;
+			} else {
+				others++;
+			}
+		}
+		shape_cp_commit(); /* empty or not, so that wait_group 1 means "all but the newest" */
+		if (out) {
+			shape_cp_wait<1>();
+			__syncthreads();
+			shape_tile_drain<T>(out, x.ostp, bufs + s * stage);
+			__syncthreads(); /* buffer s is free again */
+			s ^= 1;
+		}
+		out = next;
+	}
+	if (!others)
+		return;
+	shape_cp_wait<0>();
+	for (ti = xpu_group(); ti < x.tiles; ti += groups) {
+		const shape_tile<T> g = shape_tile_at<T>(op, p, x, ti);
+		if (!shape_tile_vec_ok(x, g))
+			shape_tile_scalar(g, (T *)bufs); /* ends with its own barrier */
+	}
+}
+#endif
+
+/* A block's tiles one at a time, each loaded and written out before the next. */
+template <class T, bool AHEAD>
+static __device__ __forceinline__ void shape_transpose_loop(const shape_contig_op &op, int p, const shape_transpose_geom &x,
+							    T *tile)
+{
+	const uint64_t groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
+	for (uint64_t ti = xpu_group(); ti < x.tiles; ti += groups) {
+		const shape_tile<T> g = shape_tile_at<T>(op, p, x, ti);
+		if constexpr (AHEAD) {
+			shape_tile_ahead(g, tile);
+		} else {
+			if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2)
+				if (shape_tile_vec_ok(x, g)) {
+					shape_tile_vec(g, tile);
+					continue;
+				}
+			shape_tile_scalar(g, tile);
+		}
+	}
+}
+
 /* contiguize of a view whose axis p has stride 1 and whose last axis does not (a transpose):
  * tiles through shared memory, read along p and written along the last axis, so both sides
  * move whole rows. The grid has no more blocks than tiles: block g takes tiles g, g + grid, ...
- * Which path a tile takes is the same for the whole block, so the barriers are safe. */
+ * Which path a tile takes is the same for the whole block, so the barriers are safe. tile:
+ * one tile's buffer, or (SHAPE_TILE_ASYNC, not AHEAD) two of `stage` vectors each. */
 template <class T, bool AHEAD>
-static __device__ void shape_transpose(const shape_contig_op &op, int p, T *tile)
+static __device__ void shape_transpose(const shape_contig_op &op, int p, uint4 *tile, uint32_t stage)
 {
 	typedef shape_tile<T> G;
-	uint64_t P = 1, ostp = 1, ostride = 1;
+	shape_transpose_geom x;
+	uint64_t ostride = 1;
+	x.P = 1;
+	x.ostp = 1;
 #pragma unroll
 	for (int k = 7; k >= 0; k--) {
 		if (k >= op.rank)
 			continue;
 		if (k == p) {
-			P = op.D(k);
-			ostp = ostride;
+			x.P = op.D(k);
+			x.ostp = ostride;
 		}
 		ostride *= op.D(k);
 	}
-	const uint64_t Q = op.len, tp = (P + G::TA - 1) / G::TA, tq = (Q + G::TB - 1) / G::TB;
-	const uint64_t tiles = op.n / (P * Q) * tp * tq, groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
-	const bool steps_al = (((uint64_t)op.stl * sizeof(T)) & 15) == 0 && ((ostp * sizeof(T)) & 15) == 0;
-	for (uint64_t ti = xpu_group(); ti < tiles; ti += groups) {
-		uint64_t bq, ap, out0;
-		int64_t in0;
-		op.plane(shape_div(shape_div(ti, tq, &bq), tp, &ap), p, &in0, &out0);
-		const uint64_t a0 = ap * G::TA, b0 = bq * G::TB;
-		shape_tile<T> g;
-		g.in = op.in + (in0 + (int64_t)a0 + (int64_t)b0 * op.stl) * (int64_t)sizeof(T);
-		g.out = op.out + (out0 + a0 * ostp + b0) * sizeof(T);
-		g.stl = op.stl;
-		g.ostp = ostp;
-		g.na = P - a0 < G::TA ? P - a0 : G::TA;
-		g.nb = Q - b0 < G::TB ? Q - b0 : G::TB;
-		if constexpr (SHAPE_TILE_VEC && sizeof(T) >= 2 && !AHEAD)
-			if (steps_al && g.na == G::TA && g.nb == G::TB && shape_al16(g.in) && shape_al16(g.out)) {
-				shape_tile_vec(g, tile);
-				continue;
-			}
-		if constexpr (AHEAD)
-			shape_tile_ahead(g, tile);
-		else
-			shape_tile_scalar(g, tile);
-	}
+	x.Q = op.len;
+	x.tp = (x.P + G::TA - 1) / G::TA;
+	x.tq = (x.Q + G::TB - 1) / G::TB;
+	x.tiles = op.n / (x.P * x.Q) * x.tp * x.tq;
+	x.steps_al = (((uint64_t)op.stl * sizeof(T)) & 15) == 0 && ((x.ostp * sizeof(T)) & 15) == 0;
+#if SHAPE_TILE_ASYNC
+	if constexpr (!AHEAD && sizeof(T) >= 2)
+		shape_transpose_async<T>(op, p, x, tile, stage);
+	else
+#endif
+		shape_transpose_loop<T, AHEAD>(op, p, x, (T *)tile);
 }
 
 #define SHAPE_CONTIG_PARAMS                                                                                 \
@@ -2806,15 +2989,17 @@ static __device__ __forceinline__ void shape_contiguize(SHAPE_CONTIG_PARAMS)
 	shape_contig_op op;
 	op.init(out, in, geom, offset, w, st);
 	if constexpr (TILES) {
-		/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements */
-		__shared__ uint4 tile[64 * 33 * 8 / 16];
+		/* one tile for every element size: the largest is 64 rows of 33 eight-byte elements;
+		 * two with cp.async */
+		constexpr uint32_t stage = 64 * 33 * 8 / 16;
+		__shared__ uint4 tile[(SHAPE_TILE_ASYNC && !AHEAD ? 2 : 1) * stage];
 		const int p = op.unit_axis();
 		if (op.stl != 1 && p >= 0 && op.len > 1) /* the same for the whole block: its __syncthreads are safe */
 			switch (op.elem) {
-			case 1: shape_transpose<uint8_t, AHEAD>(op, p, (uint8_t *)tile); break;
-			case 2: shape_transpose<uint16_t, AHEAD>(op, p, (uint16_t *)tile); break;
-			case 4: shape_transpose<uint32_t, AHEAD>(op, p, (uint32_t *)tile); break;
-			default: shape_transpose<uint64_t, AHEAD>(op, p, (uint64_t *)tile); break;
+			case 1: shape_transpose<uint8_t, AHEAD>(op, p, tile, stage); break;
+			case 2: shape_transpose<uint16_t, AHEAD>(op, p, tile, stage); break;
+			case 4: shape_transpose<uint32_t, AHEAD>(op, p, tile, stage); break;
+			default: shape_transpose<uint64_t, AHEAD>(op, p, tile, stage); break;
 			}
 		else
 			for (uint64_t e = (uint64_t)xpu_group() * SHAPE_BLOCK + xpu_thread(); e < op.n;
@@ -2833,11 +3018,13 @@ contiguize(SHAPE_CONTIG_PARAMS)
 	shape_contiguize<false>(SHAPE_CONTIG_ARGS);
 }
 
-/* Blocks an SM contiguize_tiles must hold: at 3, 80 registers and 16 bytes spilled. H200, 1 GiB
+/* Blocks an SM contiguize_tiles must hold. With a tile's copies in flight beside the one
+ * written out (SHAPE_TILE_ASYNC), 2 (128 registers, 33 KB of shared memory a block; see
+ * SHAPE_TILE_UNROLL). One tile at a time, 3: 80 registers and 16 bytes spilled; H200, 1 GiB
  * f32 transposed, % of the copy beside it: 3 93 %, 2 (120 registers) 81 %, 4 (192 bytes
  * spilled) 81-83 % (docs/PERF.md, "Triangles item by item"). */
 #ifndef SHAPE_TILES_BLOCKS
-#define SHAPE_TILES_BLOCKS 3
+#define SHAPE_TILES_BLOCKS (SHAPE_TILE_ASYNC ? 2 : 3)
 #endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_TILES_BLOCKS)
 contiguize_tiles(SHAPE_CONTIG_PARAMS)
