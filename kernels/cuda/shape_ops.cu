@@ -24,10 +24,11 @@
  * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
  * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
  * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_CONTIG_BLOCKS, SHAPE_ITEM_BATCH,
- * SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS, SHAPE_PBW_ITEMS_BLOCKS,
- * SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS, SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS,
- * SHAPE_TILE_ASYNC, SHAPE_TILE_UNROLL;
+ * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_PBW_LAST_FIRST, SHAPE_CONTIG_BLOCKS,
+ * SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS,
+ * SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS,
+ * SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS, SHAPE_TILE_ASYNC,
+ * SHAPE_TILE_UNROLL;
  * each is described where it is defined.
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
@@ -1148,6 +1149,11 @@ __device__ uint32_t shape_pad_bwd_op::rows_sum(uint64_t i0, uint32_t mask) const
 #ifndef SHAPE_PBW_SLIM_BORDER
 #define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
 #endif
+#ifndef SHAPE_PBW_LAST_FIRST
+/* 1: the launch's last group in block 0 (shape_pbw_rows_walk). H200, 1 GiB f32 reflect,
+ * padding ((1, 1), (16, 16)), two rounds: 3926-3937 GB/s against 3688-3694 in launch order. */
+#define SHAPE_PBW_LAST_FIRST 1
+#endif
 #ifndef SHAPE_PBW_EARLY_BORDER
 #define SHAPE_PBW_EARLY_BORDER 1 /* ... those at its batch's two ends loaded with the batch */
 #endif
@@ -1254,7 +1260,12 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
 	const uint32_t elem = op.elem, per = 16 / elem, len = (uint32_t)op.len, t = xpu_thread(), lane = t & 31;
 	const uint32_t batches = XPU_SHAPE_ROW_GROUPS * elem / B; /* elem >= 2: whole batches */
-	const uint64_t g0 = (uint64_t)xpu_group() * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
+	/* Block 0 takes the last group (SHAPE_PBW_LAST_FIRST): a rows axis padded at its end puts a
+	 * row with several upstream rows there, whose chunks cost more than a plain group's; started
+	 * first, it ends inside the launch instead of after it. */
+	const uint64_t groups = (uint64_t)gridDim.x * gridDim.y * gridDim.z;
+	const uint64_t grp = SHAPE_PBW_LAST_FIRST ? (xpu_group() + groups - 1) % groups : xpu_group();
+	const uint64_t g0 = grp * (SHAPE_BLOCK * XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS);
 	const uint64_t row0 = g0 / len;
 	for (uint32_t r = t; r < XPU_SHAPE_ROWS; r += SHAPE_BLOCK)
 		entry[r] = op.row_entry(row0 + r);
