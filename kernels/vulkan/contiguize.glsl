@@ -13,7 +13,7 @@
  *   through shared memory half at a time (32 steps along the last axis), so a group holds
  *   8.4 KB (below). Group g takes tiles g, g + groups, ... (the grid is sized by elements, and
  *   partial tiles at the edges can outnumber the groups). A whole tile of 4-byte elements whose
- *   rows start on 16 bytes on both sides moves as 16-byte words (tile_vec4_turn; H200, 1 GiB f32
+ *   rows start on 16 bytes on both sides moves as 16-byte words (tile_vec4; H200, 1 GiB f32
  *   transposed, contiguize_tiles: 3175-3303 GB/s against 2905-2943 with words).
  * - anything else: an invocation loads its 16 items where the view puts them, then stores
  *   them (a row's start from the group's row table, shape_ops.glsl). */
@@ -25,7 +25,7 @@ layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
  * is one of these words. */
 layout(std430, set = 0, binding = 0) buffer Out2 { uvec2 dst2[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In2 { uvec2 src2[]; };
-/* And in 16-byte words, for whole tiles of 4-byte elements on 16-byte boundaries (tile_vec4_turn). */
+/* And in 16-byte words, for whole tiles of 4-byte elements on 16-byte boundaries (tile_vec4). */
 layout(std430, set = 0, binding = 0) buffer Out4 { uvec4 dst4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In4 { uvec4 src4[]; };
 layout(push_constant) uniform Args {
@@ -166,24 +166,17 @@ void tile_words(ContigTile g, bool again)
 
 /* A whole tile of 4-byte elements whose rows start on 16 bytes on both sides, in 16-byte words:
  * invocation t loads words a = 4 (t % 16) .. + 3 of input rows b = t / 16 + 16k (four 16-byte
- * loads, 256 contiguous bytes a half-warp: tile_vec4_word, k < 4, into v); half h (k = 2h,
- * 2h + 1) is written to the tile transposed (tile[a][b - 32h]), then output rows a = t / 8 +
- * 32j take words 32h + 4 (t % 8) .. + 3 as one 16-byte word (128 contiguous bytes for 8
- * invocations: tile_vec4_turn). */
-uvec4 tile_vec4_word(ContigTile g, uint k)
-{
-	uint t = xpu_thread(), in0 = ((pc.off_in >> 2) + g.in0) / 4u + t % 16u;
-	return src4[in0 + (t / 16u + 16u * k) * (g.stl / 4u)];
-}
-
-/* `ahead`: the group's next tile, gn, moves as 16-byte words too, and its loads go into v as
- * each half frees its two (after the half's tile writes), so they are in flight while this
- * tile is stored (CONTIG_AHEAD). */
-void tile_vec4_turn(ContigTile g, inout uvec4 v[4], bool again, ContigTile gn, bool ahead)
+ * loads, 256 contiguous bytes a half-warp); half h (k = 2h, 2h + 1) is written to the tile
+ * transposed (tile[a][b - 32h]), then output rows a = t / 8 + 32j take words 32h + 4 (t % 8) ..
+ * + 3 as one 16-byte word (128 contiguous bytes for 8 invocations). */
+void tile_vec4(ContigTile g, bool again)
 {
 	uint t = xpu_thread(), q = t % 16u, r = t / 16u, oq = t % 8u, orow = t / 8u;
-	uint out0 = ((pc.off_out >> 2) + g.out0) / 4u + oq, ost4 = g.ostp / 4u;
-	uvec4 o[2];
+	uint in0 = ((pc.off_in >> 2) + g.in0) / 4u + q, out0 = ((pc.off_out >> 2) + g.out0) / 4u + oq;
+	uint st4 = g.stl / 4u, ost4 = g.ostp / 4u;
+	uvec4 v[4], o[2];
+	[[unroll]] for (uint k = 0u; k < 4u; k++)
+		v[k] = src4[in0 + (r + 16u * k) * st4];
 	[[unroll]] for (uint h = 0u; h < 2u; h++) {
 		if (again || h == 1u)
 			barrier();
@@ -194,9 +187,6 @@ void tile_vec4_turn(ContigTile g, inout uvec4 v[4], bool again, ContigTile gn, b
 			tile[(4u * q + 2u) * TILE_PITCH8 + b] = v[2u * h + k].z;
 			tile[(4u * q + 3u) * TILE_PITCH8 + b] = v[2u * h + k].w;
 		}
-		if (ahead)
-			[[unroll]] for (uint k = 0u; k < 2u; k++)
-				v[2u * h + k] = tile_vec4_word(gn, 2u * h + k);
 		barrier();
 		[[unroll]] for (uint j = 0u; j < 2u; j++) {
 			uint a = (orow + 32u * j) * TILE_PITCH8 + 4u * oq;
@@ -282,81 +272,33 @@ void contig_plane(uint m, uint p, uint rank, out uint in0, out uint out0)
 	}
 }
 
-/* CONTIG_AHEAD 1: a group's whole 16-byte tiles have the next one's loads in flight while one
- * is stored (tile_vec4_turn); 0: each tile's loads at its start. */
-#ifndef CONTIG_AHEAD
-#define CONTIG_AHEAD 1
-#endif
-
-/* A transpose's geometry: axis p of P elements (output stride ostp), the last of Q; tiles of
- * ta x 64, tp x tq a plane. */
-struct ContigGeom {
-	uint p, rank, P, Q, ostp, ta, tp, tq;
-};
-
-/* Tile ti: numbered along the last axis fastest, then p, then the planes. */
-ContigTile contig_tile(ContigGeom x, uint ti)
-{
-	uint bq = ti % x.tq, ap = (ti / x.tq) % x.tp, a0 = ap * x.ta, b0 = bq * 64u;
-	ContigTile g;
-	contig_plane(ti / x.tq / x.tp, x.p, x.rank, g.in0, g.out0);
-	g.stl = pc.st[x.rank - 1u].x;
-	g.in0 += a0 + b0 * g.stl;
-	g.out0 += a0 * x.ostp + b0;
-	g.ostp = x.ostp;
-	g.na = min(x.P - a0, x.ta);
-	g.nb = min(x.Q - b0, 64u);
-	return g;
-}
-
-/* Whether tile g moves as 16-byte words: whole, of 4-byte elements, rows on 16 bytes. */
-bool contig_vec4(ContigTile g, uint elem)
-{
-	return elem == 4u && g.na == 64u && g.nb == 64u && ((pc.off_in | pc.off_out) & 15u) == 0u &&
-	       ((g.in0 | g.stl | g.out0 | g.ostp) & 3u) == 0u;
-}
-
-/* Group g's tiles g, g + groups, ... The step to the next is taken only while it stays below
- * the count, which can then not wrap. */
+/* Tiles numbered along the last axis fastest, then p, then the planes. The step to a group's
+ * next tile is taken only while it stays below the count, which can then not wrap. */
 void contig_transpose(uint p, uint rank, uint n, uint elem)
 {
-	ContigGeom x;
-	x.p = p;
-	x.rank = rank;
-	x.P = contig_d(p);
-	x.Q = contig_d(rank - 1u);
-	x.ostp = 1u;
-	x.ta = elem == 8u ? 32u : 64u;
+	uint P = contig_d(p), Q = contig_d(rank - 1u), ostp = 1u, ta = elem == 8u ? 32u : 64u;
 	for (uint k = p + 1u; k < rank; k++)
-		x.ostp *= contig_d(k);
-	x.tp = (x.P + x.ta - 1u) / x.ta;
-	x.tq = (x.Q + 63u) / 64u;
-	uint tiles = n / (x.P * x.Q) * x.tp * x.tq, groups = xpu_groups();
-	if (xpu_group() >= tiles)
-		return;
-	ContigTile g = contig_tile(x, xpu_group());
-	uvec4 v[4];
-	bool loaded = false; /* v holds g's loads */
-	for (uint ti = xpu_group(); ti < tiles;) {
-		uint next = tiles - ti > groups ? ti + groups : tiles;
-		ContigTile gn = next < tiles ? contig_tile(x, next) : g;
-		bool again = ti != xpu_group();
-		if (contig_vec4(g, elem)) {
-			bool ahead = CONTIG_AHEAD != 0 && next < tiles && contig_vec4(gn, elem);
-			if (!loaded)
-				[[unroll]] for (uint k = 0u; k < 4u; k++)
-					v[k] = tile_vec4_word(g, k);
-			tile_vec4_turn(g, v, again, gn, ahead);
-			loaded = ahead;
-		} else if (elem == 8u) {
-			tile_pairs(g, again);
-		} else if (elem == 4u) {
-			tile_words(g, again);
-		} else {
-			tile_narrow(g, elem, again);
-		}
-		g = gn;
-		ti = next;
+		ostp *= contig_d(k);
+	uint tp = (P + ta - 1u) / ta, tq = (Q + 63u) / 64u, tiles = n / (P * Q) * tp * tq, groups = xpu_groups();
+	for (uint ti = xpu_group(); ti < tiles; ti = tiles - ti > groups ? ti + groups : tiles) {
+		uint bq = ti % tq, ap = (ti / tq) % tp, a0 = ap * ta, b0 = bq * 64u;
+		ContigTile g;
+		contig_plane(ti / tq / tp, p, rank, g.in0, g.out0);
+		g.stl = pc.st[rank - 1u].x;
+		g.in0 += a0 + b0 * g.stl;
+		g.out0 += a0 * ostp + b0;
+		g.ostp = ostp;
+		g.na = min(P - a0, ta);
+		g.nb = min(Q - b0, 64u);
+		if (elem == 8u)
+			tile_pairs(g, ti != xpu_group());
+		else if (elem == 4u && g.na == 64u && g.nb == 64u && ((pc.off_in | pc.off_out) & 15u) == 0u &&
+			 ((g.in0 | g.stl | g.out0 | g.ostp) & 3u) == 0u)
+			tile_vec4(g, ti != xpu_group());
+		else if (elem == 4u)
+			tile_words(g, ti != xpu_group());
+		else
+			tile_narrow(g, elem, ti != xpu_group());
 	}
 }
 
