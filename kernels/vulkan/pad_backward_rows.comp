@@ -148,6 +148,14 @@ void pad_bwd_quads(uint lo, uint hi, uint base, uint rows, uint d, uint b, uint 
 #ifndef PBW_CB
 #define PBW_CB 8u
 #endif
+/* 1: workgroup 0 takes the dispatch's last group, so the row with several upstream rows at a
+ * rows axis padded at its end (whose chunks cost more than a plain group's) starts first and
+ * ends inside the dispatch instead of after it; 0: dispatch order. H200, 1 GiB f32, padding
+ * ((1, 1), (16, 16)), two rounds: reflect 3596-3597 GB/s against 3264 / 3609, replicate
+ * 3243-3281 against 3002-3145 (CUDA's pad_backward_rows gained 6 % on reflect from it). */
+#ifndef PBW_LAST_FIRST
+#define PBW_LAST_FIRST 1
+#endif
 
 /* A border chunk in flight: gradient items g .. g + 3 (column j of its row, whose upstream
  * start is at), its interior quad and mirror words, and which of its columns take a mirror
@@ -293,7 +301,8 @@ void main()
 		n *= SHAPE_U32(pc.w, 0u, k);
 	uint last = rank - 1u, d = SHAPE_U32(pc.w, 0u, last);
 	uint b = SHAPE_U32(pc.w, 4u, last), after = SHAPE_U32(pc.w, 8u, last);
-	uint per = gl_WorkGroupSize.x * uint(XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS), lo = xpu_group() * per;
+	uint groups = xpu_groups(), grp = PBW_LAST_FIRST != 0 ? (xpu_group() + groups - 1u) % groups : xpu_group();
+	uint per = gl_WorkGroupSize.x * uint(XPU_SHAPE_GRAIN * XPU_SHAPE_ROW_GROUPS), lo = grp * per;
 	if (lo >= n || d == 0u) /* the same for the whole group */
 		return;
 	uint hi = n - lo > per ? lo + per : n, first = lo / d, rows = (hi - 1u) / d - first + 1u;
