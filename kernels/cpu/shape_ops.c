@@ -2,7 +2,9 @@
  * flip, roll, cumsum, triu, tril, write_slice, write_slice_rotating, contiguize. A group is
  * 256 * XPU_SHAPE_GRAIN items (output elements; write_slice*: source elements), cumsum's 256
  * lanes (its grain is one); each body walks its items a row run at a time with memcpy where
- * the bytes are contiguous. The byte kernels move whole elements and never look at them; the
+ * the bytes are contiguous, and where one side is strided, in blocks that keep both sides'
+ * accesses contiguous (a transpose by tiles, a scan along an outer axis by rows of lanes). A
+ * worker takes many groups at once, so a body's blocks may span groups. The byte kernels move whole elements and never look at them; the
  * typed ones (cumsum, pad_backward) add in a fixed order that the CUDA bodies repeat. Uses
  * quant/f16.h for the half conversions and shape_grain.h for the grain. */
 #include "cpu_kernel.h"
@@ -71,25 +73,43 @@ static int64_t pad_source(const struct padgeo *p, int k, uint64_t o)
 	return q < 0 ? -q : 2 * (d - 1) - q; /* reflect: each side is shorter than the axis */
 }
 
-/* One output row run [o, o + len) on the last axis, given the row's input base (or -1). */
+/* n copies of the e-byte fill at out: one written, then doubled by copies of what is there. */
+static void fill_run(uint8_t *out, uint64_t fill, uint64_t e, uint64_t n)
+{
+	if (n == 0)
+		return;
+	memcpy(out, &fill, e);
+	for (uint64_t have = 1; have < n;) {
+		uint64_t more = have < n - have ? have : n - have;
+		memcpy(out + have * e, out, more * e);
+		have += more;
+	}
+}
+
+/* One output row run [o, o + len) on the last axis, given the row's input base (or -1): the
+ * interior as one copy, a constant border as one fill, reflect's and replicate's border item
+ * by item. */
 static void pad_run(const struct padgeo *p, uint8_t *out, const uint8_t *in, int64_t row, uint64_t o,
 		    uint64_t len, uint64_t fill)
 {
 	int last = p->rank - 1;
-	uint64_t e = p->elem;
+	uint64_t e = p->elem, b = p->lo[last], end = b + p->d[last]; /* the interior: [b, end) */
+	if (row < 0) {
+		fill_run(out, fill, e, len);
+		return;
+	}
 	for (uint64_t j = 0; j < len;) {
-		int64_t q = row < 0 ? -1 : pad_source(p, last, o + j);
-		if (q < 0) {
-			memcpy(out + j * e, &fill, e);
-			j++;
-			continue;
+		uint64_t at = o + j, run = 1;
+		if (at >= b && at < end) {
+			run = end - at < len - j ? end - at : len - j;
+			memcpy(out + j * e, in + ((uint64_t)row * p->d[last] + (at - b)) * e, run * e);
+		} else if (p->mode == 0) {
+			run = at < b ? b - at : len - j;
+			run = run < len - j ? run : len - j;
+			fill_run(out + j * e, fill, e, run);
+		} else {
+			memcpy(out + j * e, in + ((uint64_t)row * p->d[last] + (uint64_t)pad_source(p, last, at)) * e, e);
 		}
-		/* interior: a contiguous stretch of the input row */
-		uint64_t run = 1;
-		if (o + j >= p->lo[last])
-			while (j + run < len && o + j + run < p->lo[last] + p->d[last])
-				run++;
-		memcpy(out + j * e, in + ((uint64_t)row * p->d[last] + (uint64_t)q) * e, run * e);
 		j += run;
 	}
 }
@@ -229,31 +249,149 @@ static void pad_backward_one(const struct padgeo *p, uint32_t dt, const uint8_t 
 		store_f(dst, dt, acc32);
 }
 
+/* Coordinates [*c0, *c1) of axis k whose gradient is the one upstream element at c + lo[k]
+ * (preimage's lone term); the edges of reflect's and replicate's borders are left out. */
+static void lone_span(const struct padgeo *p, int k, uint64_t *c0, uint64_t *c1)
+{
+	uint64_t b = p->lo[k], d = p->d[k], after = p->od[k] - d - b;
+	*c0 = 0;
+	*c1 = d;
+	if (p->mode != 0 && b > 0)
+		*c0 = p->mode == 1 ? b + 1 : 1; /* reflect: [1, b] take a mirror term too */
+	if (p->mode != 0 && after > 0)
+		*c1 = p->mode == 2 ? d - 1 : d - 1 >= after ? d - 1 - after : 0; /* reflect: [d-1-after, d-2] */
+	if (*c1 < *c0)
+		*c1 = *c0;
+}
+
+/* The upstream row (all axes but the last) of the gradient row at idx, where every outer axis
+ * has its lone term; else -1. */
+static int64_t lone_row(const struct padgeo *p, const uint64_t *idx)
+{
+	int64_t row = 0;
+	for (int k = 0; k < p->rank - 1; k++) {
+		uint64_t c0, c1;
+		lone_span(p, k, &c0, &c1);
+		if (idx[k] < c0 || idx[k] >= c1)
+			return -1;
+		row = row * (int64_t)p->od[k] + (int64_t)(idx[k] + p->lo[k]);
+	}
+	return row;
+}
+
+/* Gradient items [c, c + n) of a row whose upstream row is `up`: one term each, copied as
+ * pad_backward_one copies a lone term (f32 and f64 bit for bit, halves through f32). */
+static void lone_items(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *up, uint64_t n)
+{
+	if (dt <= 1) {
+		memcpy(dst, up, n * p->elem);
+		return;
+	}
+	for (uint64_t j = 0; j < n; j++)
+		store_f(dst + j * 2, dt, load_f(up + j * 2, dt));
+}
+
+/* Gradient item c of a row whose outer axes have lone terms, upstream row `uprow`: its terms
+ * lie in that row, so pad_backward_one's order is the last axis's preimage in turn. */
+static void row_sum(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *uprow, uint64_t c)
+{
+	uint64_t r[3][2];
+	int nr = preimage(p, p->rank - 1, c, r);
+	double acc64 = 0;
+	float acc32 = 0;
+	bool first = true;
+	for (int i = 0; i < nr; i++) {
+		for (uint64_t q = r[i][0]; q < r[i][1]; q++, first = false) {
+			if (dt == 1) {
+				double v;
+				memcpy(&v, uprow + q * 8, 8);
+				acc64 = first ? v : acc64 + v;
+			} else {
+				float v = load_f(uprow + q * p->elem, dt);
+				acc32 = first ? v : acc32 + v;
+			}
+		}
+	}
+	if (dt == 1)
+		memcpy(dst, &acc64, 8);
+	else
+		store_f(dst, dt, acc32);
+}
+
+/* Gradient items [from, to) of the row run that starts at column i0 (dst: its first item),
+ * term by term: from the upstream row where the outer axes have lone terms, else the full sum. */
+static void summed_items(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *up, uint64_t *idx,
+			 int64_t row, uint64_t i0, uint64_t from, uint64_t to)
+{
+	int last = p->rank - 1;
+	for (uint64_t c = from; c < to; c++) {
+		uint8_t *at = dst + (c - i0) * p->elem;
+		if (row >= 0) {
+			row_sum(p, dt, at, up + (uint64_t)row * p->od[last] * p->elem, c);
+			continue;
+		}
+		if (p->rank)
+			idx[last] = c;
+		pad_backward_one(p, dt, up, at, idx);
+	}
+}
+
+/* A row run at a time: the columns of a row with lone terms on every axis are copied from the
+ * upstream row, the rest summed term by term. */
 static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	struct padgeo p;
 	uint32_t dt = (uint32_t)((a[2].u >> 8) & 0xff);
 	pad_geo(a, 3, a[2].u, &p);
 	p.elem = dt == 1 ? 8 : dt == 0 ? 4 : 2;
+	uint8_t *out = karg_ptr(a, 0);
+	const uint8_t *up = karg_ptr(a, 1);
 	uint64_t n = 1, lo, hi, idx[8];
+	int last = p.rank - 1;
 	for (int k = 0; k < p.rank; k++)
 		n *= p.d[k];
 	item_range(g0, g1, n, &lo, &hi);
-	for (uint64_t e = lo; e < hi; e++) {
+	for (uint64_t e = lo; e < hi;) {
 		unflatten(e, p.d, p.rank, idx);
-		pad_backward_one(&p, dt, karg_ptr(a, 1), (uint8_t *)karg_ptr(a, 0) + e * p.elem, idx);
+		uint64_t i0 = p.rank ? idx[last] : 0, len = p.rank ? p.d[last] - i0 : 1;
+		len = len < hi - e ? len : hi - e;
+		uint64_t end = i0 + len, c0 = end, c1 = end; /* the lone columns [c0, c1) of [i0, end) */
+		int64_t row = p.rank ? lone_row(&p, idx) : -1;
+		if (row >= 0) {
+			lone_span(&p, last, &c0, &c1);
+			c0 = c0 < i0 ? i0 : c0 > end ? end : c0;
+			c1 = c1 < c0 ? c0 : c1 > end ? end : c1;
+			lone_items(&p, dt, out + (e + c0 - i0) * p.elem,
+				   up + ((uint64_t)row * p.od[last] + c0 + p.lo[last]) * p.elem, c1 - c0);
+		}
+		summed_items(&p, dt, out + e * p.elem, up, idx, row, i0, i0, c0);
+		summed_items(&p, dt, out + e * p.elem, up, idx, row, i0, c1, end);
+		e += len;
 	}
 }
 
 /* ---- flip, roll ----------------------------------------------------------------------------- */
 
-static void move_elem(uint8_t *dst, const uint8_t *src, uint64_t elem)
+/* n items into out from `last` backwards (out[x] = last[-x]), a loop a size. */
+static void reverse_run(uint8_t *out, const uint8_t *last, uint64_t n, uint64_t elem)
 {
 	switch (elem) {
-	case 1: *dst = *src; break;
-	case 2: memcpy(dst, src, 2); break;
-	case 4: memcpy(dst, src, 4); break;
-	default: memcpy(dst, src, 8); break;
+	case 1: for (uint64_t x = 0; x < n; x++) out[x] = last[-(int64_t)x]; break;
+	case 2: for (uint64_t x = 0; x < n; x++) memcpy(out + 2 * x, last - 2 * x, 2); break;
+	case 4: {
+		uint64_t x = 0;
+		for (; x + 8 <= n; x += 8) { /* eight words in, stored reversed: straight-line code */
+			uint32_t w[8], r[8];
+			memcpy(w, last - 4 * (x + 7), 32);
+			for (int u = 0; u < 8; u++)
+				r[u] = w[7 - u];
+			memcpy(out + 4 * x, r, 32);
+		}
+		for (; x < n; x++)
+			memcpy(out + 4 * x, last - 4 * x, 4);
+		break;
+	}
+	default: for (uint64_t x = 0; x < n; x++) memcpy(out + 8 * x, last - 8 * x, 8); break;
 	}
 }
 
@@ -273,8 +411,7 @@ static void reorder(const struct xpu_karg *a, uint64_t g0, uint64_t g1, uint64_t
 		uint64_t len = inner - i < hi - e ? inner - i : hi - e;
 		if (inner == 1 && flip) {
 			len = dim - j < hi - e ? dim - j : hi - e;
-			for (uint64_t x = 0; x < len; x++)
-				move_elem(out + (e + x) * elem, row - x * elem, elem);
+			reverse_run(out + e * elem, row, len, elem);
 		} else {
 			if (inner == 1) {
 				len = dim - j < dim - src ? dim - j : dim - src;
@@ -320,13 +457,83 @@ static void scan_lane(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t d
 	}
 }
 
+/* Lanes scanned side by side: their sums fill 64 KiB, so a row of the scan reads and writes
+ * 16 pages of f32 at once (at 1024 lanes it ran 17-19 GB/s, at 16384 25-29; docs/PERF.md). */
+#define SCAN_BYTES 65536
+
+/* Lanes [i, i + n) of one outer index, side by side: row t of the scan reads and writes n
+ * contiguous items, so a scan along an outer axis streams its rows instead of walking one lane
+ * at a stride. Each lane still adds in order t = 0, 1, ..., as scan_lane. */
+static void scan_lanes(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t n, uint64_t dim, uint64_t inner,
+		       uint32_t dt)
+{
+	if (dt == 1) {
+		double acc[SCAN_BYTES / 8];
+		for (uint64_t t = 0; t < dim; t++) {
+			const uint8_t *src = in + (base + t * inner) * 8;
+			uint8_t *dst = out + (base + t * inner) * 8;
+			for (uint64_t j = 0; j < n; j++) {
+				double v;
+				memcpy(&v, src + j * 8, 8);
+				acc[j] = t ? acc[j] + v : v;
+				memcpy(dst + j * 8, &acc[j], 8);
+			}
+		}
+		return;
+	}
+	uint64_t elem = dt == 0 ? 4 : 2;
+	float acc[SCAN_BYTES / 4];
+	for (uint64_t t = 0; t < dim; t++) {
+		const uint8_t *src = in + (base + t * inner) * elem;
+		uint8_t *dst = out + (base + t * inner) * elem;
+		if (dt == 0 && t == 0) {
+			memcpy(acc, src, n * 4);
+			memcpy(dst, src, n * 4);
+			continue;
+		}
+		if (dt == 0) {
+			uint64_t j = 0;
+			for (; j + 8 <= n; j += 8) { /* eight lanes of straight-line code: one vector add */
+				float v[8];
+				memcpy(v, src + j * 4, 32);
+				for (int u = 0; u < 8; u++)
+					acc[j + u] += v[u];
+				memcpy(dst + j * 4, acc + j, 32);
+			}
+			for (; j < n; j++) {
+				float v;
+				memcpy(&v, src + j * 4, 4);
+				acc[j] += v;
+				memcpy(dst + j * 4, &acc[j], 4);
+			}
+			continue;
+		}
+		for (uint64_t j = 0; j < n; j++) {
+			float v = load_f(src + j * 2, dt);
+			acc[j] = t ? acc[j] + v : v;
+			store_f(dst + j * 2, dt, acc[j]);
+		}
+	}
+}
+
 static void cumsum_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	uint64_t dim = a[3].u, inner = a[4].u, lanes = a[2].u * inner, lo, hi;
+	uint32_t dt = (uint32_t)a[5].u;
 	group_range(g0, g1, LANES, lanes, &lo, &hi);
-	for (uint64_t lane = lo; lane < hi; lane++)
-		scan_lane(karg_ptr(a, 0), karg_ptr(a, 1), (lane / inner) * dim * inner + lane % inner, dim, inner,
-			  (uint32_t)a[5].u);
+	for (uint64_t lane = lo; lane < hi;) {
+		uint64_t o = lane / inner, i = lane % inner, base = o * dim * inner + i;
+		if (inner == 1) { /* a lane is a contiguous row */
+			scan_lane(karg_ptr(a, 0), karg_ptr(a, 1), base, dim, 1, dt);
+			lane++;
+			continue;
+		}
+		uint64_t n = inner - i < hi - lane ? inner - i : hi - lane;
+		uint64_t most = SCAN_BYTES / (dt == 1 ? 8 : 4);
+		n = n < most ? n : most;
+		scan_lanes(karg_ptr(a, 0), karg_ptr(a, 1), base, n, dim, inner, dt);
+		lane += n;
+	}
 }
 
 /* ---- triu, tril ------------------------------------------------------------------------------ */
@@ -468,24 +675,89 @@ static void write_slice_rotating_body(const struct xpu_karg *a, uint64_t g0, uin
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
 
+/* A transpose's tile: TILE_T output rows (contiguous input items) by TILE_C columns
+ * (contiguous output items). On the 2-core EPYC VM, 1024 x 65536 f32: 64 x 64 ran 12-17 GB/s,
+ * 128 x 32 and 32 x 256 11-12 and 5-7 (docs/PERF.md). */
+#define TILE_T 64
+#define TILE_C 64
+
+/* Items [0, n) of a row out of a tile's block: item c at block + c * TILE_T items. One loop a
+ * size, so each moves a word a step. */
+static void block_row(uint8_t *o, const uint8_t *b, uint64_t n, uint64_t elem)
+{
+	switch (elem) {
+	case 1: for (uint64_t c = 0; c < n; c++) o[c] = b[c * TILE_T]; break;
+	case 2: for (uint64_t c = 0; c < n; c++) memcpy(o + 2 * c, b + 2 * c * TILE_T, 2); break;
+	case 4: for (uint64_t c = 0; c < n; c++) memcpy(o + 4 * c, b + 4 * c * TILE_T, 4); break;
+	default: for (uint64_t c = 0; c < n; c++) memcpy(o + 8 * c, b + 8 * c * TILE_T, 8); break;
+	}
+}
+
+/* Output rows [0, rows) of `cols` items, `pitch` items apart, where item (t, c) is input item
+ * t + c * sc: a transpose whose output rows are input columns. Walked straight, one side goes
+ * an element a cache line, and at power-of-two strides every line falls in one cache set. A
+ * tile goes through a local block instead: its columns in as contiguous runs of the input, its
+ * rows out as contiguous runs of the output. */
+static void transpose_rows(uint8_t *out, const uint8_t *in, uint64_t rows, uint64_t cols, uint64_t pitch, int64_t sc,
+			   uint64_t elem)
+{
+	uint8_t block[TILE_T * TILE_C * 8];
+	for (uint64_t t0 = 0; t0 < rows; t0 += TILE_T) {
+		uint64_t nt = rows - t0 < TILE_T ? rows - t0 : TILE_T;
+		for (uint64_t c0 = 0; c0 < cols; c0 += TILE_C) {
+			uint64_t nc = cols - c0 < TILE_C ? cols - c0 : TILE_C;
+			for (uint64_t c = 0; c < nc; c++) /* block[c][t] = in[t0 + t + (c0 + c) * sc] */
+				memcpy(block + c * TILE_T * elem, in + ((int64_t)t0 + (int64_t)(c0 + c) * sc) * (int64_t)elem,
+				       nt * elem);
+			for (uint64_t t = 0; t < nt; t++)
+				block_row(out + ((t0 + t) * pitch + c0) * elem, block + t * elem, nc, elem);
+		}
+	}
+}
+
+/* The whole output rows of items [e, hi) that lie in one matrix of the last two axes, where
+ * the second-last axis is contiguous in the input and the last is not: a transpose, by tiles.
+ * Returns the items written (0 where the walk is not at such a row). */
+static uint64_t contiguize_rows(uint8_t *out, const uint8_t *in, uint64_t e, uint64_t hi, int64_t off,
+				const uint64_t *d, const uint64_t *idx, const int64_t *st, int rank, uint64_t elem)
+{
+	int last = rank - 1;
+	if (rank < 2 || idx[last] != 0 || st[last - 1] != 1 || st[last] == 1)
+		return 0;
+	uint64_t cols = d[last], rows = (hi - e) / cols, left = d[last - 1] - idx[last - 1];
+	rows = rows < left ? rows : left;
+	if (rows < 2)
+		return 0;
+	transpose_rows(out + e * elem, in + off * (int64_t)elem, rows, cols, cols, st[last], elem);
+	return rows * cols;
+}
+
 static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	int rank = (int)(a[2].u & 0xff), last = rank - 1;
 	uint64_t elem = (a[2].u >> 8) & 0xff, d[8], idx[8], n = 1, lo, hi;
+	int64_t st[8];
 	uint8_t *out = karg_ptr(a, 0);
 	const uint8_t *in = karg_ptr(a, 1);
-	for (int k = 0; k < rank; k++)
+	for (int k = 0; k < rank; k++) {
 		n *= d[k] = u32_at(a, 4, k);
+		st[k] = a[8 + k].i;
+	}
 	item_range(g0, g1, n, &lo, &hi);
 	for (uint64_t e = lo; e < hi;) {
 		unflatten(e, d, rank, idx);
 		int64_t off = a[3].i;
 		for (int k = 0; k < rank; k++)
-			off += (int64_t)idx[k] * a[8 + k].i;
+			off += (int64_t)idx[k] * st[k];
+		uint64_t done = contiguize_rows(out, in, e, hi, off, d, idx, st, rank, elem);
+		if (done) {
+			e += done;
+			continue;
+		}
 		/* a run along the last axis is contiguous in the input only at stride 1 */
-		uint64_t len = rank && a[8 + last].i == 1 ? d[last] - idx[last] : 1;
+		uint64_t len = rank && st[last] == 1 ? d[last] - idx[last] : 1;
 		len = len < hi - e ? len : hi - e;
-		memcpy(out + e * elem, in + (uint64_t)off * elem, len * elem);
+		memcpy(out + e * elem, in + off * (int64_t)elem, len * elem);
 		e += len;
 	}
 }
