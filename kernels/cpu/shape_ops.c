@@ -458,7 +458,8 @@ static void scan_lane(uint8_t *out, const uint8_t *in, uint64_t base, uint64_t d
 }
 
 /* Lanes scanned side by side: their sums fill 64 KiB, so a row of the scan reads and writes
- * 16 pages of f32 at once (at 1024 lanes it ran 17-19 GB/s, at 16384 25-29; docs/PERF.md). */
+ * 16 pages of f32 at once (2-core EPYC VM, 256 MiB f32: 1024 lanes 16-19 GB/s, 16384 20-29;
+ * docs/PERF.md). */
 #define SCAN_BYTES 65536
 
 /* Lanes [i, i + n) of one outer index, side by side: row t of the scan reads and writes n
