@@ -225,3 +225,57 @@ describe("Autotune", function()
     assert.matches("%d", out)
   end)
 end)
+
+describe("scripts/shape-ops-dump.lua", function()
+  local a, b = os.tmpname(), os.tmpname()
+  after_each(function()
+    for _, p in ipairs { a, b } do os.remove(p); os.remove(p .. ".idx") end
+  end)
+
+  local function read(p) local f = assert(io.open(p, "rb")); local s = f:read("a"); f:close(); return s end
+  local function write(p, s) local f = assert(io.open(p, "wb")); f:write(s); f:close() end
+
+  it("finds two runs of a build identical, tells NaN payloads from other differences, and names the item", function()
+    for _, p in ipairs { a, b } do
+      local out, code = run(exe .. " scripts/shape-ops-dump.lua --device cpu:0 --ops flip,copy --out " .. p)
+      assert.equal(0, code, out)
+      assert.matches("outputs of cpu:0 into", out)
+    end
+    local out, code = run(exe .. " scripts/shape-ops-dump.lua --compare " .. a .. " " .. b)
+    assert.equal(0, code, out)
+    assert.matches("(%d+) cases: %1 identical, 0 NaN payloads only, 0 differ", out)
+    -- the first f32 flip case: its first item a NaN on both sides, other payloads
+    local at, n = read(a .. ".idx"):match("flip\tf32\t[^\t]+\t(%d+)\t(%d+)\n")
+    at = tonumber(at)
+    assert.is_true(tonumber(n) >= 8)
+    local sa, sb = read(a), read(b)
+    write(a, sa:sub(1, at) .. string.pack("<I4", 0x7fc00001) .. sa:sub(at + 5))
+    write(b, sb:sub(1, at) .. string.pack("<I4", 0x7fc00002) .. sb:sub(at + 5))
+    out, code = run(exe .. " scripts/shape-ops-dump.lua --compare " .. a .. " " .. b)
+    assert.equal(0, code, out)
+    assert.matches("flip +f32 [^\n]+ 1 +1 +NaN payloads only", out)
+    assert.matches("1 NaN payloads only, 0 differ", out)
+    -- its second item one bit off: a difference, named, and exit 1
+    sb = read(b)
+    local x = string.unpack("<I4", sb, at + 5)
+    write(b, sb:sub(1, at + 4) .. string.pack("<I4", x ~ 1) .. sb:sub(at + 9))
+    out, code = run(exe .. " scripts/shape-ops-dump.lua --compare " .. a .. " " .. b)
+    assert.equal(1, code, out)
+    assert.matches("flip +f32 [^\n]+ 2 +1 +item 1: ", out)
+    assert.matches("0 NaN payloads only, 1 differ", out)
+  end)
+
+  it("refuses dumps of other cases, or a missing index, naming the file", function()
+    local out, code = run(exe .. " scripts/shape-ops-dump.lua --device cpu:0 --ops flip --out " .. a)
+    assert.equal(0, code, out)
+    out, code = run(exe .. " scripts/shape-ops-dump.lua --device cpu:0 --ops copy --out " .. b)
+    assert.equal(0, code, out)
+    out, code = run(exe .. " scripts/shape-ops-dump.lua --compare " .. a .. " " .. b)
+    assert.equal(1, code, out)
+    assert.matches("lists %d+ cases, " .. b:gsub("%p", "%%%0") .. " %d+", out)
+    os.remove(b .. ".idx")
+    out, code = run(exe .. " scripts/shape-ops-dump.lua --compare " .. a .. " " .. b)
+    assert.equal(1, code, out)
+    assert.matches(b:gsub("%p", "%%%0") .. "%.idx", out)
+  end)
+end)
