@@ -25,7 +25,7 @@
 -- its own, up to N times, until one is not slow. Every attempt keeps its row, the later ones
 -- named "op (again k)", and its record ("attempt": k); 0 times nothing again.
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N]
+--          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N] [--stride S]
 --          [--copy-path measured|kernel|driver]
 -- --copy-path P (measured, the default; kernel; driver): the device's copy path (d:copy_path), which
 -- the copy op and write_slice's one-run slab take. measured: autotune.copy_path, the driver's copy
@@ -40,6 +40,8 @@
 -- the row kernels (write_slice_rows, contiguize_tiles) instead. write_slice and contiguize read
 -- and write half the input's elements, as write_slice's plain case; the ring writes half the
 -- rows of a ring of all of them (a quarter of the elements).
+-- --stride S times contiguize on a view that takes every S-th item of each row (shape {R, C / S},
+-- strides {C, S}): a gather along the last axis, where the default case is a transpose.
 -- --warm-ms N (default 200): before its timed passes each op runs back to back for N ms of the
 -- host's clock. On NVIDIA's Vulkan driver (H200, 580) a fresh process's first launches run at
 -- about half the bandwidth for a few milliseconds; the warm-up takes that out of the timed
@@ -56,7 +58,7 @@ local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
 -- A flag's value that must be a whole number of `what`, least (1 unless given) or more; else
 -- the error and exit 2 (report.whole).
 local function whole(flag, v, what, least) return report.whole("bench-shape-ops", flag, v, what, least) end
-report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts", "--again", "--attempt", "--copy-path" })
+report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts", "--again", "--attempt", "--copy-path", "--stride" })
 local i = 1
 while i <= #arg do
   local a = arg[i]
@@ -68,6 +70,7 @@ while i <= #arg do
   elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
   elseif a == "--cols" then opts.cols = whole(a, arg[i + 1], "columns"); i = i + 1
   elseif a == "--run" then opts.run = whole(a, arg[i + 1], "items"); i = i + 1
+  elseif a == "--stride" then opts.stride = whole(a, arg[i + 1], "items", 2); i = i + 1
   elseif a == "--again" then opts.again = whole(a, arg[i + 1], "attempts", 0); i = i + 1
   elseif a == "--attempt" then opts.attempt = whole(a, arg[i + 1], "attempts"); i = i + 1 -- a child's, for its record
   elseif a == "--pad-mode" then
@@ -273,6 +276,11 @@ end
 
 local rows, records, failed = {}, {}, false
 local all = opts.run and run_cases(cases(), opts.run) or cases()
+if opts.stride then -- every S-th item of each row: a gather along the last axis
+  local S = opts.stride
+  all.contiguize = { inputs = { input = { dtype = "f32", shape = { R, C // S }, strides = { C, S }, bytes = n * 4 } }, params = {},
+                     out = R * (C // S) * 4 }
+end
 local list = {}
 for _, c in ipairs(mine) do
   if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
@@ -286,7 +294,7 @@ local function run_child(kernel, into_rows, attempt)
                 "--warm-ms", opts.warm_ms, "--copy-path", opts.copy_path,
                 "--contracts", opts.file, "--ops", kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
                 opts.run and "--run" or "", opts.run or "", opts.cols and "--cols" or "", opts.cols or "",
-                opts.jsonl and "--jsonl" or "", attempt and "--attempt" or "", attempt or "" }
+                opts.stride and "--stride" or "", opts.stride or "", opts.jsonl and "--jsonl" or "", attempt and "--attempt" or "", attempt or "" }
   local p = assert(io.popen(report.command(cmd)))
   for line in p:lines() do
     if line:sub(1, 4) == "ROW\t" then
@@ -414,7 +422,7 @@ end
 print(report.table {
   title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved"):format(
     d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
-    .. (opts.cols and (", rows of %d"):format(C) or "")),
+    .. (opts.cols and (", rows of %d"):format(C) or "") .. (opts.stride and (", contiguize every %d-th item"):format(opts.stride) or "")),
   header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
              "of own" },
   rows = rows,

@@ -443,6 +443,7 @@ cases.contiguize = function(c, d, dt)
     -- and rows repeated (stride 0)
     { shape = { 3, 50, 37 }, strides = { 1850, -37, 1 }, offset = 1813 },
     { shape = { 70, 3, 29 }, strides = { 29, 0, 1 }, offset = 0 },
+    { shape = { 4, 9 }, strides = { 5, 0 }, offset = 2 },       -- the last axis broadcast: a row of one item
     -- a transpose past contiguize_tiles' first group (8 tiles of 4096 items a group): partial
     -- tiles on both edges, the second group's tiles after the first's
     { shape = { 150, 230 }, strides = { 1, 150 }, offset = 5 },

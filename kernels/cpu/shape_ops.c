@@ -733,6 +733,19 @@ static uint64_t contiguize_rows(uint8_t *out, const uint8_t *in, uint64_t e, uin
 	return rows * cols;
 }
 
+/* n items into out from `from` at a stride of `st` items (0: one item repeated; negative:
+ * backwards), a loop a size. */
+static void gather_run(uint8_t *out, const uint8_t *from, uint64_t n, int64_t st, uint64_t elem)
+{
+	int64_t step = st * (int64_t)elem;
+	switch (elem) {
+	case 1: for (uint64_t x = 0; x < n; x++, from += step) out[x] = *from; break;
+	case 2: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 2 * x, from, 2); break;
+	case 4: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 4 * x, from, 4); break;
+	default: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 8 * x, from, 8); break;
+	}
+}
+
 static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	int rank = (int)(a[2].u & 0xff), last = rank - 1;
@@ -755,10 +768,13 @@ static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, 
 			e += done;
 			continue;
 		}
-		/* a run along the last axis is contiguous in the input only at stride 1 */
-		uint64_t len = rank && st[last] == 1 ? d[last] - idx[last] : 1;
+		/* a run along the last axis: one copy at stride 1, else gathered at its stride */
+		uint64_t len = rank ? d[last] - idx[last] : 1;
 		len = len < hi - e ? len : hi - e;
-		memcpy(out + e * elem, in + off * (int64_t)elem, len * elem);
+		if (rank && st[last] != 1)
+			gather_run(out + e * elem, in + off * (int64_t)elem, len, st[last], elem);
+		else
+			memcpy(out + e * elem, in + off * (int64_t)elem, len * elem);
 		e += len;
 	}
 }
