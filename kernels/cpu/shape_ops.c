@@ -291,15 +291,26 @@ static void lone_items(const struct padgeo *p, uint32_t dt, uint8_t *dst, const 
 		store_f(dst + j * 2, dt, load_f(up + j * 2, dt));
 }
 
-/* Gradient item c of a row whose outer axes have lone terms, upstream row `uprow`: its terms
- * lie in that row, so pad_backward_one's order is the last axis's preimage in turn. */
-static void row_sum(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *uprow, uint64_t c)
+/* Gradient item of a row whose outer axes have lone terms, upstream row `uprow`, its last
+ * axis's preimage r[0 .. nr): its terms lie in that row, so pad_backward_one's order is the
+ * preimage's ranges in turn. */
+static void row_sum(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *uprow, const uint64_t (*r)[2],
+		    int nr)
 {
-	uint64_t r[3][2];
-	int nr = preimage(p, p->rank - 1, c, r);
 	double acc64 = 0;
 	float acc32 = 0;
 	bool first = true;
+	if (dt == 0) { /* f32 without load_f's and store_f's switch */
+		for (int i = 0; i < nr; i++) {
+			for (uint64_t q = r[i][0]; q < r[i][1]; q++, first = false) {
+				float v;
+				memcpy(&v, uprow + q * 4, 4);
+				acc32 = first ? v : acc32 + v;
+			}
+		}
+		memcpy(dst, &acc32, 4);
+		return;
+	}
 	for (int i = 0; i < nr; i++) {
 		for (uint64_t q = r[i][0]; q < r[i][1]; q++, first = false) {
 			if (dt == 1) {
@@ -318,16 +329,45 @@ static void row_sum(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uin
 		store_f(dst, dt, acc32);
 }
 
+/* The last axis's border columns (those outside its lone span [c0, c1)) and their preimages,
+ * found once a call: every row with lone outer terms sums the same columns of its own upstream
+ * row. Slot s holds column s below c0, column c1 + (s - c0) past it; columns past BORDER_MAX
+ * slots find their preimage each time. */
+#define BORDER_MAX 128
+
+struct border {
+	uint64_t c0, c1, slots;
+	int nr[BORDER_MAX];
+	uint64_t r[BORDER_MAX][3][2];
+};
+
+static void border_init(const struct padgeo *p, struct border *bd)
+{
+	int last = p->rank - 1;
+	lone_span(p, last, &bd->c0, &bd->c1);
+	uint64_t count = bd->c0 + (p->d[last] - bd->c1);
+	bd->slots = count < BORDER_MAX ? count : BORDER_MAX;
+	for (uint64_t s = 0; s < bd->slots; s++)
+		bd->nr[s] = preimage(p, last, s < bd->c0 ? s : bd->c1 + (s - bd->c0), bd->r[s]);
+}
+
 /* Gradient items [from, to) of the row run that starts at column i0 (dst: its first item),
  * term by term: from the upstream row where the outer axes have lone terms, else the full sum. */
-static void summed_items(const struct padgeo *p, uint32_t dt, uint8_t *dst, const uint8_t *up, uint64_t *idx,
-			 int64_t row, uint64_t i0, uint64_t from, uint64_t to)
+static void summed_items(const struct padgeo *p, const struct border *bd, uint32_t dt, uint8_t *dst, const uint8_t *up,
+			 uint64_t *idx, int64_t row, uint64_t i0, uint64_t from, uint64_t to)
 {
 	int last = p->rank - 1;
 	for (uint64_t c = from; c < to; c++) {
 		uint8_t *at = dst + (c - i0) * p->elem;
 		if (row >= 0) {
-			row_sum(p, dt, at, up + (uint64_t)row * p->od[last] * p->elem, c);
+			const uint8_t *uprow = up + (uint64_t)row * p->od[last] * p->elem;
+			uint64_t s = c < bd->c0 ? c : bd->c0 + (c - bd->c1), r[3][2];
+			if (s < bd->slots) {
+				row_sum(p, dt, at, uprow, (const uint64_t (*)[2])bd->r[s], bd->nr[s]);
+			} else {
+				int nr = preimage(p, last, c, r);
+				row_sum(p, dt, at, uprow, (const uint64_t (*)[2])r, nr);
+			}
 			continue;
 		}
 		if (p->rank)
@@ -348,8 +388,11 @@ static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1
 	const uint8_t *up = karg_ptr(a, 1);
 	uint64_t n = 1, lo, hi, idx[8];
 	int last = p.rank - 1;
+	struct border bd = { 0 };
 	for (int k = 0; k < p.rank; k++)
 		n *= p.d[k];
+	if (p.rank)
+		border_init(&p, &bd);
 	item_range(g0, g1, n, &lo, &hi);
 	for (uint64_t e = lo; e < hi;) {
 		unflatten(e, p.d, p.rank, idx);
@@ -358,14 +401,15 @@ static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1
 		uint64_t end = i0 + len, c0 = end, c1 = end; /* the lone columns [c0, c1) of [i0, end) */
 		int64_t row = p.rank ? lone_row(&p, idx) : -1;
 		if (row >= 0) {
-			lone_span(&p, last, &c0, &c1);
-			c0 = c0 < i0 ? i0 : c0 > end ? end : c0;
-			c1 = c1 < c0 ? c0 : c1 > end ? end : c1;
+			c0 = bd.c0 < i0 ? i0 : bd.c0 > end ? end : bd.c0;
+			c1 = bd.c1 < c0 ? c0 : bd.c1 > end ? end : bd.c1;
+		}
+		/* in the row's order, so the upstream row is read front to back */
+		summed_items(&p, &bd, dt, out + e * p.elem, up, idx, row, i0, i0, c0);
+		if (c1 > c0)
 			lone_items(&p, dt, out + (e + c0 - i0) * p.elem,
 				   up + ((uint64_t)row * p.od[last] + c0 + p.lo[last]) * p.elem, c1 - c0);
-		}
-		summed_items(&p, dt, out + e * p.elem, up, idx, row, i0, i0, c0);
-		summed_items(&p, dt, out + e * p.elem, up, idx, row, i0, c1, end);
+		summed_items(&p, &bd, dt, out + e * p.elem, up, idx, row, i0, c1, end);
 		e += len;
 	}
 }
