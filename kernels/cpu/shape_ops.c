@@ -4,9 +4,10 @@
  * lanes (its grain is one); each body walks its items a row run at a time with memcpy where
  * the bytes are contiguous, and where one side is strided, in blocks that keep both sides'
  * accesses contiguous (a transpose by tiles, a scan along an outer axis by rows of lanes). A
- * worker takes many groups at once, so a body's blocks may span groups. The byte kernels move whole elements and never look at them; the
- * typed ones (cumsum, pad_backward) add in a fixed order that the CUDA bodies repeat. Uses
- * quant/f16.h for the half conversions and shape_grain.h for the grain. */
+ * worker takes many groups at once, so a body's blocks may span groups. The byte kernels move
+ * whole elements and never look at them; the typed ones (cumsum, pad_backward) add in a fixed
+ * order that the CUDA bodies repeat. Uses quant/f16.h for the half conversions and
+ * shape_grain.h for the grain. */
 #include "cpu_kernel.h"
 #include "quant/f16.h"
 #include "shape_grain.h"
@@ -39,6 +40,19 @@ static void unflatten(uint64_t e, const uint64_t *dims, int rank, uint64_t *idx)
 	for (int k = rank - 1; k >= 0; k--) {
 		idx[k] = dims[k] ? e % dims[k] : 0;
 		e = dims[k] ? e / dims[k] : 0;
+	}
+}
+
+/* n items into out from `from` at a stride of `st` items (0: one item repeated; negative:
+ * backwards), a loop a size. */
+static void gather_run(uint8_t *out, const uint8_t *from, uint64_t n, int64_t st, uint64_t elem)
+{
+	int64_t step = st * (int64_t)elem;
+	switch (elem) {
+	case 1: for (uint64_t x = 0; x < n; x++, from += step) out[x] = *from; break;
+	case 2: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 2 * x, from, 2); break;
+	case 4: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 4 * x, from, 4); break;
+	default: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 8 * x, from, 8); break;
 	}
 }
 
@@ -416,27 +430,21 @@ static void pad_backward_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1
 
 /* ---- flip, roll ----------------------------------------------------------------------------- */
 
-/* n items into out from `last` backwards (out[x] = last[-x]), a loop a size. */
+/* n items into out from `last` backwards (out[x] = last[-x]): f32 eight words a step, stored
+ * reversed (straight-line code the compiler vectorizes), the other sizes by gather_run. */
 static void reverse_run(uint8_t *out, const uint8_t *last, uint64_t n, uint64_t elem)
 {
-	switch (elem) {
-	case 1: for (uint64_t x = 0; x < n; x++) out[x] = last[-(int64_t)x]; break;
-	case 2: for (uint64_t x = 0; x < n; x++) memcpy(out + 2 * x, last - 2 * x, 2); break;
-	case 4: {
-		uint64_t x = 0;
-		for (; x + 8 <= n; x += 8) { /* eight words in, stored reversed: straight-line code */
+	uint64_t x = 0;
+	if (elem == 4) {
+		for (; x + 8 <= n; x += 8) {
 			uint32_t w[8], r[8];
 			memcpy(w, last - 4 * (x + 7), 32);
 			for (int u = 0; u < 8; u++)
 				r[u] = w[7 - u];
 			memcpy(out + 4 * x, r, 32);
 		}
-		for (; x < n; x++)
-			memcpy(out + 4 * x, last - 4 * x, 4);
-		break;
 	}
-	default: for (uint64_t x = 0; x < n; x++) memcpy(out + 8 * x, last - 8 * x, 8); break;
-	}
+	gather_run(out + x * elem, last - (int64_t)(x * elem), n - x, -1, elem);
 }
 
 /* out[o, j, i] = in[o, src(j), i]: runs along the inner axis are contiguous on both sides;
@@ -721,22 +729,10 @@ static void write_slice_rotating_body(const struct xpu_karg *a, uint64_t g0, uin
 /* ---- contiguize -------------------------------------------------------------------------------- */
 
 /* A transpose's tile: TILE_T output rows (contiguous input items) by TILE_C columns
- * (contiguous output items). On the 2-core EPYC VM, 1024 x 65536 f32: 64 x 64 ran 12-17 GB/s,
- * 128 x 32 and 32 x 256 11-12 and 5-7 (docs/PERF.md). */
+ * (contiguous output items). On the 2-core EPYC VM, 1024 x 65536 f32: 64 x 64 ran 12-19 GB/s,
+ * 128 x 32 11-12, 32 x 256 5-7 (docs/PERF.md). */
 #define TILE_T 64
 #define TILE_C 64
-
-/* Items [0, n) of a row out of a tile's block: item c at block + c * TILE_T items. One loop a
- * size, so each moves a word a step. */
-static void block_row(uint8_t *o, const uint8_t *b, uint64_t n, uint64_t elem)
-{
-	switch (elem) {
-	case 1: for (uint64_t c = 0; c < n; c++) o[c] = b[c * TILE_T]; break;
-	case 2: for (uint64_t c = 0; c < n; c++) memcpy(o + 2 * c, b + 2 * c * TILE_T, 2); break;
-	case 4: for (uint64_t c = 0; c < n; c++) memcpy(o + 4 * c, b + 4 * c * TILE_T, 4); break;
-	default: for (uint64_t c = 0; c < n; c++) memcpy(o + 8 * c, b + 8 * c * TILE_T, 8); break;
-	}
-}
 
 /* Output rows [0, rows) of `cols` items, `pitch` items apart, where item (t, c) is input item
  * t + c * sc: a transpose whose output rows are input columns. Walked straight, one side goes
@@ -755,7 +751,7 @@ static void transpose_rows(uint8_t *out, const uint8_t *in, uint64_t rows, uint6
 				memcpy(block + c * TILE_T * elem, in + ((int64_t)t0 + (int64_t)(c0 + c) * sc) * (int64_t)elem,
 				       nt * elem);
 			for (uint64_t t = 0; t < nt; t++)
-				block_row(out + ((t0 + t) * pitch + c0) * elem, block + t * elem, nc, elem);
+				gather_run(out + ((t0 + t) * pitch + c0) * elem, block + t * elem, nc, TILE_T, elem);
 		}
 	}
 }
@@ -775,19 +771,6 @@ static uint64_t contiguize_rows(uint8_t *out, const uint8_t *in, uint64_t e, uin
 		return 0;
 	transpose_rows(out + e * elem, in + off * (int64_t)elem, rows, cols, cols, st[last], elem);
 	return rows * cols;
-}
-
-/* n items into out from `from` at a stride of `st` items (0: one item repeated; negative:
- * backwards), a loop a size. */
-static void gather_run(uint8_t *out, const uint8_t *from, uint64_t n, int64_t st, uint64_t elem)
-{
-	int64_t step = st * (int64_t)elem;
-	switch (elem) {
-	case 1: for (uint64_t x = 0; x < n; x++, from += step) out[x] = *from; break;
-	case 2: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 2 * x, from, 2); break;
-	case 4: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 4 * x, from, 4); break;
-	default: for (uint64_t x = 0; x < n; x++, from += step) memcpy(out + 8 * x, from, 8); break;
-	}
 }
 
 static void contiguize_body(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
