@@ -1,130 +1,36 @@
-# xpulua — build, set-up, tests. `make help` lists the targets.
-
-CC      ?= gcc
-PREFIX  ?= /usr/local
-LUA_INC ?= /usr/include/lua5.4
-LIBDIR  ?= /usr/lib/x86_64-linux-gnu
-
-WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS  ?= -O2 -g
-# the build tree (make asan builds a second one, B=build/asan)
-B       := build
-
-# -ffp-contract=off: the CPU kernels define the arithmetic that device kernels must equal
-# bit for bit, so no fused multiply-add may appear where the source has two operations.
-XCFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -Isrc -Ikernels -I$(B)/gen \
-           -I$(LUA_INC) -DXPULUA_PREFIX='"$(PREFIX)"' $(WARN) $(CFLAGS)
-LIBS    := -lyaml -ldl -lpthread -lm
-
-CORE_SRC := $(wildcard src/core/*.c src/route/*.c src/backend/*.c src/quant/*.c \
-              src/model/*.c src/contract/*.c src/lua/*.c kernels/*.c kernels/cpu/*.c)
-LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
-CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
-MAIN_OBJ := $(B)/obj/src/main.o
-
-.PHONY: all setup test run static asan tsan check-asan check-tsan install clean help
-all: $(B)/xpulua $(B)/xpu.so
-
-# Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
-EMBED_CODE :=
--include $(wildcard kernels/*/*.mk)
-
-help:
-	@echo "make setup    install the Debian packages the project needs (idempotent)"
-	@echo "make          build build/xpulua and build/xpu.so"
-	@echo "make test     run every busted spec inside build/xpulua"
-	@echo "make run      run the tour (scripts/tour.lua) on the CPU"
-	@echo "make static   build/static/xpulua with Lua and libyaml linked in (to carry)"
-	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
-	@echo "make check-tsan  every spec inside build/tsan/xpulua (ThreadSanitizer)"
-	@echo "make install  PREFIX=... installs the command, the module and the Lua library"
+# xpulua — the front door. `make setup` installs the Debian packages the project needs; every
+# other goal is built by build.mk in one sub-make that starts after setup has finished, so the
+# tools setup installs (glslc, hipcc) are found by the same `make setup run`: make decides what
+# exists when it reads a makefile, and build.mk is read only then. `make help` lists the goals.
 
 PKGS := lua5.4 liblua5.4-dev libyaml-dev lua-busted libreadline-dev libvulkan-dev glslc \
         mesa-vulkan-drivers hipcc libamdhip64-dev rocm-device-libs
+
+# Every goal but setup and help goes to build.mk; no goal at all means `all`.
+BUILD_GOALS := $(filter-out setup help,$(MAKECMDGOALS))
+ifeq ($(MAKECMDGOALS),)
+BUILD_GOALS := all
+endif
+
+.DEFAULT_GOAL := build
+.PHONY: build setup help $(BUILD_GOALS)
+
+build: $(filter setup,$(MAKECMDGOALS))
+	@$(MAKE) --no-print-directory -f build.mk $(BUILD_GOALS)
+
+$(BUILD_GOALS): build
+	@:
+
 setup:
 	@scripts/setup.sh $(PKGS)
 
-$(B)/obj/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(CC) $(XCFLAGS) -MMD -MP -c $< -o $@
-
-$(B)/obj/src/main.o: src/main.c
-	@mkdir -p $(dir $@)
-	$(CC) $(XCFLAGS) $(READLINE_CFLAGS) -MMD -MP -c $< -o $@
-
-# Lua modules under lua/ are embedded so an installed xpulua finds them without paths.
-$(B)/embed-gen: scripts/embed-gen.c
-	@mkdir -p $(B)
-	$(CC) -std=c11 -O2 $(WARN) $< -o $@
-
-$(B)/gen/embedded_lua.c: $(B)/embed-gen $(LUA_MODS)
-	@mkdir -p $(B)/gen
-	$(B)/embed-gen lua $@ $(LUA_MODS)
-
-$(B)/gen/embedded_code.c: $(B)/embed-gen $(EMBED_CODE)
-	@mkdir -p $(B)/gen
-	$(B)/embed-gen code $@ $(EMBED_CODE)
-
-# The kernels' code hash keys measured settings (Autotune): a kernel edit makes them stale.
-KERNEL_FILES := $(sort $(shell find kernels -type f 2>/dev/null))
-$(B)/gen/kernel_hash.h: $(KERNEL_FILES)
-	@mkdir -p $(B)/gen
-	@printf '#define XPULUA_KERNEL_HASH "%s"\n' "$$(cat $(KERNEL_FILES) | sha1sum | cut -c1-12)" > $@
-$(B)/obj/src/lua/l_xpu.o: $(B)/gen/kernel_hash.h
-
-$(B)/obj/gen/%.o: $(B)/gen/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(XCFLAGS) -c $< -o $@
-
-READLINE_CFLAGS := -DXPULUA_READLINE
-$(B)/xpulua: $(MAIN_OBJ) $(CORE_OBJ)
-	$(CC) $(CFLAGS) -Wl,-E $^ -o $@ -llua5.4 -lreadline $(LIBS)
-
-# The module for stock lua5.4: Lua's symbols come from the host interpreter.
-$(B)/xpu.so: $(CORE_OBJ)
-	$(CC) $(CFLAGS) -shared $^ -o $@ $(LIBS)
-
-# Static Lua and libyaml, no readline (the REPL reads plain lines), symbols exported so
-# Debian's Lua C modules (lfs, term, system) load into it.
-static: $(B)/static/xpulua
-$(B)/static/xpulua: $(CORE_OBJ) src/main.c
-	@mkdir -p $(B)/static
-	$(CC) $(XCFLAGS) -c src/main.c -o $(B)/static/main.o
-	$(CC) $(CFLAGS) -Wl,-E $(B)/static/main.o $(CORE_OBJ) -o $@ \
-	  $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a -ldl -lpthread -lm
-
-test: all
-	@scripts/test.sh $(B)/xpulua
-
-# The same sources under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan), or
-# ThreadSanitizer (build/tsan: the worker pool, the Vulkan backend's lock), objects of their
-# own; no CUDA fatbin (the sanitizers cannot see device code, and a machine with a GPU runs
-# the release build's specs). check-asan / check-tsan run every spec file in one and fail on
-# any report (scripts/test-sanitized.sh).
-ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-TSAN_CFLAGS := -O1 -g -fsanitize=thread
-asan:
-	@$(MAKE) --no-print-directory B=build/asan CFLAGS="$(ASAN_CFLAGS)" NVCC= build/asan/xpulua
-
-tsan:
-	@$(MAKE) --no-print-directory B=build/tsan CFLAGS="$(TSAN_CFLAGS)" NVCC= build/tsan/xpulua
-
-check-asan: asan
-	@scripts/test-sanitized.sh build/asan/xpulua
-
-check-tsan: tsan
-	@scripts/test-sanitized.sh build/tsan/xpulua
-
-run: all
-	$(B)/xpulua scripts/tour.lua
-
-install: all
-	install -d $(PREFIX)/bin $(PREFIX)/lib/xpulua $(PREFIX)/share/xpulua
-	install -m 755 $(B)/xpulua $(PREFIX)/bin/xpulua
-	install -m 644 $(B)/xpu.so $(PREFIX)/lib/xpulua/xpu.so
-	cp -r lua/. $(PREFIX)/share/xpulua/
-
-clean:
-	rm -rf $(B)
-
--include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+help:
+	@echo "make setup       install the Debian packages the project needs (idempotent)"
+	@echo "make             build build/xpulua and build/xpu.so"
+	@echo "make test        run every busted spec inside build/xpulua"
+	@echo "make run         run the tour (scripts/tour.lua) on the CPU"
+	@echo "make static      build/static/xpulua with Lua and libyaml linked in (to carry)"
+	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
+	@echo "make check-tsan  every spec inside build/tsan/xpulua (ThreadSanitizer)"
+	@echo "make install     PREFIX=... installs the command, the module and the Lua library"
+	@echo "make setup run   both in one command: the build starts after the packages are in"

@@ -13,6 +13,11 @@ CUDA_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,cod
 NVCCFLAGS ?= -O3
 CUDA_FLAGS := -std=c++17 -fmad=false -Ikernels/cuda $(NVCCFLAGS)
 
+# `make NVCC=` builds without these kernels on purpose; otherwise nvcc on PATH must have built them.
+ifneq ($(origin NVCC),command line)
+EMBED_CHECKS += nvcc:xpu.fatbin
+endif
+
 ifneq ($(strip $(NVCC)),)
 ifneq ($(CUDA_SRC),)
 EMBED_CODE += $(B)/cuda/xpu.fatbin

@@ -20,6 +20,11 @@ HIP_FLAGS := -std=c++17 -ffp-contract=off -fno-gpu-flush-denormals-to-zero \
              -fhip-fp32-correctly-rounded-divide-sqrt -Wno-comment \
              -Wno-pass-failed -Ikernels/hip -Ikernels/cuda -include kernels/hip/hip_compat.h $(HIPFLAGS)
 
+# `make HIPCC=` builds without these kernels on purpose; otherwise hipcc on PATH must have built them.
+ifneq ($(origin HIPCC),command line)
+EMBED_CHECKS += hipcc:xpu-gfx
+endif
+
 ifneq ($(strip $(HIPCC)),)
 ifneq ($(HIP_SRC),)
 EMBED_CODE += $(HIP_ARCHS:%=$(B)/hip/xpu-%.hipfb)

@@ -33,6 +33,11 @@ VK_NC_CHECK = $(SPIRV_DIS) --raw-id $@ | awk '/OpDecorate .* NoContraction/ { nc
 # pipeline.
 VK_MV := $(foreach f,$(VK_COMP),$(if $(findstring _q8k_,$(f)),$(f)))
 
+# `make GLSLC=` builds without these kernels on purpose; otherwise glslc on PATH must have built them.
+ifneq ($(origin GLSLC),command line)
+EMBED_CHECKS += glslc:vk_
+endif
+
 ifneq ($(strip $(GLSLC)),)
 ifneq ($(VK_COMP),)
 VK_SPV := $(VK_COMP:kernels/vulkan/%.comp=$(B)/vulkan/vk_%.spv) \

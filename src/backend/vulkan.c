@@ -78,7 +78,13 @@ static int create_instance(void)
 				  .apiVersion = api < VK_API_VERSION_1_3 ? api : VK_API_VERSION_1_3 };
 	VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
 				    .pApplicationInfo = &app };
-	if (VK(&global, vkCreateInstance, &ci, NULL, &xpu_vk_instance))
+	VkResult r = global.vkCreateInstance(&ci, NULL, &xpu_vk_instance);
+	if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+		char why[400];
+		xpu_vk_why_no_driver(why, sizeof why);
+		return xpu_fail("the loader could load no Vulkan driver: %s", why);
+	}
+	if (xpu_vk_check(r, "vkCreateInstance", __FILE__, __LINE__))
 		return -1;
 	const char *missing = load_instance_funcs();
 	if (missing)

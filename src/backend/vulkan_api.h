@@ -226,6 +226,8 @@ static inline struct vk_dev *vk_dev_of(const struct xpu_device *d)
 }
 
 /* vulkan_probe.c: what one physical device is, and the device created on it. */
+/* vulkan_icd.c: the driver manifests the loader reads and why their libraries did not open. */
+void xpu_vk_why_no_driver(char *out, size_t n);
 int xpu_vk_compute_family(VkPhysicalDevice pd, uint32_t *family, uint32_t *timestamp_bits);
 int xpu_vk_create_device(struct xpu_device *d, struct vk_dev *vd);
 

@@ -101,7 +101,7 @@ enum xpu_backend_state {
 
 struct xpu_probe {
 	enum xpu_backend_state state;
-	char reason[256];
+	char reason[640];
 	int device_count;
 };
 
