@@ -47,4 +47,22 @@ describe("vulkan driver diagnosis", function()
     assert.matches("1 driver manifest, 0 whose library opens", line, 1, true)
     assert.matches(manifest .. ": libxpu_missing_icd.so.0: cannot open shared object file", line, 1, true)
   end)
+  it("names a driver library that opens but does not start", function()
+    if not loader_present() then return pending("skipped: no Vulkan loader (libvulkan.so.1)") end
+    -- A driver whose entry point gives no vkCreateInstance, as NVIDIA's does where it cannot
+    -- initialise: the loader itself then only says it found no driver.
+    local src, lib = dir .. "/refusing.c", dir .. "/librefusing_icd.so"
+    local f = assert(io.open(src, "w"))
+    f:write("void *vk_icdGetInstanceProcAddr(void *i, const char *n) { (void)i; (void)n; return 0; }\n")
+    f:close()
+    if not os.execute("cc -shared -fPIC -o " .. lib .. " " .. src .. " 2>/dev/null") then
+      return pending("skipped: no C compiler to build the refusing driver")
+    end
+    local manifest = dir .. "/refusing_icd.json"
+    f = assert(io.open(manifest, "w"))
+    f:write('{ "file_format_version": "1.0.0", "ICD": { "library_path": "', lib, '", "api_version": "1.3.0" } }\n')
+    f:close()
+    local line = vulkan_line("VK_DRIVER_FILES=" .. manifest)
+    assert.matches("the driver " .. lib .. " (" .. manifest .. ") loaded but did not start", line, 1, true)
+  end)
 end)

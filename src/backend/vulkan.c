@@ -80,7 +80,7 @@ static int create_instance(void)
 				    .pApplicationInfo = &app };
 	VkResult r = global.vkCreateInstance(&ci, NULL, &xpu_vk_instance);
 	if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
-		char why[400];
+		char why[560];
 		xpu_vk_why_no_driver(why, sizeof why);
 		return xpu_fail("the loader could load no Vulkan driver: %s", why);
 	}

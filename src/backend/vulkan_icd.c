@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +31,36 @@ static int manifest_library(const char *path, char *lib, size_t n)
 }
 
 struct icd_scan {
-	int manifests, opened;
+	int manifests, opened, refused;
 	char first_failure[200]; /* "<manifest>: <dlerror>" of the first library that did not open */
+	char first_refusal[300]; /* the first library that opened but gave no vkCreateInstance */
 };
+
+typedef void *(*icd_proc_fn)(void *instance, const char *name);
+
+/* A driver whose vk_icdGetInstanceProcAddr gives no vkCreateInstance did not initialise:
+ * the loader then reports no driver at all, with no word of why. */
+static bool gives_create_instance(void *lib)
+{
+	icd_proc_fn proc = (icd_proc_fn)dlsym(lib, "vk_icdGetInstanceProcAddr");
+	return !proc || proc(NULL, "vkCreateInstance") != NULL;
+}
 
 static void scan_manifest(struct icd_scan *s, const char *path)
 {
 	size_t len = strlen(path);
 	if (len < 5 || strcmp(path + len - 5, ".json") != 0)
 		return;
-	char lib[512];
+	char lib[256];
 	if (manifest_library(path, lib, sizeof lib))
 		return;
 	s->manifests++;
 	void *h = lib[0] ? dlopen(lib, RTLD_NOW | RTLD_LOCAL) : NULL;
 	if (h) {
-		dlclose(h);
 		s->opened++;
+		if (!gives_create_instance(h) && !s->refused++)
+			snprintf(s->first_refusal, sizeof s->first_refusal, "%s (%s)", lib, path);
+		dlclose(h);
 	} else if (!s->first_failure[0]) {
 		const char *why = lib[0] ? dlerror() : "names no library_path";
 		snprintf(s->first_failure, sizeof s->first_failure, "%s: %s", path, why ? why : "?");
@@ -84,6 +98,22 @@ static void scan_list(struct icd_scan *s, const char *list, const char *suffix)
 	}
 }
 
+/* What the kernel shows of NVIDIA's modules: on the hosts where NVIDIA's Vulkan driver loaded
+ * but did not start, nvidia and nvidia_uvm were loaded and nvidia_modeset was not. */
+static const char *kernel_note(void)
+{
+	DIR *d = opendir("/sys/module/nvidia");
+	if (!d)
+		return "";
+	closedir(d);
+	if ((d = opendir("/sys/module/nvidia_modeset"))) {
+		closedir(d);
+		return "";
+	}
+	return "; this host's kernel has nvidia loaded but not nvidia_modeset, which only the host "
+	       "can load (modprobe nvidia-modeset); CUDA does not need it";
+}
+
 void xpu_vk_why_no_driver(char *out, size_t n)
 {
 	struct icd_scan s = { 0 };
@@ -104,6 +134,9 @@ void xpu_vk_why_no_driver(char *out, size_t n)
 	if (s.manifests == 0)
 		snprintf(out, n, "no driver manifest (ICD .json) in %s: install the GPU vendor's Vulkan "
 			 "driver, or set VK_DRIVER_FILES to its icd.json", where);
+	else if (s.refused)
+		snprintf(out, n, "the driver %s loaded but did not start (it gives no vkCreateInstance)%s",
+			 s.first_refusal, kernel_note());
 	else if (s.first_failure[0])
 		snprintf(out, n, "%d driver manifest%s, %d whose library opens; %s", s.manifests,
 			 s.manifests == 1 ? "" : "s", s.opened, s.first_failure);
