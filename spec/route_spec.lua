@@ -214,7 +214,7 @@ describe("route table", function()
     row(t, { name = "wave", regime = "decode", format = "q4_0", shape = aligned })
     local ok, err = pcall(t.bind, t, call(q("q4_0", "decode", { in_dim = 100, out_dim = 32 })))
     assert.is_false(ok)
-    assert.matches("route table 'bind': no row admits q4_0 decode on cpu:0; row 'wave' got furthest, refused at Shape: in width not 256%-aligned", err)
+    assert.matches("route table 'bind': no row admits q4_0 decode on cpu:0; row 'wave' got furthest, refused at Shape: in width not 256%-aligned; facts {in_dim=100, out_dim=32}", err)
   end)
 
   it("records every pick: which row, for which query, on which device", function()

@@ -17,16 +17,26 @@ static bool fact_value(lua_State *L, int i, int64_t *v)
 	return true;
 }
 
-/* Fills q from table t: format and regime (required unless pattern), the rest are facts. */
-int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
+static int count_facts(lua_State *L, int t)
 {
-	t = lua_absindex(L, t);
-	memset(q, 0, sizeof *q);
-	q->format = q->regime = -1;
+	int n = 0;
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
 		if (lua_type(L, -2) != LUA_TSTRING)
 			return luaL_error(L, "query: keys must be names, got a %s key", luaL_typename(L, -2));
+		const char *k = lua_tostring(L, -2);
+		n += strcmp(k, "format") != 0 && strcmp(k, "regime") != 0;
+		lua_pop(L, 1);
+	}
+	return n;
+}
+
+/* Fills q (facts storage for every fact of t already in place) from table t: format and
+ * regime (required unless pattern), the rest are facts, sorted by name. */
+static void fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
+{
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
 		const char *k = lua_tostring(L, -2);
 		int64_t v;
 		if (strcmp(k, "format") == 0)
@@ -34,15 +44,32 @@ int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
 		else if (strcmp(k, "regime") == 0)
 			q->regime = lx_checkname(L, lua_gettop(L), XPU_NAME_REGIME);
 		else if (!fact_value(L, -1, &v))
-			return luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k,
-					  luaL_typename(L, -1));
-		else if (xpu_query_set(q, xpu_name_id(XPU_NAME_KEY, k), v))
-			return lx_error(L);
+			luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k, luaL_typename(L, -1));
+		else {
+			struct xpu_fact *f = &q->facts[q->nfacts++];
+			if ((f->key = xpu_name_id(XPU_NAME_KEY, k)) < 0)
+				lx_error(L);
+			f->value = v;
+		}
 		lua_pop(L, 1);
 	}
 	if (!pattern && (q->format < 0 || q->regime < 0))
-		return luaL_error(L, "query: '%s' is required", q->format < 0 ? "format" : "regime");
-	return 0;
+		luaL_error(L, "query: '%s' is required", q->format < 0 ? "format" : "regime");
+	xpu_facts_sort(q->facts, q->nfacts);
+}
+
+/* Pushes a new Query made from table t: one userdata holding the query and its facts. */
+struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern)
+{
+	t = lua_absindex(L, t);
+	int n = count_facts(L, t);
+	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q + sizeof *q->facts * (size_t)n, 0);
+	memset(q, 0, sizeof *q);
+	q->format = q->regime = -1;
+	q->facts = (struct xpu_fact *)(q + 1);
+	luaL_setmetatable(L, XPU_QUERY_MT);
+	fill_query(L, t, q, pattern);
+	return q;
 }
 
 struct qview {
@@ -63,9 +90,7 @@ struct xpu_query *lx_checkquery(lua_State *L, int i)
 static int l_query(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
-	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q, 0);
-	lx_fill_query(L, 1, q, false);
-	luaL_setmetatable(L, XPU_QUERY_MT);
+	lx_new_query(L, 1, false);
 	return 1;
 }
 
@@ -131,10 +156,35 @@ void lx_release_view(lua_State *L, int i)
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-/* uservalues: 1 the Query object, 2 the receiver table, 3 the operands table, 4 the stream */
+/* uservalues: 1 the Query object, 2 the receiver table, 3 the operands table, 4 the stream,
+ * 5 the receiver's facts (a userdata, remade larger when the receiver table has grown) */
 struct xpu_call *lx_checkcall(lua_State *L, int i)
 {
 	return luaL_checkudata(L, i, XPU_CALL_MT);
+}
+
+static int receiver_size(lua_State *L)
+{
+	int n = 0;
+	lua_pushnil(L);
+	while (lua_next(L, -2)) {
+		n++;
+		lua_pop(L, 1);
+	}
+	return n;
+}
+
+/* Room for n receiver facts: the storage made at the call, remade only when the receiver
+ * table has more keys than it has room for (so a steady pick allocates nothing). */
+static void receiver_room(lua_State *L, int ud, struct xpu_call *c, int n)
+{
+	lua_getiuservalue(L, ud, 5);
+	size_t have = lua_rawlen(L, -1) / sizeof *c->receiver;
+	lua_pop(L, 1);
+	if (c->receiver && have >= (size_t)n)
+		return;
+	c->receiver = lua_newuserdatauv(L, sizeof *c->receiver * (size_t)(n ? n : 1), 0);
+	lua_setiuservalue(L, ud, 5);
 }
 
 /* Receiver facts are re-read at every pick, so C ready halves see the state of now. */
@@ -145,11 +195,12 @@ static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
 		lua_pop(L, 1);
 		return;
 	}
+	receiver_room(L, ud, c, receiver_size(L));
 	lua_pushnil(L);
 	while (lua_next(L, -2)) {
 		int64_t v;
 		int32_t key = lua_type(L, -2) == LUA_TSTRING ? xpu_name_find(XPU_NAME_KEY, lua_tostring(L, -2)) : -1;
-		if (key >= 0 && c->nreceiver < XPU_QUERY_MAX_FACTS && fact_value(L, -1, &v)) {
+		if (key >= 0 && fact_value(L, -1, &v)) {
 			c->receiver[c->nreceiver].key = key;
 			c->receiver[c->nreceiver++].value = v;
 		}
@@ -209,7 +260,7 @@ static int l_call(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
 	check_call_keys(L);
-	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 4);
+	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 5);
 	int ud = lua_gettop(L);
 	memset(c, 0, sizeof *c);
 	luaL_setmetatable(L, XPU_CALL_MT);
