@@ -73,3 +73,63 @@ describe("query size", function()
     assert.equal(20, rec.fact20)
   end)
 end)
+
+describe("refusals", function()
+  local long = ("the slab's layout is not the one this kernel walks; "):rep(7)
+
+  local function two_row_table()
+    local t = xpu.new_routes "two"
+    t:register { name = "wave", regime = "decode", format = "q4_0", priority = 20, kernel = "copy_bytes",
+                 shape = function(q) if q.in_dim % 256 ~= 0 then return long end end }
+    t:register { name = "tile", regime = "decode", format = "q4_0", priority = 10, kernel = "copy_bytes",
+                 shape = function(q) if q.out_dim % 32 ~= 0 then return "out width not 32-aligned" end end }
+    return t
+  end
+
+  it("names the op asked for and every gate hit, untruncated", function()
+    local t = two_row_table()
+    local r = t:why_not_admissible(xpu.query { format = "q4_0", regime = "decode", in_dim = 100, out_dim = 33 }, cpu)
+    local text = tostring(r)
+    assert.equal(long, r.gate)
+    assert.is_true(#text > 2 * #long, text)
+    assert.truthy(text:find("no row admits q4_0 decode on cpu:0; row 'wave' got furthest, refused at Shape: " .. long, 1, true), text)
+    assert.truthy(text:find("gates hit: 'wave' at Shape: " .. long .. "; 'tile' at Shape: out width not 32-aligned", 1, true), text)
+    assert.truthy(text:find("facts {in_dim=100, out_dim=33}", 1, true), text)
+    local ok, err = pcall(t.bind, t, xpu.call { query = xpu.query { format = "q4_0", regime = "decode", in_dim = 100, out_dim = 33 }, device = cpu })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find(long .. "; 'tile' at Shape: out width not 32-aligned", 1, true), err)
+  end)
+
+  it("says which row serves a query that is served", function()
+    local t = two_row_table()
+    local r = t:why_not_admissible(xpu.query { format = "q4_0", regime = "decode", in_dim = 256, out_dim = 33 }, cpu)
+    assert.equal("Admitted", r.clause)
+    assert.equal("wave", r.row)
+    assert.matches("q4_0 decode on cpu:0 is served by row 'wave'", tostring(r))
+    assert.is_nil(tostring(r):find("refused", 1, true))
+  end)
+
+  it("never names a row of another op as the one that got furthest", function()
+    local t = xpu.new_routes "mixed"
+    t:register { name = "q4_0-wave", regime = "decode", format = "q4_0", kernel = "copy_bytes" }
+    t:register { name = "q8_0-split", regime = "bind", format = "q8_0", kernel = "copy_bytes" }
+    local r = t:why_not_admissible(xpu.query { format = "q4_0", regime = "bind" }, false)
+    assert.equal("q8_0-split", r.row)
+    assert.equal("Format", r.clause)
+    -- a table with no row of the op asked still says what its rows serve
+    local p = t:why_not_admissible(xpu.query { format = "q4_0", regime = "prefill" }, false)
+    assert.equal("Regime", p.clause)
+    assert.equal("serves decode", p.gate)
+  end)
+
+  it("scripts/contracts.lua keeps one table per op: a refusal speaks of that op's rows only", function()
+    local p = io.popen((arg and arg[-1] or "build/xpulua") .. " scripts/contracts.lua " .. FILE .. " 2>&1")
+    local out = p:read("a")
+    p:close()
+    local line = out:match("pad_backward i32 8[^\n]*")
+    assert.truthy(line, out)
+    assert.matches("route table 'pad_backward': no row admits i32 pad_backward; row 'pad_backward%.cpu%.f32' got furthest", line)
+    local flip = out:match("flip u8 strided[^\n]*")
+    assert.matches("'flip%.cpu%.u8', 'flip%.cuda%.u8', 'flip%.vulkan%.u8' at Shape", flip)
+  end)
+end)

@@ -9,6 +9,7 @@
 struct lua_row {
 	lua_State *L;
 	int shape_ref, ready_ref; /* LUA_NOREF when absent */
+	int gate_ref;             /* the last gate a half answered, kept whole and alive */
 };
 
 static void lua_row_release(struct xpu_row *r)
@@ -18,21 +19,27 @@ static void lua_row_release(struct xpu_row *r)
 		return;
 	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->shape_ref);
 	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->ready_ref);
+	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->gate_ref);
 	xpu_free(lr);
 	r->ud = NULL;
 }
 
-/* The answer of a Lua half: nil admits; a string is the gate; anything else is an error. */
+/* The answer of a Lua half: nil admits; a string is the gate; anything else is an error.
+ * The gate string is kept in the row's registry slot (replacing a value there allocates
+ * nothing), so it reaches a refusal whole and stays valid until the row answers again. */
 static const char *half_answer(lua_State *L, struct xpu_row *r, int rc, const char *half)
 {
 	const char *answer = NULL;
+	struct lua_row *lr = r->ud;
+	if (rc == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
+		answer = lua_tostring(L, -1);
+		lua_rawseti(L, LUA_REGISTRYINDEX, lr->gate_ref);
+		return answer;
+	}
 	if (rc != LUA_OK) {
 		snprintf(r->gate, sizeof r->gate, "%s half of row '%s' raised: %s", half, r->name,
 			 lua_tostring(L, -1) ? lua_tostring(L, -1) : "(no message)");
 		answer = XPU_GATE_ERROR;
-	} else if (lua_type(L, -1) == LUA_TSTRING) {
-		snprintf(r->gate, sizeof r->gate, "%s", lua_tostring(L, -1));
-		answer = r->gate;
 	} else if (!lua_isnil(L, -1)) {
 		snprintf(r->gate, sizeof r->gate, "%s half of row '%s' returned a %s: return nil to admit "
 			 "or a string naming the gate", half, r->name, luaL_typename(L, -1));
@@ -194,6 +201,8 @@ int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r)
 	lr->L = L;
 	lr->shape_ref = ref_function(L, t, r, "shape");
 	lr->ready_ref = ref_function(L, t, r, "ready");
+	lua_pushboolean(L, 0);
+	lr->gate_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	r->ud = lr;
 	r->release = lua_row_release;
 	r->shape = lr->shape_ref != LUA_NOREF ? lua_shape : NULL;

@@ -100,28 +100,77 @@ static void set_row(struct xpu_refusal *out, const struct xpu_row *r, enum xpu_c
 	out->need_index = need;
 }
 
-/* Walks every row: the furthest is kept, and each row that serves the asked (format, regime)
- * adds its gate to `hits` (those rows are contiguous in table order: priority, then name). */
+/* Rows refused alike (one clause, the same words) print as one group: 'a', 'b' at Shape: ... */
+struct group {
+	struct text names, words;
+	bool any;
+};
+
+static void flush(struct group *g, struct text *hits)
+{
+	if (g->any)
+		add(hits, "%s%s", hits->n ? "; " : "", g->names.p ? g->names.p : "");
+	if (g->any)
+		add(hits, "%s", g->words.p ? g->words.p : "");
+	hits->failed |= g->names.failed || g->words.failed;
+	xpu_free(g->names.p);
+	xpu_free(g->words.p);
+	memset(g, 0, sizeof *g);
+}
+
+static void hit(struct group *g, struct text *hits, const struct xpu_row *r, enum xpu_clause cl,
+		const char *gate, int need, const struct xpu_device *d)
+{
+	struct text w = { 0 };
+	add(&w, " at %s: ", xpu_clause_name(cl));
+	gate_words(&w, r, cl, gate, need, d);
+	if (need >= 0)
+		add(&w, " (needs[%d])", need + 1);
+	if (g->any && w.p && g->words.p && strcmp(w.p, g->words.p) == 0) {
+		add(&g->names, ", '%s'", r->name);
+		xpu_free(w.p);
+		return;
+	}
+	flush(g, hits);
+	add(&g->names, "'%s'", r->name);
+	g->words = w;
+	g->any = true;
+}
+
+static bool has_regime(const struct xpu_table *t, int32_t regime)
+{
+	for (int i = 0; i < t->nrows; i++)
+		if (t->rows[i]->regime == regime)
+			return true;
+	return false;
+}
+
+/* Walks the candidates: the furthest is kept, and each row that serves the asked (format,
+ * regime) adds its gate to `hits` (those rows are contiguous in table order: priority, then
+ * name). The regime is the op asked for: where the table has rows of it, only they are
+ * candidates, so a refusal never names a row of another op; where it has none, every row is,
+ * and the furthest says at Regime what it serves. */
 static void walk(const struct xpu_table *t, const struct xpu_query *q, const struct xpu_device *d,
 		 const struct xpu_call *c, void *host, struct xpu_refusal *out, struct text *hits, int *nhits)
 {
 	int best = -1;
+	bool scoped = has_regime(t, q->regime);
+	struct group g = { 0 };
 	for (int i = 0; i < t->nrows; i++) {
 		const struct xpu_row *r = t->rows[i];
+		if (scoped && r->regime != q->regime)
+			continue;
 		const char *gate;
 		int need;
 		enum xpu_clause cl = c ? xpu_call_clause(r, c, &gate, &need) : xpu_row_clause(r, q, d, host, &gate, &need);
-		if (cl >= XPU_CLAUSE_SHAPE && cl != XPU_CLAUSE_ADMITTED) {
-			add(hits, "%s'%s' at %s: ", (*nhits)++ ? "; " : "", r->name, xpu_clause_name(cl));
-			gate_words(hits, r, cl, gate, need, d);
-			if (need >= 0)
-				add(hits, " (needs[%d])", need + 1);
-		}
+		if (cl >= XPU_CLAUSE_SHAPE && cl != XPU_CLAUSE_ADMITTED)
+			(hit(&g, hits, r, cl, gate, need, d), (*nhits)++);
 		if ((int)cl > best) {
 			best = (int)cl;
 			set_row(out, r, cl, gate, need, d);
 		}
 	}
+	flush(&g, hits);
 }
 
 static void compose(struct xpu_refusal *out, const struct xpu_query *q, const struct text *hits, int nhits)
