@@ -45,6 +45,7 @@ describe("query size", function()
 
   it("holds a call's receiver of any size, read fresh at every pick", function()
     local t = xpu.new_routes "big-receiver"
+    t:register_c { name = "names-flags", regime = "prefill", format = "q4_0", kernel = "copy_bytes", facts = { "flag#" } }
     local flags = {}
     for i = 33, 40 do flags[#flags + 1] = "flag" .. i end
     t:register_c { name = "flagged", regime = "decode", format = "q4_0", kernel = "copy_bytes", ready_when = flags }
@@ -60,7 +61,7 @@ describe("query size", function()
 
   it("keeps the facts of recorded picks after the query itself is gone", function()
     local t = xpu.new_routes "records-live"
-    t:register { name = "any", regime = "decode", format = "q4_0", kernel = "copy_bytes" }
+    t:register { name = "any", regime = "decode", format = "q4_0", kernel = "copy_bytes", facts = { "fact#" } }
     do
       local spec = { format = "q4_0", regime = "decode" }
       for i = 1, 20 do spec["fact" .. i] = i end
@@ -80,9 +81,9 @@ describe("refusals", function()
   local function two_row_table()
     local t = xpu.new_routes "two"
     t:register { name = "wave", regime = "decode", format = "q4_0", priority = 20, kernel = "copy_bytes",
-                 shape = function(q) if q.in_dim % 256 ~= 0 then return long end end }
+                 facts = { "in_dim", "out_dim" }, shape = function(q) if q.in_dim % 256 ~= 0 then return long end end }
     t:register { name = "tile", regime = "decode", format = "q4_0", priority = 10, kernel = "copy_bytes",
-                 shape = function(q) if q.out_dim % 32 ~= 0 then return "out width not 32-aligned" end end }
+                 facts = { "in_dim", "out_dim" }, shape = function(q) if q.out_dim % 32 ~= 0 then return "out width not 32-aligned" end end }
     return t
   end
 
@@ -131,5 +132,108 @@ describe("refusals", function()
     assert.matches("route table 'pad_backward': no row admits i32 pad_backward; row 'pad_backward%.cpu%.f32' got furthest", line)
     local flip = out:match("flip u8 strided[^\n]*")
     assert.matches("'flip%.cpu%.u8', 'flip%.cuda%.u8', 'flip%.vulkan%.u8' at Shape", flip)
+  end)
+end)
+
+describe("did you mean", function()
+  local t = xpu.new_routes "spelling"
+  t:register { name = "wave", regime = "decode", format = "q4_K", kernel = "copy_bytes",
+               facts = { "in_dim", "out_dim" }, shape = function(q) if q.in_dim % 256 ~= 0 then return "in width" end end }
+  local function reg(spec)
+    spec.name = spec.name or "misspelt"
+    spec.regime = spec.regime or "decode"
+    spec.format = spec.format or "q4_K"
+    spec.kernel = spec.kernel or "copy_bytes"
+    return errmsg(t.register, t, spec)
+  end
+
+  it("a misspelt format, at registration and in a query, names the closest formats", function()
+    assert.matches("row 'misspelt': key 'format': unknown format 'q4_k' %(did you mean 'q4_K'%?%)", reg { format = "q4_k" })
+    assert.matches("query: key 'format': unknown format 'q4_k' %(did you mean 'q4_K'%?%)",
+      errmsg(xpu.query, { format = "q4_k", regime = "decode" }))
+    assert.matches("did you mean 'f16'", errmsg(xpu.query, { format = "F16", regime = "pad" }))
+  end)
+
+  it("a misspelt regime names the closest regimes", function()
+    assert.matches("key 'regime': unknown regime 'decoding' %(did you mean 'decode'%?%)", reg { regime = "decoding" })
+    assert.matches("query: key 'regime': unknown regime 'decoding' %(did you mean 'decode'%?%)",
+      errmsg(xpu.query, { format = "q4_K", regime = "decoding" }))
+    local c = errmsg(xpu.call, { query = xpu.query { format = "q4_K", regime = "decode" }, device = cpu, recevier = {} })
+    assert.matches("call: unknown key 'recevier' %(did you mean 'receiver'%?%)", c)
+  end)
+
+  it("a capability no device can report is refused, naming the ones that exist", function()
+    assert.matches("needs%[1%]: unknown capability 'tensor_cores' %(known: 'bf16', .*'dot4_i8'", reg { needs = { "tensor_cores" } })
+    assert.matches("needs%[1%]: unknown capability 'dot4_18' %(did you mean 'dot4_i8'%?%)", reg { needs = { "dot4_18" } })
+    -- any wave size is a capability a device may report
+    assert.equal("wave7", t:register { name = "odd-wave", regime = "decode", format = "q4_K", kernel = "copy_bytes",
+                                       needs = { "wave7" } }.needs[1])
+  end)
+
+  it("a misspelt query fact names the facts registered rows read", function()
+    assert.matches("query: fact 'in_dims': unknown query fact 'in_dims' %(did you mean 'in_dim'%?%)",
+      errmsg(xpu.query, { format = "q4_K", regime = "decode", in_dims = 4096, out_dim = 8 }))
+    -- a contract row's facts: its operands' shape facts and its fields, digits and all
+    assert.matches("did you mean 'padding<n>.0'", errmsg(xpu.query, { format = "f32", regime = "pad", ["paddng0.0"] = 1 }))
+    assert.truthy(xpu.query { format = "f32", regime = "pad", ["padding7.1"] = 1, dim12 = 3, mode_tag = 0 })
+  end)
+
+  it("a misspelt row field names the closest field", function()
+    assert.matches("unknown key 'priorty' %(did you mean 'priority'%?%)", reg { priorty = 3 })
+    assert.matches("unknown key 'mutliple' %(did you mean 'multiple'%?%)",
+      errmsg(t.register_c, t, { name = "c", regime = "decode", format = "q4_K", kernel = "copy_bytes", mutliple = {} }))
+    assert.matches("kernel 'copy_byte' is not in the kernel table %(did you mean 'copy_bytes'%?%)", reg { kernel = "copy_byte" })
+  end)
+end)
+
+describe("registration errors", function()
+  it("are one line naming the file:line of the register call, the table, the row and the key", function()
+    local t = xpu.new_routes "where"
+    local function helper(spec) return t:register(spec) end -- a helper's call is still the call
+    local line = debug.getinfo(1, "l").currentline - 1
+    local err = errmsg(helper, { name = "r", regime = "decode", format = "q4_0", kernel = "copy_bytes", priority = "high" })
+    assert.equal(("spec/messages_spec.lua:%d: route table 'where': row 'r': key 'priority' must be an integer, got string"):format(line), err)
+    assert.is_nil(err:find("\n"))
+    assert.is_nil(err:find("traceback", 1, true))
+  end)
+
+  it("scripts/contracts.lua prints a registration error as one line and exits 1", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert.is_true(os.execute("mkdir -p " .. dir))
+    local src = assert(io.open(FILE)):read("a")
+    -- the flip contract for cpu launches a kernel no build has
+    local bad = src:gsub("(entry_point:%s*)flip\n", "%1flip_nowhere\n", 1)
+    assert.are_not.equal(src, bad)
+    local f = assert(io.open(dir .. "/bad.md", "w"))
+    f:write(bad)
+    f:close()
+    local p = io.popen((arg and arg[-1] or "build/xpulua") .. " scripts/contracts.lua " .. dir .. "/bad.md 2>&1; echo \"exit=$?\"")
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. dir)
+    assert.equal("1", out:match("exit=(%d+)"), out)
+    local first = out:match("^[^\n]*")
+    assert.matches("^contracts: .*bad%.md:%d+: kernel 'flip': entry_point: 'flip_nowhere' is not in the kernel table$", first)
+    assert.equal(2, select(2, out:gsub("\n", "\n")), out) -- the line and the exit status, no traceback
+  end)
+end)
+
+describe("order", function()
+  it("prints a query's facts sorted by name, whatever order they were given in", function()
+    local spec = { format = "f32", regime = "pad", rank = 2, dim1 = 4, dim0 = 3, mode_tag = 1 }
+    spec["padding1.1"], spec["padding0.0"] = 0, 1
+    assert.equal("query f32 pad {dim0=3, dim1=4, mode_tag=1, padding0.0=1, padding1.1=0, rank=2}", tostring(xpu.query(spec)))
+  end)
+
+  it("lists audit rows by priority, then name, across formats", function()
+    local t = xpu.new_routes "order"
+    for _, r in ipairs { { "b", "q8_0", 10 }, { "a", "q4_0", 10 }, { "c", "q4_0", 30 }, { "d", "q6_K", 20 } } do
+      t:register { name = r[1], regime = "decode", format = r[2], priority = r[3], kernel = "copy_bytes" }
+    end
+    local a = t:audit { xpu.query { format = "q4_0", regime = "decode" } }
+    local names = {}
+    for i = 1, a.nrows do names[i] = a:row_name(i) end
+    assert.same({ "c", "d", "a", "b" }, names)
   end)
 end)

@@ -4,11 +4,16 @@ local xpu = require "xpu"
 
 local cpu = xpu.device "cpu:0"
 
--- A capability no device has, so a row needing it is refused as Unsupported everywhere.
-local MISSING = "never.present.capability"
+-- A capability a device could report (wave<N>) but none has (no subgroup is 7 lanes wide),
+-- so a row needing it is refused as Unsupported everywhere.
+local MISSING = "wave7"
+
+-- The facts these rows' halves read: declared, so queries may carry them.
+local FACTS = { "in_dim", "out_dim" }
 
 local function row(t, spec)
   spec.kernel = spec.kernel or "copy_bytes"
+  spec.facts = spec.facts or FACTS
   return t:register(spec)
 end
 

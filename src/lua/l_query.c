@@ -2,7 +2,38 @@
  * shape half is handed, and xpu.Call (a query plus receiver, operands, device, stream). */
 #include "lx.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+/* The id of the known name at i (see route/vocab.c for what is known), or -1 with why
+ * naming the closest valid ones. A capability is registered once known to be valid. */
+int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, size_t n)
+{
+	if (lua_type(L, i) == LUA_TNUMBER)
+		return lx_checkname(L, i, kind);
+	const char *name = lua_tostring(L, i);
+	bool known = kind == XPU_NAME_CAP ? name && xpu_cap_known(name)
+		   : kind == XPU_NAME_KEY ? name && xpu_fact_declared(name)
+					  : xpu_name_find(kind, name) >= 0;
+	if (known)
+		return kind == XPU_NAME_KEY ? xpu_name_id(kind, name) : lx_checkname(L, i, kind);
+	char near[1024];
+	xpu_suggest(kind, name ? name : "", near, sizeof near);
+	snprintf(why, n, "unknown %s '%s' %s%s", kind == XPU_NAME_KEY ? "query fact" : xpu_name_kind_word(kind),
+		 name ? name : "?", near[0] ? near : "(none is known yet)",
+		 kind == XPU_NAME_KEY ? "; a query carries the facts a registered row declares it reads" : "");
+	return -1;
+}
+
+/* A key of a declaration that is not one of known: the words naming the closest. */
+void lx_unknown_key(const char *key, const char *const *known, char *why, size_t n)
+{
+	char near[1024];
+	xpu_suggest_among(key, known, near, sizeof near);
+	snprintf(why, n, "unknown key '%s' %s", key, near);
+}
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
@@ -39,16 +70,18 @@ static void fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
 	while (lua_next(L, t)) {
 		const char *k = lua_tostring(L, -2);
 		int64_t v;
-		if (strcmp(k, "format") == 0)
-			q->format = lx_checkname(L, lua_gettop(L), XPU_NAME_FORMAT);
-		else if (strcmp(k, "regime") == 0)
-			q->regime = lx_checkname(L, lua_gettop(L), XPU_NAME_REGIME);
-		else if (!fact_value(L, -1, &v))
+		char why[1536];
+		bool name = strcmp(k, "format") == 0 || strcmp(k, "regime") == 0;
+		int32_t *slot = k[0] == 'f' ? &q->format : &q->regime;
+		if (name && (*slot = lx_known_name(L, lua_gettop(L), k[0] == 'f' ? XPU_NAME_FORMAT : XPU_NAME_REGIME,
+						  why, sizeof why)) < 0)
+			luaL_error(L, "query: key '%s': %s", k, why);
+		else if (!name && !fact_value(L, -1, &v))
 			luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k, luaL_typename(L, -1));
-		else {
+		else if (!name) {
 			struct xpu_fact *f = &q->facts[q->nfacts++];
-			if ((f->key = xpu_name_id(XPU_NAME_KEY, k)) < 0)
-				lx_error(L);
+			if ((f->key = lx_known_name(L, lua_gettop(L) - 1, XPU_NAME_KEY, why, sizeof why)) < 0)
+				luaL_error(L, "query: fact '%s': %s", k, why);
 			f->value = v;
 		}
 		lua_pop(L, 1);
@@ -249,8 +282,11 @@ static void check_call_keys(lua_State *L)
 		int ok = 0;
 		for (int i = 0; known[i]; i++)
 			ok |= strcmp(k, known[i]) == 0;
-		if (!ok)
-			luaL_error(L, "call: unknown key '%s' (known: query, device, stream, receiver, operands)", k);
+		char why[1536];
+		if (!ok) {
+			lx_unknown_key(k, known, why, sizeof why);
+			luaL_error(L, "call: %s (known: query, device, stream, receiver, operands)", why);
+		}
 		lua_pop(L, 1);
 	}
 }

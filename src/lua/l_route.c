@@ -1,5 +1,6 @@
 /* l_route.c — xpu.RouteTable and xpu.Row: xpu.routes(name), registration (Lua rows and
  * data-driven C rows), resolution, refusals, pins, route records and dispatch. */
+#include "contract/contract.h"
 #include "lx.h"
 #include "xpu_lua.h"
 
@@ -7,9 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r);
+void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r, const char *table);
 int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r);
-int lx_read_c_row(lua_State *L, int t, struct xpu_row *r);
+int lx_read_c_row(lua_State *L, int t, struct xpu_row *r, const char *table);
+void lx_declare_row_facts(lua_State *L, int t);
 void lx_refresh_call(lua_State *L, int i);
 
 struct ltable {
@@ -129,10 +131,10 @@ static int do_register(lua_State *L, bool c_row)
 		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
 	struct xpu_row tmp;
 	memset(&tmp, 0, sizeof tmp);
-	if (c_row && lx_read_c_row(L, 2, &tmp)) /* raises on bad input; allocates its gates last */
+	if (c_row && lx_read_c_row(L, 2, &tmp, t->name)) /* raises on bad input; allocates its gates last */
 		return lx_error(L);
 	if (!c_row)
-		lx_read_lua_row(L, 2, &tmp);
+		lx_read_lua_row(L, 2, &tmp, t->name);
 	struct xpu_row *r = xpu_table_row(t, tmp.name) ? NULL : xpu_malloc(sizeof *r);
 	if (!r) {
 		if (tmp.release)
@@ -149,6 +151,7 @@ static int do_register(lua_State *L, bool c_row)
 		xpu_free(r);
 		return lx_error(L);
 	}
+	lx_declare_row_facts(L, 2);
 	lx_push_row_of(L, 1, r);
 	return 1;
 }
@@ -528,8 +531,21 @@ static const luaL_Reg row_meta[] = {
 };
 
 
+/* The formats and regimes a row or query may name from the start (route/vocab.c): GGUF's
+ * types are registered by the quant layer; here the element dtypes, and "elementwise", the
+ * regime contract rows take unless given their op. */
+static void known_names(lua_State *L)
+{
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++)
+		if (xpu_name_id(XPU_NAME_FORMAT, xpu_dtype_format(dt)) < 0)
+			lx_error(L);
+	if (xpu_name_id(XPU_NAME_REGIME, "elementwise") < 0)
+		lx_error(L);
+}
+
 void xpu_lua_open_route(lua_State *L, int t)
 {
+	known_names(L);
 	lua_newtable(L);
 	lua_setfield(L, LUA_REGISTRYINDEX, "xpu.tables");
 	lx_newclass(L, XPU_TABLE_MT, table_methods, table_meta);

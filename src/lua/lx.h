@@ -47,6 +47,9 @@ void lx_push_query_view(lua_State *L, const struct xpu_query *q);
 void lx_release_view(lua_State *L, int i);
 /* Pushes the Lua object of a call created from Lua, or nil. */
 void lx_push_call_object(lua_State *L, const struct xpu_call *c);
+/* A known format, regime, capability or query fact at i, or -1 with why naming the closest. */
+int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, size_t n);
+void lx_unknown_key(const char *key, const char *const *known, char *why, size_t n);
 /* Pushes a new Query from table t (a pattern may leave format and regime out). */
 struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern);
 

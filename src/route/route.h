@@ -180,11 +180,24 @@ const struct xpu_row *xpu_table_pinned(const struct xpu_table *t, const struct x
 /* Launch the stored row: one indirect call. */
 int xpu_row_dispatch(struct xpu_row *r, const struct xpu_call *c);
 
+/* ---- the vocabulary (vocab.c): what rows and queries may name ------------------------- */
+
+/* Declares a query fact some row reads ('#' in the name: a run of digits, as in dim#). */
+int xpu_facts_declare(const char *pattern);
+bool xpu_fact_declared(const char *name);
+/* A capability a device can report. */
+bool xpu_cap_known(const char *name);
+/* The closest valid names of a kind to word, "(did you mean 'a' or 'b'?)", or where none is
+ * near, "(known: 'x', 'y', ...)"; cut at n. */
+void xpu_suggest(enum xpu_name_kind kind, const char *word, char *out, size_t n);
+/* The same among a NULL-terminated list (a declaration's keys). */
+void xpu_suggest_among(const char *word, const char *const *cands, char *out, size_t n);
+
 /* ---- the audit --------------------------------------------------------------------------- */
 
 struct xpu_audit {
 	int nqueries, nrows;
-	const struct xpu_row **rows;  /* the table's rows, in table order */
+	const struct xpu_row **rows;  /* the table's rows: priority (highest first), then name */
 	uint8_t *clause;              /* [q * nrows + r] */
 	char **gate;                  /* [q * nrows + r]: shape gate text, or NULL */
 	int *served;                  /* per query: rows that admit it */
