@@ -196,31 +196,29 @@ struct xpu_call *lx_checkcall(lua_State *L, int i)
 	return luaL_checkudata(L, i, XPU_CALL_MT);
 }
 
-static int receiver_size(lua_State *L)
+/* The fact id of the receiver key below the ids table on top: looked up in that table (a
+ * hash probe, no lock), and remembered there the first time a name is known. */
+static int32_t key_id(lua_State *L, int ids)
 {
-	int n = 0;
-	lua_pushnil(L);
-	while (lua_next(L, -2)) {
-		n++;
+	lua_pushvalue(L, ids + 1);
+	if (lua_rawget(L, ids) == LUA_TNUMBER) {
+		int32_t id = (int32_t)lua_tointeger(L, -1);
 		lua_pop(L, 1);
+		return id;
 	}
-	return n;
-}
-
-/* Room for n receiver facts: the storage made at the call, remade only when the receiver
- * table has more keys than it has room for (so a steady pick allocates nothing). */
-static void receiver_room(lua_State *L, int ud, struct xpu_call *c, int n)
-{
-	lua_getiuservalue(L, ud, 5);
-	size_t have = lua_rawlen(L, -1) / sizeof *c->receiver;
 	lua_pop(L, 1);
-	if (c->receiver && have >= (size_t)n)
-		return;
-	c->receiver = lua_newuserdatauv(L, sizeof *c->receiver * (size_t)(n ? n : 1), 0);
-	lua_setiuservalue(L, ud, 5);
+	int32_t id = xpu_name_find(XPU_NAME_KEY, lua_tostring(L, ids + 1));
+	if (id >= 0) {
+		lua_pushvalue(L, ids + 1);
+		lua_pushinteger(L, id);
+		lua_rawset(L, ids);
+	}
+	return id;
 }
 
-/* Receiver facts are re-read at every pick, so C ready halves see the state of now. */
+/* Receiver facts are re-read at every pick, so C ready halves see the state of now. The
+ * storage (a userdata in uservalue 5) is made at the call and remade only when the receiver
+ * table has gained keys since, so a steady pick allocates nothing. */
 static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
 {
 	c->nreceiver = 0;
@@ -228,18 +226,25 @@ static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
 		lua_pop(L, 1);
 		return;
 	}
-	receiver_room(L, ud, c, receiver_size(L));
+	int seen = 0;
+	lua_getfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".keys");
 	lua_pushnil(L);
-	while (lua_next(L, -2)) {
+	while (lua_next(L, -3)) {
 		int64_t v;
-		int32_t key = lua_type(L, -2) == LUA_TSTRING ? xpu_name_find(XPU_NAME_KEY, lua_tostring(L, -2)) : -1;
-		if (key >= 0 && fact_value(L, -1, &v)) {
+		int32_t key = lua_type(L, -2) == LUA_TSTRING ? key_id(L, lua_gettop(L) - 2) : -1;
+		if (key >= 0 && fact_value(L, -1, &v) && seen++ < c->receiver_cap) {
 			c->receiver[c->nreceiver].key = key;
 			c->receiver[c->nreceiver++].value = v;
 		}
 		lua_pop(L, 1);
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 2);
+	if (seen <= c->receiver_cap)
+		return;
+	c->receiver = lua_newuserdatauv(L, sizeof *c->receiver * (size_t)seen, 0);
+	c->receiver_cap = seen;
+	lua_setiuservalue(L, ud, 5);
+	snapshot_receiver(L, ud, c);
 }
 
 void lx_refresh_call(lua_State *L, int i)
@@ -393,6 +398,8 @@ void lx_open_query(lua_State *L, int t)
 	lua_setfield(L, -2, "__mode");
 	lua_setmetatable(L, -2);
 	lua_setfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".objects");
+	lua_newtable(L); /* receiver key -> fact id, so a pick takes no lock to read its receiver */
+	lua_setfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".keys");
 	lua_pushcfunction(L, l_query);
 	lua_setfield(L, t, "query");
 	lua_pushcfunction(L, l_call);

@@ -45,7 +45,7 @@ struct xpu_call {
 	const struct xpu_query *query;
 	struct xpu_device *dev;
 	struct xpu_stream *stream;
-	int nreceiver;
+	int nreceiver, receiver_cap;
 	struct xpu_fact *receiver; /* storage the binding sized when the receiver grew */
 	int noperands;
 	struct xpu_operand operands[XPU_CALL_MAX_OPERANDS];
