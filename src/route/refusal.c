@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A growing string; on a failed allocation it keeps what it has and says so at the end. */
@@ -173,7 +174,33 @@ static void walk(const struct xpu_table *t, const struct xpu_query *q, const str
 	flush(&g, hits);
 }
 
-static void compose(struct xpu_refusal *out, const struct xpu_query *q, const struct text *hits, int nhits)
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* For a refusal at Format: every format the candidates serve, in name order. */
+static void formats_served(struct text *s, const struct xpu_table *t, const struct xpu_query *q)
+{
+	const char *names[64];
+	int n = 0;
+	bool scoped = has_regime(t, q->regime);
+	for (int i = 0; i < t->nrows && n < 64; i++) {
+		const char *f = xpu_name_of(XPU_NAME_FORMAT, t->rows[i]->format);
+		bool dup = false;
+		for (int k = 0; k < n && !dup; k++)
+			dup = strcmp(names[k], f ? f : "?") == 0;
+		if ((!scoped || t->rows[i]->regime == q->regime) && !dup)
+			names[n++] = f ? f : "?";
+	}
+	qsort(names, (size_t)n, sizeof *names, by_name);
+	add(s, "; formats served: ");
+	for (int i = 0; i < n; i++)
+		add(s, "%s%s", i ? ", " : "", names[i]);
+}
+
+static void compose(struct xpu_refusal *out, const struct xpu_table *t, const struct xpu_query *q,
+		    const struct text *hits, int nhits)
 {
 	struct text s = { 0 };
 	add(&s, "route table '%s': ", out->table);
@@ -193,6 +220,8 @@ static void compose(struct xpu_refusal *out, const struct xpu_query *q, const st
 			add(&s, " (needs[%d])", out->need_index + 1);
 		if (nhits > 1)
 			add(&s, "; gates hit: %s", hits->p ? hits->p : "");
+		if (out->clause == XPU_CLAUSE_FORMAT && !out->pinned)
+			formats_served(&s, t, q);
 	}
 	if (out->clause != XPU_CLAUSE_EMPTY) {
 		add(&s, "; facts ");
@@ -210,7 +239,7 @@ static void furthest(const struct xpu_table *t, const struct xpu_query *q, const
 	int nhits = 0;
 	start(out, t, q, d);
 	walk(t, q, d, c, host, out, &hits, &nhits);
-	compose(out, q, &hits, nhits);
+	compose(out, t, q, &hits, nhits);
 	xpu_free(hits.p);
 }
 
@@ -234,7 +263,7 @@ void xpu_why_not_picked(const struct xpu_table *t, const struct xpu_call *c, str
 	enum xpu_clause cl = xpu_call_clause(pinned, c, &gate, &need);
 	set_row(out, pinned, cl, gate, need, c->dev);
 	out->pinned = true;
-	compose(out, c->query, &none, 0);
+	compose(out, t, c->query, &none, 0);
 }
 
 const char *xpu_clause_name(enum xpu_clause c)
