@@ -62,6 +62,26 @@ static int count_facts(lua_State *L, int t)
 	return n;
 }
 
+/* The format or regime at the top of the stack, by key k; raises naming the closest. */
+static int32_t query_name(lua_State *L, const char *k, enum xpu_name_kind kind)
+{
+	char why[1536];
+	int32_t id = lx_known_name(L, lua_gettop(L), kind, why, sizeof why);
+	if (id < 0)
+		luaL_error(L, "query: key '%s': %s", k, why);
+	return id;
+}
+
+/* The fact k = (top of the stack) into f; raises on a value or a name it cannot take. */
+static void query_fact(lua_State *L, const char *k, struct xpu_fact *f)
+{
+	char why[1536];
+	if (!fact_value(L, -1, &f->value))
+		luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k, luaL_typename(L, -1));
+	if ((f->key = lx_known_name(L, lua_gettop(L) - 1, XPU_NAME_KEY, why, sizeof why)) < 0)
+		luaL_error(L, "query: fact '%s': %s", k, why);
+}
+
 /* Fills q (facts storage for every fact of t already in place) from table t: format and
  * regime (required unless pattern), the rest are facts, sorted by name. */
 static void fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
@@ -69,21 +89,12 @@ static void fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
 		const char *k = lua_tostring(L, -2);
-		int64_t v;
-		char why[1536];
-		bool name = strcmp(k, "format") == 0 || strcmp(k, "regime") == 0;
-		int32_t *slot = k[0] == 'f' ? &q->format : &q->regime;
-		if (name && (*slot = lx_known_name(L, lua_gettop(L), k[0] == 'f' ? XPU_NAME_FORMAT : XPU_NAME_REGIME,
-						  why, sizeof why)) < 0)
-			luaL_error(L, "query: key '%s': %s", k, why);
-		else if (!name && !fact_value(L, -1, &v))
-			luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k, luaL_typename(L, -1));
-		else if (!name) {
-			struct xpu_fact *f = &q->facts[q->nfacts++];
-			if ((f->key = lx_known_name(L, lua_gettop(L) - 1, XPU_NAME_KEY, why, sizeof why)) < 0)
-				luaL_error(L, "query: fact '%s': %s", k, why);
-			f->value = v;
-		}
+		if (strcmp(k, "format") == 0)
+			q->format = query_name(L, k, XPU_NAME_FORMAT);
+		else if (strcmp(k, "regime") == 0)
+			q->regime = query_name(L, k, XPU_NAME_REGIME);
+		else
+			query_fact(L, k, &q->facts[q->nfacts++]);
 		lua_pop(L, 1);
 	}
 	if (!pattern && (q->format < 0 || q->regime < 0))
