@@ -43,6 +43,27 @@ describe("query size", function()
     assert.equal("pad.cpu.f32", by_op.pad:pick(xpu.call { query = q, device = cpu }).name)
   end)
 
+  it("resolves a 17-fact query and a 40-flag receiver without allocating", function()
+    if not xpu.T or not xpu.T.alloc_count then return pending("xpu.T.alloc_count is absent from this build") end
+    local spec = { format = "f32", regime = "pad", rank = 5, mode_tag = 0 }
+    for j = 0, 4 do
+      spec["dim" .. j] = 2
+      spec[("padding%d.0"):format(j)] = 1
+      spec[("padding%d.1"):format(j)] = 1
+    end
+    local receiver = {}
+    for i = 1, 40 do receiver["flag" .. i] = true end
+    local c = xpu.call { query = xpu.query(spec), device = cpu, receiver = receiver }
+    for _ = 1, 10 do by_op.pad:pick(c); by_op.pad:admissible(c.query, cpu) end -- warm
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = xpu.T.alloc_count()
+    for _ = 1, 500 do by_op.pad:pick(c); by_op.pad:admissible(c.query, cpu) end
+    local allocs = xpu.T.alloc_count() - before
+    collectgarbage("restart")
+    assert.equal(0, allocs)
+  end)
+
   it("holds a call's receiver of any size, read fresh at every pick", function()
     local t = xpu.new_routes "big-receiver"
     t:register_c { name = "names-flags", regime = "prefill", format = "q4_0", kernel = "copy_bytes", facts = { "flag#" } }

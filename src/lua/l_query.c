@@ -23,7 +23,8 @@ int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, s
 	xpu_suggest(kind, name ? name : "", near, sizeof near);
 	snprintf(why, n, "unknown %s '%s' %s%s", kind == XPU_NAME_KEY ? "query fact" : xpu_name_kind_word(kind),
 		 name ? name : "?", near[0] ? near : "(none is known yet)",
-		 kind == XPU_NAME_KEY ? "; a query carries the facts a registered row declares it reads" : "");
+		 kind == XPU_NAME_KEY ? "; a query carries only facts a registered row reads, named in its 'facts' "
+					     "(a C row's 'multiple', a contract's fields)" : "");
 	return -1;
 }
 

@@ -103,7 +103,7 @@ static int decl_error(lua_State *L, const char *row, const char *fmt, ...) __att
 
 static int decl_error(lua_State *L, const char *row, const char *fmt, ...)
 {
-	char where[256], what[768];
+	char where[256], what[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
