@@ -192,6 +192,20 @@ describe("did you mean", function()
                                        needs = { "wave7" } }.needs[1])
   end)
 
+  it("every capability a device here reports is one a row may need", function()
+    local seen = 0
+    for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0", "hip:0" } do
+      local d = xpu.device(id)
+      for i, cap in ipairs(d and d.capabilities or {}) do
+        local r = t:register { name = ("%s-%d"):format(id, i), regime = "decode", format = "q4_K", kernel = "copy_bytes",
+                               needs = { cap } }
+        assert.equal(cap, r.needs[1])
+        seen = seen + 1
+      end
+    end
+    assert.is_true(seen > 0)
+  end)
+
   it("a misspelt query fact names the facts registered rows read", function()
     assert.matches("query: fact 'in_dims': unknown query fact 'in_dims' %(did you mean 'in_dim'%?%)",
       errmsg(xpu.query, { format = "q4_K", regime = "decode", in_dims = 4096, out_dim = 8 }))
