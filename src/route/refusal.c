@@ -110,9 +110,7 @@ struct group {
 static void flush(struct group *g, struct text *hits)
 {
 	if (g->any)
-		add(hits, "%s%s", hits->n ? "; " : "", g->names.p ? g->names.p : "");
-	if (g->any)
-		add(hits, "%s", g->words.p ? g->words.p : "");
+		add(hits, "%s%s%s", hits->n ? "; " : "", g->names.p ? g->names.p : "", g->words.p ? g->words.p : "");
 	hits->failed |= g->names.failed || g->words.failed;
 	xpu_free(g->names.p);
 	xpu_free(g->words.p);
@@ -164,8 +162,10 @@ static void walk(const struct xpu_table *t, const struct xpu_query *q, const str
 		const char *gate;
 		int need;
 		enum xpu_clause cl = c ? xpu_call_clause(r, c, &gate, &need) : xpu_row_clause(r, q, d, host, &gate, &need);
-		if (cl >= XPU_CLAUSE_SHAPE && cl != XPU_CLAUSE_ADMITTED)
-			(hit(&g, hits, r, cl, gate, need, d), (*nhits)++);
+		if (cl >= XPU_CLAUSE_SHAPE && cl != XPU_CLAUSE_ADMITTED) {
+			hit(&g, hits, r, cl, gate, need, d);
+			(*nhits)++;
+		}
 		if ((int)cl > best) {
 			best = (int)cl;
 			set_row(out, r, cl, gate, need, d);
