@@ -250,7 +250,7 @@ describe("registration errors", function()
     os.execute("rm -rf " .. dir)
     assert.equal("1", out:match("exit=(%d+)"), out)
     local first = out:match("^[^\n]*")
-    assert.matches("^contracts: .*bad%.md:%d+: kernel 'flip': entry_point: 'flip_nowhere' is not in the kernel table$", first)
+    assert.matches("^contracts: .*bad%.md:%d+: kernel 'flip': row 'flip%.cpu%.f32': entry_point: 'flip_nowhere' is not in the kernel table$", first)
     assert.equal(2, select(2, out:gsub("\n", "\n")), out) -- the line and the exit status, no traceback
   end)
 end)

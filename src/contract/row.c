@@ -182,14 +182,16 @@ struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t
 {
 	struct xpu_kernel *k = xpu_kernel_find(c->entry_point);
 	const char *cap = xpu_fkc_code_cap(c->backend);
+	char name[sizeof ((struct xpu_row *)0)->name];
+	snprintf(name, sizeof name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dtype));
 	if (!k) {
-		xpu_fail("%s:%d: kernel '%s': entry_point: '%s' is not in the kernel table", c->file->path, c->line,
-			 c->kernel, c->entry_point);
+		xpu_fail("%s:%d: kernel '%s': row '%s': entry_point: '%s' is not in the kernel table", c->file->path,
+			 c->line, c->kernel, name, c->entry_point);
 		return NULL;
 	}
 	if (!cap) {
-		xpu_fail("%s:%d: kernel '%s': backend: '%s' has no code format a row could need", c->file->path,
-			 c->line, c->kernel, c->backend);
+		xpu_fail("%s:%d: kernel '%s': row '%s': backend: '%s' has no code format a row could need",
+			 c->file->path, c->line, c->kernel, name, c->backend);
 		return NULL;
 	}
 	if (declare_facts(c))
@@ -202,7 +204,7 @@ struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t
 		xpu_free(r);
 		return NULL;
 	}
-	snprintf(r->name, sizeof r->name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dtype));
+	snprintf(r->name, sizeof r->name, "%s", name);
 	r->regime = regime;
 	r->format = format;
 	r->priority = priority;
