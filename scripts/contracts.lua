@@ -22,11 +22,14 @@ if not path then
   os.exit(2)
 end
 
-local contracts, err = xpu.contracts.try_load(path)
-if not contracts then
-  io.stderr:write("contracts: ", err, "\n")
+-- A bad contract or query file: one line naming where and what, exit 1, never a traceback.
+local function fail(msg)
+  io.stderr:write("contracts: ", (tostring(msg):gsub("\n.*", "")), "\n")
   os.exit(1)
 end
+
+local contracts, err = xpu.contracts.try_load(path)
+if not contracts then fail(err) end
 
 -- The built-in query set: each op served, and the refusals a planner meets most.
 local function q(name, regime, format, facts)
@@ -63,19 +66,20 @@ local DEFAULT_QUERIES = {
 local queries = DEFAULT_QUERIES
 if queries_file then
   local ok, qs = pcall(dofile, queries_file)
-  if not ok or type(qs) ~= "table" then
-    io.stderr:write("contracts: ", queries_file, ": ", tostring(qs), "\n")
-    os.exit(1)
-  end
+  if not ok or type(qs) ~= "table" then fail(queries_file .. ": " .. tostring(qs)) end
   queries = qs
 end
 
--- Contracts and their rows.
-local t = xpu.new_routes(path)
+-- Contracts and their rows: one route table per op (the kernel a contract is for), so a
+-- refusal only ever speaks of the candidates for the op that was asked.
+local tables, nrows = {}, 0
 local crow = {}
 for _, c in ipairs(contracts) do
   if not backend or c.backend == backend then
-    local rows = c:register(t, c.kernel)
+    tables[c.kernel] = tables[c.kernel] or xpu.new_routes(c.kernel)
+    local ok, rows = pcall(c.register, c, tables[c.kernel], c.kernel)
+    if not ok then fail(rows) end
+    nrows = nrows + #rows
     local formats = {}
     for _, r in ipairs(rows) do formats[#formats + 1] = r.format end
     crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, c.line, c.determinism, c.bytes_moved,
@@ -84,33 +88,53 @@ for _, c in ipairs(contracts) do
   end
 end
 print(report.table {
-  title = ("%s: %d contracts, %d rows"):format(path, #crow, #t),
+  title = ("%s: %d contracts, %d rows"):format(path, #crow, nrows),
   header = { "kernel", "backend", "entry", "line", "determinism", "bytes_moved", "rows", "needs" },
   rows = crow,
 })
 
--- The audit: per query, the rows that serve it, or the refusal of the row that got furthest.
-local qs, names = {}, {}
+local ops = {}
+for op in pairs(tables) do ops[#ops + 1] = op end
+table.sort(ops)
+
+-- The audit: per query, the rows of its op's table that serve it, or the refusal of the row
+-- that got furthest.
+local arows, unserved, never, fired = {}, 0, 0, {}
 for k, spec in ipairs(queries) do
   local facts = {}
   for key, v in pairs(spec) do
     if key ~= "name" then facts[key] = v end
   end
-  qs[k] = xpu.query(facts)
-  names[k] = spec.name or tostring(qs[k])
-end
-local a = t:audit(qs)
-local arows = {}
-for k, query in ipairs(qs) do
-  local serving = {}
-  for ri = 1, a.nrows do
-    if a:clause(k, ri) == "Admitted" then serving[#serving + 1] = a:row_name(ri) end
+  local ok, query = pcall(xpu.query, facts)
+  if not ok then fail(("%s: queries[%d] (%s): %s"):format(queries_file or "built-in queries", k,
+                                                           tostring(spec.name), tostring(query))) end
+  local t = tables[spec.regime]
+  local name = spec.name or tostring(query)
+  if not t then
+    unserved = unserved + 1
+    arows[#arows + 1] = { name, 0, ("no contract for op '%s' (ops: %s)"):format(tostring(spec.regime),
+                                                                                 table.concat(ops, ", ")) }
+  else
+    local a = t:audit { query }
+    local serving = {}
+    for ri = 1, a.nrows do
+      if a:clause(1, ri) == "Admitted" then
+        serving[#serving + 1] = a:row_name(ri)
+        fired[a:row_name(ri)] = true
+      end
+    end
+    if #serving == 0 then unserved = unserved + 1 end
+    local answer = #serving > 0 and table.concat(serving, ", ") or tostring(t:why_not_admissible(query, false))
+    arows[#arows + 1] = { name, #serving, answer }
   end
-  local answer = #serving > 0 and table.concat(serving, ", ") or tostring(t:why_not_admissible(query, false))
-  arows[#arows + 1] = { names[k], a:served(k), answer }
+end
+for _, op in ipairs(ops) do
+  for _, r in ipairs(tables[op]:rows()) do
+    if not fired[r.name] then never = never + 1 end
+  end
 end
 print()
-print(report.table { title = ("audit of %d queries: %d unserved"):format(#qs, a:unserved_count()),
+print(report.table { title = ("audit of %d queries: %d unserved"):format(#queries, unserved),
                      header = { "query", "rows", "served by / refusal" }, rows = arows })
 print()
-print(("rows that never fire: %d of %d"):format(a:never_firing_count(), #t))
+print(("rows that never fire: %d of %d"):format(never, nrows))

@@ -4,11 +4,16 @@ local xpu = require "xpu"
 
 local cpu = xpu.device "cpu:0"
 
--- A capability no device has, so a row needing it is refused as Unsupported everywhere.
-local MISSING = "never.present.capability"
+-- A capability a device could report (wave<N>) but none has (no subgroup is 7 lanes wide),
+-- so a row needing it is refused as Unsupported everywhere.
+local MISSING = "wave7"
+
+-- The facts these rows' halves read: declared, so queries may carry them.
+local FACTS = { "in_dim", "out_dim" }
 
 local function row(t, spec)
   spec.kernel = spec.kernel or "copy_bytes"
+  spec.facts = spec.facts or FACTS
   return t:register(spec)
 end
 
@@ -214,7 +219,7 @@ describe("route table", function()
     row(t, { name = "wave", regime = "decode", format = "q4_0", shape = aligned })
     local ok, err = pcall(t.bind, t, call(q("q4_0", "decode", { in_dim = 100, out_dim = 32 })))
     assert.is_false(ok)
-    assert.matches("route table 'bind': no row admits q4_0 decode on cpu:0; row 'wave' got furthest, refused at Shape: in width not 256%-aligned", err)
+    assert.matches("route table 'bind': no row admits q4_0 decode on cpu:0; row 'wave' got furthest, refused at Shape: in width not 256%-aligned; facts {in_dim=100, out_dim=32}", err)
   end)
 
   it("records every pick: which row, for which query, on which device", function()

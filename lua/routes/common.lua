@@ -27,24 +27,30 @@ local function id_shape(q)
   if q.in_dim % 256 ~= 0 then return "in width not a multiple of 256 (q8_K blocks)" end
 end
 
+-- The query facts each kind of row reads (its shape half and its kernel's launcher): declared,
+-- so a query may carry them and a misspelt one is refused by name.
+local DENSE_FACTS = { "in_dim", "out_dim", "experts" }
+local ID_FACTS = { "in_dim", "out_dim", "experts", "used" }
+local SPLIT_FACTS = { "bpr", "block_base", "blocks" }
+
 -- Each kernel variant is its own row: the packed int8 dot product form (built where the
 -- device has a shader-level dot4, e.g. Vulkan) ahead of the plain integer form, which every
 -- backend builds. Where the dot4 kernel is absent pick refuses it as Unsupported and takes
 -- the plain row; the audit shows the pair as shadowed, so the choice is visible.
 function M.dense_rows(t)
   for _, f in ipairs(M.decode_formats) do
-    t:register { name = f .. "-int-wave", regime = "decode", format = f, priority = 20,
+    t:register { name = f .. "-int-wave", regime = "decode", format = f, priority = 20, facts = DENSE_FACTS,
                  kernel = f .. "_q8k_wave", shape = dense_shape, ready = ready }
-    t:register { name = f .. "-dot4-wave", regime = "decode", format = f, priority = 30,
+    t:register { name = f .. "-dot4-wave", regime = "decode", format = f, priority = 30, facts = DENSE_FACTS,
                  needs = { "dot4_i8" }, kernel = f .. "_q8k_wave_dot4", shape = dense_shape, ready = ready }
   end
 end
 
 function M.id_rows(t)
   for _, f in ipairs(M.decode_formats) do
-    t:register { name = f .. "-int-id", regime = "decode", format = f, priority = 20,
+    t:register { name = f .. "-int-id", regime = "decode", format = f, priority = 20, facts = ID_FACTS,
                  kernel = f .. "_q8k_id", shape = id_shape, ready = ready }
-    t:register { name = f .. "-dot4-id", regime = "decode", format = f, priority = 30,
+    t:register { name = f .. "-dot4-id", regime = "decode", format = f, priority = 30, facts = ID_FACTS,
                  needs = { "dot4_i8" }, kernel = f .. "_q8k_id_dot4", shape = id_shape, ready = ready }
   end
 end
@@ -58,7 +64,7 @@ end
 
 function M.bind_rows(t)
   for _, f in ipairs(M.decode_formats) do
-    t:register { name = f .. "-split", regime = "bind", format = f, priority = 10,
+    t:register { name = f .. "-split", regime = "bind", format = f, priority = 10, facts = SPLIT_FACTS,
                  kernel = "split_payload_dword", shape = split_shape }
   end
 end

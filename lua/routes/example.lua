@@ -7,7 +7,7 @@ local t = xpu.new_routes "example"
 
 t:register {
   name = "q4_0-int-wave", regime = "decode", format = "q4_0", priority = 20,
-  needs = { "dot4_i8" }, kernel = "q4_0_q8k_wave",
+  needs = { "dot4_i8" }, kernel = "q4_0_q8k_wave", facts = { "in_dim", "out_dim" },
   shape = function(q)
     if q.in_dim % 256 ~= 0 then return "in width not 256-aligned" end
     if q.out_dim % 32 ~= 0 then return "out width not 32-aligned" end

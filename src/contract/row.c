@@ -143,19 +143,59 @@ static const char *fkc_shape(const struct xpu_row *cr, const struct xpu_query *q
 
 /* ---- registration --------------------------------------------------------------------------- */
 
+/* The facts xpu_fkc_call_from_query reads for this contract, declared so a query may carry
+ * them (and a misspelt one is refused): each operand's shape and layout facts (unprefixed
+ * for the first, `<name>.` for every one) and each op_params field by its fact form. */
+static int declare_facts(const struct xpu_contract *c)
+{
+	static const char *const shape[] = { "rank", "dim#", "stride#", "offset" };
+	char key[XPU_NAME_MAX];
+	int rc = 0;
+	for (int k = 0; k < c->ninputs; k++)
+		for (int pre = k == 0 ? 0 : 1; pre < 2; pre++) {
+			const char *prefix = pre ? c->input[k].name : "";
+			for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
+				snprintf(key, sizeof key, "%s%s%s", prefix, pre ? "." : "", shape[i]);
+				rc |= xpu_facts_declare(key);
+			}
+			for (int f = XPU_LF_STRIDED; f < XPU_LF_COUNT; f++) {
+				snprintf(key, sizeof key, "%s%s%s", prefix, pre ? "." : "", xpu_layout_flag_names[f]);
+				rc |= xpu_facts_declare(key);
+			}
+		}
+	for (int k = 0; k < c->nfields; k++) {
+		const struct xpu_fkc_field *f = &c->field[k];
+		if (f->kind <= XPU_FK_U32)
+			snprintf(key, sizeof key, "%s", f->name);
+		else if (f->kind == XPU_FK_PAIRS) {
+			snprintf(key, sizeof key, "%s#.0", f->name);
+			rc |= xpu_facts_declare(key);
+			snprintf(key, sizeof key, "%s#.1", f->name);
+		} else
+			snprintf(key, sizeof key, "%s#", f->name);
+		rc |= xpu_facts_declare(key);
+	}
+	return rc;
+}
+
 struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t regime, int32_t priority)
 {
 	struct xpu_kernel *k = xpu_kernel_find(c->entry_point);
 	const char *cap = xpu_fkc_code_cap(c->backend);
+	char name[sizeof ((struct xpu_row *)0)->name];
+	snprintf(name, sizeof name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dtype));
 	if (!k) {
-		xpu_fail("%s:%d: kernel '%s': entry_point: '%s' is not in the kernel table", c->file->path, c->line,
-			 c->kernel, c->entry_point);
+		xpu_fail("%s:%d: kernel '%s': row '%s': entry_point: '%s' is not in the kernel table", c->file->path,
+			 c->line, c->kernel, name, c->entry_point);
 		return NULL;
 	}
 	if (!cap) {
-		xpu_fail("kernel '%s': backend '%s' has no code format a row could need", c->kernel, c->backend);
+		xpu_fail("%s:%d: kernel '%s': row '%s': backend: '%s' has no code format a row could need",
+			 c->file->path, c->line, c->kernel, name, c->backend);
 		return NULL;
 	}
+	if (declare_facts(c))
+		return NULL;
 	int32_t format = xpu_name_id(XPU_NAME_FORMAT, xpu_dtype_format(dtype));
 	int32_t need = xpu_name_id(XPU_NAME_CAP, cap);
 	struct xpu_row *r = format < 0 || need < 0 ? NULL : xpu_calloc(1, sizeof *r);
@@ -164,7 +204,7 @@ struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t
 		xpu_free(r);
 		return NULL;
 	}
-	snprintf(r->name, sizeof r->name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dtype));
+	snprintf(r->name, sizeof r->name, "%s", name);
 	r->regime = regime;
 	r->format = format;
 	r->priority = priority;

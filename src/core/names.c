@@ -125,6 +125,17 @@ int xpu_name_fixed(enum xpu_name_kind kind, const char *name, int32_t id)
 	return rc;
 }
 
+int xpu_name_list(enum xpu_name_kind kind, const char **out, int max)
+{
+	pthread_once(&names_once, init_once);
+	pthread_mutex_lock(&names_lock);
+	int n = spaces[kind].count;
+	for (int i = 0; i < n && i < max; i++)
+		out[i] = spaces[kind].entries[i].name; /* entries never move or go */
+	pthread_mutex_unlock(&names_lock);
+	return n;
+}
+
 const char *xpu_name_of(enum xpu_name_kind kind, int32_t id)
 {
 	pthread_once(&names_once, init_once);

@@ -55,6 +55,9 @@ int32_t xpu_name_id(enum xpu_name_kind kind, const char *name);
 int32_t xpu_name_find(enum xpu_name_kind kind, const char *name);
 /* Registers name at a fixed id (formats take GGUF's type numbers). Fails on a clash. */
 int xpu_name_fixed(enum xpu_name_kind kind, const char *name, int32_t id);
+/* The names registered in a kind, in registration order, into out (at most max); returns
+ * how many there are. The pointers stay valid for the process. */
+int xpu_name_list(enum xpu_name_kind kind, const char **out, int max);
 /* The name of an id, or NULL when none is registered. */
 const char *xpu_name_of(enum xpu_name_kind kind, int32_t id);
 const char *xpu_name_kind_word(enum xpu_name_kind kind);

@@ -189,11 +189,21 @@ static int a_gc(lua_State *L)
 
 /* ---- refusals ---------------------------------------------------------------------------- */
 
-void lx_push_refusal(lua_State *L, const struct xpu_refusal *r)
+/* uservalues: 1 the gate, 2 the text, as Lua strings of whatever length */
+void lx_push_refusal(lua_State *L, struct xpu_refusal *r)
 {
-	struct xpu_refusal *u = lua_newuserdatauv(L, sizeof *u, 0);
+	struct xpu_refusal *u = lua_newuserdatauv(L, sizeof *u, 2);
 	*u = *r;
+	u->gate = u->text = NULL;
 	luaL_setmetatable(L, XPU_REFUSAL_MT);
+	lua_pushstring(L, r->gate ? r->gate : "");
+	lua_setiuservalue(L, -2, 1);
+	size_t n = xpu_refusal_text(r, NULL, 0);
+	luaL_Buffer b;
+	xpu_refusal_text(r, luaL_buffinitsize(L, &b, n + 1), n + 1);
+	luaL_pushresultsize(&b, n);
+	lua_setiuservalue(L, -2, 2);
+	xpu_refusal_release(r);
 }
 
 static int f_index(lua_State *L)
@@ -205,7 +215,7 @@ static int f_index(lua_State *L)
 	else if (strcmp(k, "clause") == 0)
 		lua_pushstring(L, xpu_clause_name(r->clause));
 	else if (strcmp(k, "gate") == 0 && r->row)
-		lua_pushstring(L, r->gate);
+		lua_getiuservalue(L, 1, 1);
 	else if (strcmp(k, "need_index") == 0 && r->need_index >= 0)
 		lua_pushinteger(L, r->need_index + 1);
 	else if (strcmp(k, "format") == 0)
@@ -216,11 +226,9 @@ static int f_index(lua_State *L)
 		lua_pushstring(L, r->device);
 	else if (strcmp(k, "pinned") == 0)
 		lua_pushboolean(L, r->pinned);
-	else if (strcmp(k, "text") == 0) {
-		char line[512];
-		xpu_refusal_text(r, line, sizeof line);
-		lua_pushstring(L, line);
-	} else
+	else if (strcmp(k, "text") == 0)
+		lua_getiuservalue(L, 1, 2);
+	else
 		lua_pushnil(L);
 	return 1;
 }

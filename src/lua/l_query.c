@@ -2,7 +2,39 @@
  * shape half is handed, and xpu.Call (a query plus receiver, operands, device, stream). */
 #include "lx.h"
 
+#include <stdio.h>
 #include <string.h>
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+/* The id of the known name at i (see route/vocab.c for what is known), or -1 with why
+ * naming the closest valid ones. A capability is registered once known to be valid. */
+int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, size_t n)
+{
+	if (lua_type(L, i) == LUA_TNUMBER)
+		return lx_checkname(L, i, kind);
+	const char *name = lua_tostring(L, i);
+	bool known = kind == XPU_NAME_CAP ? name && xpu_cap_known(name)
+		   : kind == XPU_NAME_KEY ? name && xpu_fact_declared(name)
+					  : xpu_name_find(kind, name) >= 0;
+	if (known)
+		return kind == XPU_NAME_KEY ? xpu_name_id(kind, name) : lx_checkname(L, i, kind);
+	char near[1024];
+	xpu_suggest(kind, name ? name : "", near, sizeof near);
+	snprintf(why, n, "unknown %s '%s' %s%s", kind == XPU_NAME_KEY ? "query fact" : xpu_name_kind_word(kind),
+		 name ? name : "?", near[0] ? near : "(none is known yet)",
+		 kind == XPU_NAME_KEY ? "; a query carries only facts a registered row reads, named in its 'facts' "
+					     "(a C row's 'multiple', a contract's fields)" : "");
+	return -1;
+}
+
+/* A key of a declaration that is not one of known: the words naming the closest. */
+void lx_unknown_key(const char *key, const char *const *known, char *why, size_t n)
+{
+	char near[1024];
+	xpu_suggest_among(key, known, near, sizeof near);
+	snprintf(why, n, "unknown key '%s' %s", key, near);
+}
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
@@ -17,32 +49,72 @@ static bool fact_value(lua_State *L, int i, int64_t *v)
 	return true;
 }
 
-/* Fills q from table t: format and regime (required unless pattern), the rest are facts. */
-int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
+static int count_facts(lua_State *L, int t)
 {
-	t = lua_absindex(L, t);
-	memset(q, 0, sizeof *q);
-	q->format = q->regime = -1;
+	int n = 0;
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
 		if (lua_type(L, -2) != LUA_TSTRING)
 			return luaL_error(L, "query: keys must be names, got a %s key", luaL_typename(L, -2));
 		const char *k = lua_tostring(L, -2);
-		int64_t v;
+		n += strcmp(k, "format") != 0 && strcmp(k, "regime") != 0;
+		lua_pop(L, 1);
+	}
+	return n;
+}
+
+/* The format or regime at the top of the stack, by key k; raises naming the closest. */
+static int32_t query_name(lua_State *L, const char *k, enum xpu_name_kind kind)
+{
+	char why[1536];
+	int32_t id = lx_known_name(L, lua_gettop(L), kind, why, sizeof why);
+	if (id < 0)
+		luaL_error(L, "query: key '%s': %s", k, why);
+	return id;
+}
+
+/* The fact k = (top of the stack) into f; raises on a value or a name it cannot take. */
+static void query_fact(lua_State *L, const char *k, struct xpu_fact *f)
+{
+	char why[1536];
+	if (!fact_value(L, -1, &f->value))
+		luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k, luaL_typename(L, -1));
+	if ((f->key = lx_known_name(L, lua_gettop(L) - 1, XPU_NAME_KEY, why, sizeof why)) < 0)
+		luaL_error(L, "query: fact '%s': %s", k, why);
+}
+
+/* Fills q (facts storage for every fact of t already in place) from table t: format and
+ * regime (required unless pattern), the rest are facts, sorted by name. */
+static void fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern)
+{
+	lua_pushnil(L);
+	while (lua_next(L, t)) {
+		const char *k = lua_tostring(L, -2);
 		if (strcmp(k, "format") == 0)
-			q->format = lx_checkname(L, lua_gettop(L), XPU_NAME_FORMAT);
+			q->format = query_name(L, k, XPU_NAME_FORMAT);
 		else if (strcmp(k, "regime") == 0)
-			q->regime = lx_checkname(L, lua_gettop(L), XPU_NAME_REGIME);
-		else if (!fact_value(L, -1, &v))
-			return luaL_error(L, "query: fact '%s' must be an integer or a boolean, got %s", k,
-					  luaL_typename(L, -1));
-		else if (xpu_query_set(q, xpu_name_id(XPU_NAME_KEY, k), v))
-			return lx_error(L);
+			q->regime = query_name(L, k, XPU_NAME_REGIME);
+		else
+			query_fact(L, k, &q->facts[q->nfacts++]);
 		lua_pop(L, 1);
 	}
 	if (!pattern && (q->format < 0 || q->regime < 0))
-		return luaL_error(L, "query: '%s' is required", q->format < 0 ? "format" : "regime");
-	return 0;
+		luaL_error(L, "query: '%s' is required", q->format < 0 ? "format" : "regime");
+	xpu_facts_sort(q->facts, q->nfacts);
+}
+
+/* Pushes a new Query made from table t: one userdata holding the query and its facts. */
+struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern)
+{
+	t = lua_absindex(L, t);
+	int n = count_facts(L, t);
+	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q + sizeof *q->facts * (size_t)n, 0);
+	memset(q, 0, sizeof *q);
+	q->format = q->regime = -1;
+	q->facts = (struct xpu_fact *)(q + 1);
+	luaL_setmetatable(L, XPU_QUERY_MT);
+	fill_query(L, t, q, pattern);
+	return q;
 }
 
 struct qview {
@@ -63,9 +135,7 @@ struct xpu_query *lx_checkquery(lua_State *L, int i)
 static int l_query(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
-	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q, 0);
-	lx_fill_query(L, 1, q, false);
-	luaL_setmetatable(L, XPU_QUERY_MT);
+	lx_new_query(L, 1, false);
 	return 1;
 }
 
@@ -131,13 +201,36 @@ void lx_release_view(lua_State *L, int i)
 
 /* ---- calls ------------------------------------------------------------------------------- */
 
-/* uservalues: 1 the Query object, 2 the receiver table, 3 the operands table, 4 the stream */
+/* uservalues: 1 the Query object, 2 the receiver table, 3 the operands table, 4 the stream,
+ * 5 the receiver's facts (a userdata, remade larger when the receiver table has grown) */
 struct xpu_call *lx_checkcall(lua_State *L, int i)
 {
 	return luaL_checkudata(L, i, XPU_CALL_MT);
 }
 
-/* Receiver facts are re-read at every pick, so C ready halves see the state of now. */
+/* The fact id of the receiver key below the ids table on top: looked up in that table (a
+ * hash probe, no lock), and remembered there the first time a name is known. */
+static int32_t key_id(lua_State *L, int ids)
+{
+	lua_pushvalue(L, ids + 1);
+	if (lua_rawget(L, ids) == LUA_TNUMBER) {
+		int32_t id = (int32_t)lua_tointeger(L, -1);
+		lua_pop(L, 1);
+		return id;
+	}
+	lua_pop(L, 1);
+	int32_t id = xpu_name_find(XPU_NAME_KEY, lua_tostring(L, ids + 1));
+	if (id >= 0) {
+		lua_pushvalue(L, ids + 1);
+		lua_pushinteger(L, id);
+		lua_rawset(L, ids);
+	}
+	return id;
+}
+
+/* Receiver facts are re-read at every pick, so C ready halves see the state of now. The
+ * storage (a userdata in uservalue 5) is made at the call and remade only when the receiver
+ * table has gained keys since, so a steady pick allocates nothing. */
 static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
 {
 	c->nreceiver = 0;
@@ -145,17 +238,25 @@ static void snapshot_receiver(lua_State *L, int ud, struct xpu_call *c)
 		lua_pop(L, 1);
 		return;
 	}
+	int seen = 0;
+	lua_getfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".keys");
 	lua_pushnil(L);
-	while (lua_next(L, -2)) {
+	while (lua_next(L, -3)) {
 		int64_t v;
-		int32_t key = lua_type(L, -2) == LUA_TSTRING ? xpu_name_find(XPU_NAME_KEY, lua_tostring(L, -2)) : -1;
-		if (key >= 0 && c->nreceiver < XPU_QUERY_MAX_FACTS && fact_value(L, -1, &v)) {
+		int32_t key = lua_type(L, -2) == LUA_TSTRING ? key_id(L, lua_gettop(L) - 2) : -1;
+		if (key >= 0 && fact_value(L, -1, &v) && seen++ < c->receiver_cap) {
 			c->receiver[c->nreceiver].key = key;
 			c->receiver[c->nreceiver++].value = v;
 		}
 		lua_pop(L, 1);
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 2);
+	if (seen <= c->receiver_cap)
+		return;
+	c->receiver = lua_newuserdatauv(L, sizeof *c->receiver * (size_t)seen, 0);
+	c->receiver_cap = seen;
+	lua_setiuservalue(L, ud, 5);
+	snapshot_receiver(L, ud, c);
 }
 
 void lx_refresh_call(lua_State *L, int i)
@@ -198,8 +299,11 @@ static void check_call_keys(lua_State *L)
 		int ok = 0;
 		for (int i = 0; known[i]; i++)
 			ok |= strcmp(k, known[i]) == 0;
-		if (!ok)
-			luaL_error(L, "call: unknown key '%s' (known: query, device, stream, receiver, operands)", k);
+		char why[1536];
+		if (!ok) {
+			lx_unknown_key(k, known, why, sizeof why);
+			luaL_error(L, "call: %s (known: query, device, stream, receiver, operands)", why);
+		}
 		lua_pop(L, 1);
 	}
 }
@@ -209,7 +313,7 @@ static int l_call(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
 	check_call_keys(L);
-	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 4);
+	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 5);
 	int ud = lua_gettop(L);
 	memset(c, 0, sizeof *c);
 	luaL_setmetatable(L, XPU_CALL_MT);
@@ -306,6 +410,8 @@ void lx_open_query(lua_State *L, int t)
 	lua_setfield(L, -2, "__mode");
 	lua_setmetatable(L, -2);
 	lua_setfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".objects");
+	lua_newtable(L); /* receiver key -> fact id, so a pick takes no lock to read its receiver */
+	lua_setfield(L, LUA_REGISTRYINDEX, XPU_CALL_MT ".keys");
 	lua_pushcfunction(L, l_query);
 	lua_setfield(L, t, "query");
 	lua_pushcfunction(L, l_call);

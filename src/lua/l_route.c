@@ -1,5 +1,6 @@
 /* l_route.c — xpu.RouteTable and xpu.Row: xpu.routes(name), registration (Lua rows and
  * data-driven C rows), resolution, refusals, pins, route records and dispatch. */
+#include "contract/contract.h"
 #include "lx.h"
 #include "xpu_lua.h"
 
@@ -7,9 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r);
+void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r, const char *table);
 int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r);
-int lx_read_c_row(lua_State *L, int t, struct xpu_row *r);
+int lx_read_c_row(lua_State *L, int t, struct xpu_row *r, const char *table);
+void lx_declare_row_facts(lua_State *L, int t);
 void lx_refresh_call(lua_State *L, int i);
 
 struct ltable {
@@ -17,7 +19,8 @@ struct ltable {
 };
 
 /* uservalue 1 of a table: its row objects, keyed by row pointer (pushing one allocates
- * nothing once made). */
+ * nothing once made). uservalue 2: the Query objects its route record holds, one array slot
+ * per ring entry, so a record points at a live query and copies no facts. */
 struct xpu_table *lx_checktable(lua_State *L, int i)
 {
 	struct ltable *u = luaL_checkudata(L, i, XPU_TABLE_MT);
@@ -27,6 +30,34 @@ struct xpu_table *lx_checktable(lua_State *L, int i)
 }
 
 
+/* The row objects and the record ring of the new table on top (the ring is made whole
+ * now: filling its slots later allocates nothing). */
+static void push_uservalues(lua_State *L)
+{
+	lua_newtable(L);
+	lua_setiuservalue(L, -2, 1);
+	lua_createtable(L, XPU_RECORD_RING, 0);
+	for (int i = 1; i <= XPU_RECORD_RING; i++) {
+		lua_pushboolean(L, 0);
+		lua_rawseti(L, -2, i);
+	}
+	lua_setiuservalue(L, -2, 2);
+}
+
+/* Keeps the query of the last n picks of the call at ci alive in table ti's ring. */
+static void hold_recorded(lua_State *L, int ti, int ci, const struct xpu_table *t, uint64_t n)
+{
+	if (n > XPU_RECORD_RING)
+		n = XPU_RECORD_RING;
+	ci = lua_absindex(L, ci);
+	lua_getiuservalue(L, ti, 2);
+	for (uint64_t k = 1; k <= n; k++) {
+		lua_getiuservalue(L, ci, 1);
+		lua_rawseti(L, -2, (lua_Integer)((t->nrecords - k) % XPU_RECORD_RING) + 1);
+	}
+	lua_pop(L, 1);
+}
+
 static int l_routes(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
@@ -34,13 +65,12 @@ static int l_routes(lua_State *L)
 	if (lua_getfield(L, -1, name) != LUA_TNIL)
 		return 1;
 	lua_pop(L, 1);
-	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 1);
+	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 2);
 	u->t = NULL;
 	luaL_setmetatable(L, XPU_TABLE_MT);
 	if (!(u->t = xpu_table_new(name)))
 		return lx_error(L);
-	lua_newtable(L);
-	lua_setiuservalue(L, -2, 1);
+	push_uservalues(L);
 	lua_pushvalue(L, -1);
 	lua_setfield(L, -3, name);
 	return 1;
@@ -51,13 +81,12 @@ static int l_routes_new(lua_State *L)
 {
 	lua_settop(L, 1);
 	const char *name = luaL_optstring(L, 1, "anonymous");
-	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 1);
+	struct ltable *u = lua_newuserdatauv(L, sizeof *u, 2);
 	u->t = NULL;
 	luaL_setmetatable(L, XPU_TABLE_MT);
 	if (!(u->t = xpu_table_new(name)))
 		return lx_error(L);
-	lua_newtable(L);
-	lua_setiuservalue(L, -2, 1);
+	push_uservalues(L);
 	return 1;
 }
 
@@ -102,10 +131,10 @@ static int do_register(lua_State *L, bool c_row)
 		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
 	struct xpu_row tmp;
 	memset(&tmp, 0, sizeof tmp);
-	if (c_row && lx_read_c_row(L, 2, &tmp)) /* raises on bad input; allocates its gates last */
+	if (c_row && lx_read_c_row(L, 2, &tmp, t->name)) /* raises on bad input; allocates its gates last */
 		return lx_error(L);
 	if (!c_row)
-		lx_read_lua_row(L, 2, &tmp);
+		lx_read_lua_row(L, 2, &tmp, t->name);
 	struct xpu_row *r = xpu_table_row(t, tmp.name) ? NULL : xpu_malloc(sizeof *r);
 	if (!r) {
 		if (tmp.release)
@@ -122,6 +151,7 @@ static int do_register(lua_State *L, bool c_row)
 		xpu_free(r);
 		return lx_error(L);
 	}
+	lx_declare_row_facts(L, 2);
 	lx_push_row_of(L, 1, r);
 	return 1;
 }
@@ -195,6 +225,8 @@ static const struct xpu_row *pick_call(lua_State *L, struct xpu_table *t, struct
 	const struct xpu_row *r = xpu_pick(t, *c, &err);
 	if (err)
 		lx_error(L);
+	if (r)
+		hold_recorded(L, 1, 2, t, 1);
 	return r;
 }
 
@@ -213,10 +245,9 @@ static int t_bind(lua_State *L)
 	const struct xpu_row *r = pick_call(L, t, &c);
 	if (!r) {
 		struct xpu_refusal ref;
-		char line[512];
 		xpu_why_not_picked(t, c, &ref);
-		xpu_refusal_text(&ref, line, sizeof line);
-		return luaL_error(L, "%s", line);
+		lx_push_refusal(L, &ref); /* takes the refusal's words */
+		return luaL_error(L, "%s", luaL_tolstring(L, -1, NULL));
 	}
 	push_row_or_nil(L, r);
 	return 1;
@@ -266,15 +297,12 @@ static int t_pin(lua_State *L)
 {
 	struct xpu_table *t = lx_checktable(L, 1);
 	const char *name = luaL_checkstring(L, 2);
-	struct xpu_query pattern;
-	if (lua_isnoneornil(L, 3)) {
-		memset(&pattern, 0, sizeof pattern);
-		pattern.format = pattern.regime = -1;
-	} else {
+	struct xpu_query any = { .format = -1, .regime = -1 }, *pattern = &any;
+	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
-		lx_fill_query(L, 3, &pattern, true);
+		pattern = lx_new_query(L, 3, true);
 	}
-	if (xpu_table_pin(t, name, &pattern))
+	if (xpu_table_pin(t, name, pattern)) /* the pin keeps its own copy of the facts */
 		return lx_error(L);
 	return 0;
 }
@@ -291,7 +319,7 @@ static void push_query_fields(lua_State *L, const struct xpu_query *q)
 	lua_setfield(L, -2, "format");
 	lx_pushname(L, XPU_NAME_REGIME, q->regime);
 	lua_setfield(L, -2, "regime");
-	for (int i = 0; i < q->nfacts; i++) {
+	for (int i = 0; i < q->nfacts; i++) { /* sorted by name: the table reads in that order */
 		lua_pushinteger(L, q->facts[i].value);
 		lua_setfield(L, -2, xpu_name_of(XPU_NAME_KEY, q->facts[i].key));
 	}
@@ -310,7 +338,7 @@ static int t_records(lua_State *L)
 		lua_setfield(L, -2, "row");
 		lua_pushstring(L, rec->dev ? rec->dev->id : "?");
 		lua_setfield(L, -2, "device");
-		push_query_fields(L, &rec->query);
+		push_query_fields(L, rec->query);
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
 	return 1;
@@ -366,10 +394,12 @@ static int l_time_pick(lua_State *L)
 	luaL_argcheck(L, n > 0, 3, "count must be positive");
 	struct timespec t0, t1;
 	int err = 0;
+	uint64_t before = t->nrecords;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (lua_Integer i = 0; i < n && !err; i++)
 		xpu_pick(t, c, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	hold_recorded(L, 1, 2, t, t->nrecords - before);
 	if (err)
 		return lx_error(L);
 	double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
@@ -501,8 +531,21 @@ static const luaL_Reg row_meta[] = {
 };
 
 
+/* The formats and regimes a row or query may name from the start (route/vocab.c): GGUF's
+ * types are registered by the quant layer; here the element dtypes, and "elementwise", the
+ * regime contract rows take unless given their op. */
+static void known_names(lua_State *L)
+{
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++)
+		if (xpu_name_id(XPU_NAME_FORMAT, xpu_dtype_format(dt)) < 0)
+			lx_error(L);
+	if (xpu_name_id(XPU_NAME_REGIME, "elementwise") < 0)
+		lx_error(L);
+}
+
 void xpu_lua_open_route(lua_State *L, int t)
 {
+	known_names(L);
 	lua_newtable(L);
 	lua_setfield(L, LUA_REGISTRYINDEX, "xpu.tables");
 	lx_newclass(L, XPU_TABLE_MT, table_methods, table_meta);

@@ -3,12 +3,14 @@
  * C rows (register_c): multiples of query facts and receiver flags, checked in C. */
 #include "lx.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 struct lua_row {
 	lua_State *L;
 	int shape_ref, ready_ref; /* LUA_NOREF when absent */
+	int gate_ref;             /* the last gate a half answered, kept whole and alive */
 };
 
 static void lua_row_release(struct xpu_row *r)
@@ -18,21 +20,27 @@ static void lua_row_release(struct xpu_row *r)
 		return;
 	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->shape_ref);
 	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->ready_ref);
+	luaL_unref(lr->L, LUA_REGISTRYINDEX, lr->gate_ref);
 	xpu_free(lr);
 	r->ud = NULL;
 }
 
-/* The answer of a Lua half: nil admits; a string is the gate; anything else is an error. */
+/* The answer of a Lua half: nil admits; a string is the gate; anything else is an error.
+ * The gate string is kept in the row's registry slot (replacing a value there allocates
+ * nothing), so it reaches a refusal whole and stays valid until the row answers again. */
 static const char *half_answer(lua_State *L, struct xpu_row *r, int rc, const char *half)
 {
 	const char *answer = NULL;
+	struct lua_row *lr = r->ud;
+	if (rc == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
+		answer = lua_tostring(L, -1);
+		lua_rawseti(L, LUA_REGISTRYINDEX, lr->gate_ref);
+		return answer;
+	}
 	if (rc != LUA_OK) {
 		snprintf(r->gate, sizeof r->gate, "%s half of row '%s' raised: %s", half, r->name,
 			 lua_tostring(L, -1) ? lua_tostring(L, -1) : "(no message)");
 		answer = XPU_GATE_ERROR;
-	} else if (lua_type(L, -1) == LUA_TSTRING) {
-		snprintf(r->gate, sizeof r->gate, "%s", lua_tostring(L, -1));
-		answer = r->gate;
 	} else if (!lua_isnil(L, -1)) {
 		snprintf(r->gate, sizeof r->gate, "%s half of row '%s' returned a %s: return nil to admit "
 			 "or a string naming the gate", half, r->name, luaL_typename(L, -1));
@@ -73,9 +81,44 @@ static const char *lua_ready(const struct xpu_row *cr, const struct xpu_call *c)
 
 /* ---- declaration checks ------------------------------------------------------------------ */
 
+/* The table a declaration is being read for (set by the entry points below). */
+static const char *decl_table = "?";
+
+/* Where the declaration was made: the first Lua frame up the stack (the register call,
+ * whether made directly, through pcall or from a helper's loop). */
+static void decl_where(lua_State *L, char *out, size_t n)
+{
+	lua_Debug ar;
+	out[0] = 0;
+	for (int level = 1; lua_getstack(L, level, &ar); level++) {
+		if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+			snprintf(out, n, "%s:%d: ", ar.short_src, ar.currentline);
+			return;
+		}
+	}
+}
+
+/* One line: where, the table, the row, then what is wrong with which key. Raises. */
+static int decl_error(lua_State *L, const char *row, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int decl_error(lua_State *L, const char *row, const char *fmt, ...)
+{
+	char where[256], what[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	decl_where(L, where, sizeof where);
+	if (row)
+		lua_pushfstring(L, "%sroute table '%s': row '%s': %s", where, decl_table, row, what);
+	else
+		lua_pushfstring(L, "%sroute table '%s': row: %s", where, decl_table, what);
+	return lua_error(L);
+}
+
 static int bad_key(lua_State *L, const char *row, const char *key, const char *want)
 {
-	return luaL_error(L, "row '%s': key '%s' must be %s, got %s", row, key, want, luaL_typename(L, -1));
+	return decl_error(L, row, "key '%s' must be %s, got %s", key, want, luaL_typename(L, -1));
 }
 
 static void check_keys(lua_State *L, int t, const char *row, const char *const *known)
@@ -83,13 +126,16 @@ static void check_keys(lua_State *L, int t, const char *row, const char *const *
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
 		if (lua_type(L, -2) != LUA_TSTRING)
-			luaL_error(L, "row '%s': keys must be names, got a %s key", row, luaL_typename(L, -2));
+			decl_error(L, row, "keys must be names, got a %s key", luaL_typename(L, -2));
 		const char *k = lua_tostring(L, -2);
 		bool ok = false;
 		for (int i = 0; known[i] && !ok; i++)
 			ok = strcmp(k, known[i]) == 0;
-		if (!ok)
-			luaL_error(L, "row '%s': unknown key '%s'", row, k);
+		char why[1536];
+		if (!ok) {
+			lx_unknown_key(k, known, why, sizeof why);
+			decl_error(L, row, "%s", why);
+		}
 		lua_pop(L, 1);
 	}
 }
@@ -104,15 +150,44 @@ static void read_needs(lua_State *L, int t, struct xpu_row *r)
 		bad_key(L, r->name, "needs", "a list of capability names");
 	lua_Integer n = luaL_len(L, -1);
 	if (n > XPU_ROW_MAX_NEEDS)
-		luaL_error(L, "row '%s': key 'needs' lists %d capabilities, at most %d", r->name, (int)n,
+		decl_error(L, r->name, "key 'needs' lists %d capabilities, at most %d", (int)n,
 			   XPU_ROW_MAX_NEEDS);
 	for (lua_Integer i = 1; i <= n; i++) {
 		if (lua_geti(L, -1, i) != LUA_TSTRING)
-			luaL_error(L, "row '%s': needs[%d] must be a capability name, got %s", r->name, (int)i,
+			decl_error(L, r->name, "needs[%d] must be a capability name, got %s", (int)i,
 				   luaL_typename(L, -1));
-		r->needs[r->nneeds] = xpu_name_id(XPU_NAME_CAP, lua_tostring(L, -1));
+		char why[1536];
+		r->needs[r->nneeds] = lx_known_name(L, -1, XPU_NAME_CAP, why, sizeof why);
 		if (r->needs[r->nneeds++] < 0)
-			luaL_error(L, "row '%s': needs[%d]: %s", r->name, (int)i, xpu_error());
+			decl_error(L, r->name, "needs[%d]: %s", (int)i, why);
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
+static void unknown_kernel(lua_State *L, const char *row, const char *name)
+{
+	const char *names[XPU_MAX_KERNELS + 1];
+	int n = 0;
+	for (int i = 0; i < xpu_kernel_count() && n < XPU_MAX_KERNELS; i++)
+		names[n++] = xpu_kernel_at(i)->def->name;
+	names[n] = NULL;
+	char near[1024];
+	xpu_suggest_among(name, names, near, sizeof near);
+	decl_error(L, row, "kernel '%s' is not in the kernel table %s", name, near);
+}
+
+/* `facts`: the query facts the row's halves and launcher read ('#' for a run of digits). */
+static void check_facts(lua_State *L, int t, struct xpu_row *r)
+{
+	if (lua_getfield(L, t, "facts") == LUA_TNIL)
+		return (void)lua_pop(L, 1);
+	if (!lua_istable(L, -1))
+		bad_key(L, r->name, "facts", "a list of query fact names");
+	lua_Integer n = luaL_len(L, -1);
+	for (lua_Integer i = 1; i <= n; i++) {
+		if (lua_geti(L, -1, i) != LUA_TSTRING || lua_rawlen(L, -1) == 0 || lua_rawlen(L, -1) >= XPU_NAME_MAX)
+			decl_error(L, r->name, "facts[%d] must be a fact name of 1 to %d bytes", (int)i, XPU_NAME_MAX - 1);
 		lua_pop(L, 1);
 	}
 	lua_pop(L, 1);
@@ -122,9 +197,9 @@ static void read_needs(lua_State *L, int t, struct xpu_row *r)
 void lx_read_row(lua_State *L, int t, struct xpu_row *r)
 {
 	if (lua_getfield(L, t, "name") != LUA_TSTRING)
-		luaL_error(L, "row: key 'name' must be a string, got %s", luaL_typename(L, -1));
+		decl_error(L, NULL, "key 'name' must be a string, got %s", luaL_typename(L, -1));
 	if (lua_rawlen(L, -1) == 0 || lua_rawlen(L, -1) >= sizeof r->name)
-		luaL_error(L, "row: name must be 1 to %d bytes", (int)sizeof r->name - 1);
+		decl_error(L, NULL, "key 'name' must be 1 to %d bytes", (int)sizeof r->name - 1);
 	snprintf(r->name, sizeof r->name, "%s", lua_tostring(L, -1));
 	lua_pop(L, 1);
 	static const char *const names[] = { "regime", "format" };
@@ -132,7 +207,10 @@ void lx_read_row(lua_State *L, int t, struct xpu_row *r)
 	for (int i = 0; i < 2; i++) {
 		if (lua_getfield(L, t, names[i]) != LUA_TSTRING)
 			bad_key(L, r->name, names[i], "a name");
-		int32_t id = lx_checkname(L, -1, kinds[i]);
+		char why[1536];
+		int32_t id = lx_known_name(L, -1, kinds[i], why, sizeof why);
+		if (id < 0)
+			decl_error(L, r->name, "key '%s': %s", names[i], why);
 		*(i ? &r->format : &r->regime) = id;
 		lua_pop(L, 1);
 	}
@@ -147,9 +225,26 @@ void lx_read_row(lua_State *L, int t, struct xpu_row *r)
 		bad_key(L, r->name, "kernel", "a kernel name");
 	struct xpu_kernel *k = xpu_kernel_find(lua_tostring(L, -1));
 	if (!k)
-		luaL_error(L, "row '%s': kernel '%s' is not in the kernel table", r->name, lua_tostring(L, -1));
+		unknown_kernel(L, r->name, lua_tostring(L, -1));
 	r->kernel = k->id;
 	lua_pop(L, 1);
+	check_facts(L, t, r);
+}
+
+/* After the row is in its table: the facts it reads become ones a query may carry. */
+void lx_declare_row_facts(lua_State *L, int t)
+{
+	static const char *const lists[] = { "facts", "multiple" };
+	for (int i = 0; i < 2; i++) {
+		if (lua_getfield(L, t, lists[i]) == LUA_TTABLE) {
+			lua_pushnil(L);
+			while (lua_next(L, -2)) {
+				xpu_facts_declare(lua_tostring(L, i == 0 ? -1 : -2)); /* checked at read */
+				lua_pop(L, 1);
+			}
+		}
+		lua_pop(L, 1);
+	}
 }
 
 static int ref_function(lua_State *L, int t, struct xpu_row *r, const char *key)
@@ -165,11 +260,12 @@ static int ref_function(lua_State *L, int t, struct xpu_row *r, const char *key)
 }
 
 static const char *const lua_row_keys[] = { "name", "regime", "format", "priority", "needs",
-					    "kernel", "shape", "ready", NULL };
+					    "kernel", "facts", "shape", "ready", NULL };
 
 /* Reads a Lua row declaration at t into the new row r; raises on any bad key. */
-void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r)
+void lx_read_lua_row(lua_State *L, int t, struct xpu_row *r, const char *table)
 {
+	decl_table = table;
 	lua_getfield(L, t, "name");
 	const char *name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
 	check_keys(L, t, name, lua_row_keys);
@@ -194,6 +290,8 @@ int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r)
 	lr->L = L;
 	lr->shape_ref = ref_function(L, t, r, "shape");
 	lr->ready_ref = ref_function(L, t, r, "ready");
+	lua_pushboolean(L, 0);
+	lr->gate_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 	r->ud = lr;
 	r->release = lua_row_release;
 	r->shape = lr->shape_ref != LUA_NOREF ? lua_shape : NULL;
@@ -254,9 +352,11 @@ static void read_multiples(lua_State *L, int t, struct xpu_row *r, struct c_gate
 	lua_pushnil(L);
 	while (lua_next(L, -2)) {
 		if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
-			luaL_error(L, "row '%s': key 'multiple' must map fact names to positive integers", r->name);
+			decl_error(L, r->name, "key 'multiple' must map fact names to positive integers");
+		if (lua_rawlen(L, -2) >= XPU_NAME_MAX)
+			decl_error(L, r->name, "key 'multiple': fact name longer than %d bytes", XPU_NAME_MAX - 1);
 		if (g->nmult == C_GATES)
-			luaL_error(L, "row '%s': at most %d multiples", r->name, C_GATES);
+			decl_error(L, r->name, "at most %d multiples", C_GATES);
 		g->mult_key[g->nmult] = xpu_name_id(XPU_NAME_KEY, lua_tostring(L, -2));
 		g->mult[g->nmult] = lua_tointeger(L, -1);
 		snprintf(g->mult_text[g->nmult], sizeof g->mult_text[0], "%s not a multiple of %lld",
@@ -275,10 +375,10 @@ static void read_ready_when(lua_State *L, int t, struct xpu_row *r, struct c_gat
 		bad_key(L, r->name, "ready_when", "a list of receiver flags");
 	lua_Integer n = luaL_len(L, -1);
 	if (n > C_GATES)
-		luaL_error(L, "row '%s': at most %d ready flags", r->name, C_GATES);
+		decl_error(L, r->name, "at most %d ready flags", C_GATES);
 	for (lua_Integer i = 1; i <= n; i++) {
 		if (lua_geti(L, -1, i) != LUA_TSTRING)
-			luaL_error(L, "row '%s': ready_when[%d] must be a receiver flag name", r->name, (int)i);
+			decl_error(L, r->name, "ready_when[%d] must be a receiver flag name", (int)i);
 		g->ready_key[g->nready] = xpu_name_id(XPU_NAME_KEY, lua_tostring(L, -1));
 		snprintf(g->ready_text[g->nready], sizeof g->ready_text[0], "receiver is not %s",
 			 lua_tostring(L, -1));
@@ -289,11 +389,12 @@ static void read_ready_when(lua_State *L, int t, struct xpu_row *r, struct c_gat
 }
 
 static const char *const c_row_keys[] = { "name", "regime", "format", "priority", "needs",
-					  "kernel", "multiple", "ready_when", NULL };
+					  "kernel", "facts", "multiple", "ready_when", NULL };
 
 /* Reads a C-row declaration; gates are checked into a stack copy, then attached. */
-int lx_read_c_row(lua_State *L, int t, struct xpu_row *r)
+int lx_read_c_row(lua_State *L, int t, struct xpu_row *r, const char *table)
 {
+	decl_table = table;
 	lua_getfield(L, t, "name");
 	const char *name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "?";
 	check_keys(L, t, name, c_row_keys);

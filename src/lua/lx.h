@@ -47,14 +47,19 @@ void lx_push_query_view(lua_State *L, const struct xpu_query *q);
 void lx_release_view(lua_State *L, int i);
 /* Pushes the Lua object of a call created from Lua, or nil. */
 void lx_push_call_object(lua_State *L, const struct xpu_call *c);
-int lx_fill_query(lua_State *L, int t, struct xpu_query *q, bool pattern);
+/* A known format, regime, capability or query fact at i, or -1 with why naming the closest. */
+int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, size_t n);
+void lx_unknown_key(const char *key, const char *const *known, char *why, size_t n);
+/* Pushes a new Query from table t (a pattern may leave format and regime out). */
+struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern);
 
 /* Launch arguments from Lua values, by the kernel's signature. */
 int lx_get_karg(lua_State *L, int i, const struct xpu_arg_spec *spec, struct xpu_karg *out, char *err, size_t n);
 
 void lx_open_query(lua_State *L, int t);
 void lx_open_audit(lua_State *L, int t);
-void lx_push_refusal(lua_State *L, const struct xpu_refusal *r);
+/* Pushes an xpu.Refusal; takes r's words (its gate and text are released). */
+void lx_push_refusal(lua_State *L, struct xpu_refusal *r);
 /* Route tables and their rows (l_route.c). */
 struct xpu_table *lx_checktable(lua_State *L, int i);
 void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);

@@ -2,6 +2,7 @@
  * query set, with nothing bound and no device asked. needs is reported, never ruled on. */
 #include "route.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void xpu_audit_free(struct xpu_audit *a)
@@ -57,12 +58,22 @@ static int audit_cell(struct xpu_audit *a, int qi, int ri, const struct xpu_quer
 	return 0;
 }
 
+/* The audit's row order, what its lines print in: priority (highest first), then name. */
+static int audit_order(const void *pa, const void *pb)
+{
+	const struct xpu_row *a = *(const struct xpu_row *const *)pa, *b = *(const struct xpu_row *const *)pb;
+	if (a->priority != b->priority)
+		return a->priority > b->priority ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
 struct xpu_audit *xpu_audit(const struct xpu_table *t, const struct xpu_query *qs, int n, void *host)
 {
 	struct xpu_audit *a = audit_new(n, t->nrows);
 	if (!a)
 		return NULL;
 	memcpy(a->rows, t->rows, sizeof *a->rows * (size_t)t->nrows);
+	qsort(a->rows, (size_t)t->nrows, sizeof *a->rows, audit_order);
 	for (int qi = 0; qi < n; qi++)
 		for (int ri = 0; ri < t->nrows; ri++)
 			if (audit_cell(a, qi, ri, &qs[qi], host)) {

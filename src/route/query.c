@@ -1,7 +1,8 @@
-/* query.c — query facts and call operands: small fixed arrays searched by interned key,
- * so reading them during resolution allocates nothing. */
+/* query.c — query facts and call operands: arrays made with the query or call, searched
+ * by interned key, so reading them during resolution allocates nothing. */
 #include "route.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 bool xpu_query_fact(const struct xpu_query *q, int32_t key, int64_t *out)
@@ -14,19 +15,17 @@ bool xpu_query_fact(const struct xpu_query *q, int32_t key, int64_t *out)
 	return false;
 }
 
-int xpu_query_set(struct xpu_query *q, int32_t key, int64_t value)
+static int by_name(const void *a, const void *b)
 {
-	for (int i = 0; i < q->nfacts; i++)
-		if (q->facts[i].key == key) {
-			q->facts[i].value = value;
-			return 0;
-		}
-	if (q->nfacts == XPU_QUERY_MAX_FACTS)
-		return xpu_fail("a query holds at most %d facts", XPU_QUERY_MAX_FACTS);
-	q->facts[q->nfacts].key = key;
-	q->facts[q->nfacts].value = value;
-	q->nfacts++;
-	return 0;
+	const struct xpu_fact *x = a, *y = b;
+	const char *nx = xpu_name_of(XPU_NAME_KEY, x->key), *ny = xpu_name_of(XPU_NAME_KEY, y->key);
+	return strcmp(nx ? nx : "", ny ? ny : "");
+}
+
+void xpu_facts_sort(struct xpu_fact *f, int n)
+{
+	if (n > 1)
+		qsort(f, (size_t)n, sizeof *f, by_name);
 }
 
 bool xpu_query_get(const struct xpu_query *q, const char *key, int64_t *out)

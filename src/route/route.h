@@ -6,10 +6,9 @@
 
 #include "core/device.h"
 
-#define XPU_QUERY_MAX_FACTS 16
 #define XPU_CALL_MAX_OPERANDS 12
 #define XPU_ROW_MAX_NEEDS 8
-#define XPU_GATE_MAX 160
+#define XPU_GATE_MAX 512 /* a row's gate scratch; a refusal's text is as long as it needs */
 
 /* ---- queries and calls ----------------------------------------------------------------- */
 
@@ -18,17 +17,20 @@ struct xpu_fact {
 	int64_t value;
 };
 
-/* Plain data: regime, format and the registrant's static facts. No receiver. */
+/* Plain data: regime, format and the registrant's static facts. No receiver. As many facts
+ * as the caller gives: the storage is the maker's (a Lua query holds them inline), made when
+ * the query is, so resolution reads them without allocating. Sorted by fact name. */
 struct xpu_query {
 	int32_t regime;
 	int32_t format;
 	int nfacts;
-	struct xpu_fact facts[XPU_QUERY_MAX_FACTS];
+	struct xpu_fact *facts;
 };
 
 /* Reads fact `key`; returns false (and leaves *out) when the query does not carry it. */
 bool xpu_query_fact(const struct xpu_query *q, int32_t key, int64_t *out);
-int xpu_query_set(struct xpu_query *q, int32_t key, int64_t value);
+/* Sorts facts by name (the order every listing prints them in). */
+void xpu_facts_sort(struct xpu_fact *f, int n);
 /* Fact by name, for launchers: the key is looked up, never registered. */
 bool xpu_query_get(const struct xpu_query *q, const char *key, int64_t *out);
 
@@ -43,8 +45,8 @@ struct xpu_call {
 	const struct xpu_query *query;
 	struct xpu_device *dev;
 	struct xpu_stream *stream;
-	int nreceiver;
-	struct xpu_fact receiver[XPU_QUERY_MAX_FACTS];
+	int nreceiver, receiver_cap;
+	struct xpu_fact *receiver; /* storage the binding sized when the receiver grew */
 	int noperands;
 	struct xpu_operand operands[XPU_CALL_MAX_OPERANDS];
 	void *host; /* the binding's context (the Lua state for Lua rows), or NULL */
@@ -95,33 +97,39 @@ enum xpu_clause {
 };
 const char *xpu_clause_name(enum xpu_clause c);
 
+/* Built on the path that already refused and is about to print, so it may allocate: gate and
+ * text are the refusal's own (xpu_refusal_release frees them), as long as they need to be. */
 struct xpu_refusal {
 	const struct xpu_row *row; /* the row that got furthest; NULL for Empty */
-	enum xpu_clause clause;
+	enum xpu_clause clause;    /* Admitted: the query is served (by row) */
 	int32_t regime, format;    /* asked for */
 	int need_index;            /* index into row->needs of the missing capability, or -1 */
 	bool pinned;               /* the refusing row was pinned for this query */
-	char gate[XPU_GATE_MAX];
+	char *gate;                /* the furthest row's own words, or NULL */
+	char *text;                /* one line: what was asked, the furthest row, every gate hit */
 	char device[32];           /* "" when no device was asked (the audit's half) */
 	char table[64];
 };
-/* One line naming all of it. */
-void xpu_refusal_text(const struct xpu_refusal *r, char *out, size_t n);
+/* The line into out (cut at n); returns its whole length, as snprintf does. */
+size_t xpu_refusal_text(const struct xpu_refusal *r, char *out, size_t n);
+void xpu_refusal_release(struct xpu_refusal *r);
 
 /* ---- the table --------------------------------------------------------------------------- */
 
 #define XPU_RECORD_RING 1024
 #define XPU_MAX_PINS 32
 
+/* The query is the caller's: the binding keeps each recorded query alive while the ring
+ * holds it, so a record copies no facts. */
 struct xpu_route_record {
 	const struct xpu_row *row;
 	const struct xpu_device *dev;
-	struct xpu_query query;
+	const struct xpu_query *query;
 };
 
 struct xpu_pin {
 	const struct xpu_row *row;
-	struct xpu_query pattern; /* regime/format -1 = any; facts must all match */
+	struct xpu_query pattern; /* regime/format -1 = any; facts (the pin's own copy) must match */
 };
 
 struct xpu_table {
@@ -156,6 +164,9 @@ void xpu_why_not_admissible(const struct xpu_table *t, const struct xpu_query *q
 			    const struct xpu_device *d, void *host, struct xpu_refusal *out);
 void xpu_why_not_picked(const struct xpu_table *t, const struct xpu_call *c, struct xpu_refusal *out);
 
+/* The clause a row reaches for a call: the static test, then ready. */
+enum xpu_clause xpu_call_clause(const struct xpu_row *r, const struct xpu_call *c, const char **gate, int *need);
+
 /* The clause at which row r answers q (declared half only when d is NULL). */
 enum xpu_clause xpu_row_clause(const struct xpu_row *r, const struct xpu_query *q,
 			       const struct xpu_device *d, void *host, const char **gate, int *need);
@@ -163,15 +174,30 @@ enum xpu_clause xpu_row_clause(const struct xpu_row *r, const struct xpu_query *
 /* Pins: force `row` for queries matching the pattern (A/B work). */
 int xpu_table_pin(struct xpu_table *t, const char *row, const struct xpu_query *pattern);
 void xpu_table_unpin(struct xpu_table *t, const char *row);
+/* The row pinned for q, or NULL. */
+const struct xpu_row *xpu_table_pinned(const struct xpu_table *t, const struct xpu_query *q);
 
 /* Launch the stored row: one indirect call. */
 int xpu_row_dispatch(struct xpu_row *r, const struct xpu_call *c);
+
+/* ---- the vocabulary (vocab.c): what rows and queries may name ------------------------- */
+
+/* Declares a query fact some row reads ('#' in the name: a run of digits, as in dim#). */
+int xpu_facts_declare(const char *pattern);
+bool xpu_fact_declared(const char *name);
+/* A capability a device can report. */
+bool xpu_cap_known(const char *name);
+/* The closest valid names of a kind to word, "(did you mean 'a' or 'b'?)", or where none is
+ * near, "(known: 'x', 'y', ...)"; cut at n. */
+void xpu_suggest(enum xpu_name_kind kind, const char *word, char *out, size_t n);
+/* The same among a NULL-terminated list (a declaration's keys). */
+void xpu_suggest_among(const char *word, const char *const *cands, char *out, size_t n);
 
 /* ---- the audit --------------------------------------------------------------------------- */
 
 struct xpu_audit {
 	int nqueries, nrows;
-	const struct xpu_row **rows;  /* the table's rows, in table order */
+	const struct xpu_row **rows;  /* the table's rows: priority (highest first), then name */
 	uint8_t *clause;              /* [q * nrows + r] */
 	char **gate;                  /* [q * nrows + r]: shape gate text, or NULL */
 	int *served;                  /* per query: rows that admit it */

@@ -32,6 +32,8 @@ void xpu_table_free(struct xpu_table *t)
 			t->rows[i]->release(t->rows[i]);
 		xpu_free(t->rows[i]);
 	}
+	for (int i = 0; i < t->npins; i++)
+		xpu_free(t->pins[i].pattern.facts);
 	xpu_free(t->rows);
 	xpu_free(t->records);
 	xpu_free(t);
