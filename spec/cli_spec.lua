@@ -213,6 +213,19 @@ describe("xpulua command", function()
 			assert.are.equal("false\n", out)
 		end)
 
+		it("expands ;; in LUA_PATH and LUA_CPATH to the paths it uses when they are unset", function()
+			local show = { "-e", "print(package.path) print(package.cpath)" }
+			local _, unset = run(show)
+			assert.matches("/lua/?.lua;", unset, 1, true)    -- the checkout's modules come first
+			local _, dflt = run(show, { env = { LUA_PATH = ";;", LUA_CPATH = ";;" } })
+			assert.are.equal(unset, dflt)
+			local _, v54 = run(show, { env = { LUA_PATH_5_4 = ";;", LUA_CPATH_5_4 = ";;" } })
+			assert.are.equal(unset, v54)
+			local path, cpath = unset:match("^([^\n]*)\n([^\n]*)\n$")
+			local _, around = run(show, { env = { LUA_PATH = "a/?.lua;;b/?.lua", LUA_CPATH = "c;;" } })
+			assert.are.equal("a/?.lua;" .. path .. ";b/?.lua\nc;" .. cpath .. "\n", around)
+		end)
+
 		it("takes package.path and cpath from LUA_PATH and LUA_CPATH as lua does", function()
 			local _, out = run({ "-e", "print(package.path, package.cpath)" },
 				{ env = { LUA_PATH = "x", LUA_CPATH = "y" } })
@@ -360,13 +373,26 @@ describe("xpulua command", function()
 			assert.is_true(T.alloc_count() - before >= 100)
 		end)
 
-		it("puts the embedded searcher after preload", function()
-			local _, out = run({ "-e", "print(#package.searchers, package.searchers[2]('nope_xyz'))" })
-			assert.are.equal("5\tno embedded module 'nope_xyz'\n", out)
-			local _, _, err = run({ "-e", "require 'no_such_mod_xyz'" })
-			local order = "no field package.preload['no_such_mod_xyz']\n"
-				.. "\tno embedded module 'no_such_mod_xyz'\n"
+		it("puts the embedded searcher after preload; it speaks only of project modules", function()
+			local _, out = run({ "-e", "print(#package.searchers, package.searchers[2]('xpu.nope_xyz'))" })
+			assert.are.equal("5\tno embedded module 'xpu.nope_xyz'\n", out)
+			local _, _, err = run({ "-e", "require 'routes.no_such_xyz'" })
+			local order = "no field package.preload['routes.no_such_xyz']\n"
+				.. "\tno embedded module 'routes.no_such_xyz'\n"
 			assert.matches(order, err, 1, true)
+		end)
+
+		it("adds nothing to require's message for a module outside lua/xpu and lua/routes", function()
+			local _, out = run({ "-e", "print(select('#', package.searchers[2]('nope_xyz')), "
+				.. "package.searchers[2]('xpux.a'), (package.searchers[2]('nope.xpu')))" })
+			assert.are.equal("0\tnil\tnil\n", out)
+			-- the same message as lua's own, as the Lua test suite checks it (attrib.lua)
+			local code = "package.path = '?.lua;?/?' package.cpath = '?.so;?/init' "
+				.. "local ok, msg = pcall(require, 'XXX') print(msg)"
+			local _, got = run({ "-e", code })
+			assert.are.equal("module 'XXX' not found:\n\tno field package.preload['XXX']\n"
+				.. "\tno file 'XXX.lua'\n\tno file 'XXX/XXX'\n\tno file 'XXX.so'\n"
+				.. "\tno file 'XXX/init'\n", got)
 		end)
 
 		it("serves an embedded module with its file as the chunk name", function()
