@@ -22,7 +22,7 @@
 #include "lua/xpu_lua.h"
 
 #define PROGNAME "xpulua"
-#define VERSION_LINE PROGNAME " " XPU_VERSION " (" LUA_RELEASE ")"
+#define VERSION_LINE PROGNAME " " XPU_VERSION " on " LUA_COPYRIGHT
 #define INIT_VAR "LUA_INIT"
 #define INIT_VAR_VERSION INIT_VAR LUA_VERSUFFIX
 #define IGNORE_MARK "-"            /* `-l mod-v2` sets global `mod` */
@@ -69,6 +69,9 @@ static void prompt_action(int sig)
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
+/* Messages start with the name the command was run by (argv[0]), as lua's do. */
+static const char *progname = PROGNAME;
+
 static void l_message(const char *pname, const char *msg)
 {
 	if (pname)
@@ -89,12 +92,12 @@ static int report_as(lua_State *L, int status, const char *pname)
 
 static int report(lua_State *L, int status)
 {
-	return report_as(L, status, PROGNAME);
+	return report_as(L, status, progname);
 }
 
 static void print_usage(const char *badoption)
 {
-	fprintf(stderr, "%s: ", PROGNAME);
+	fprintf(stderr, "%s: ", progname);
 	if (badoption[1] == 'e' || badoption[1] == 'l')
 		fprintf(stderr, "'%s' needs argument\n", badoption);
 	else
@@ -109,7 +112,7 @@ static void print_usage(const char *badoption)
 		"  -E        ignore environment variables\n"
 		"  -W        turn warnings on\n"
 		"  --        stop handling options\n"
-		"  -         stop handling options and execute stdin\n", PROGNAME);
+		"  -         stop handling options and execute stdin\n", progname);
 	fflush(stderr);
 }
 
@@ -413,14 +416,23 @@ static char *read_edited(const char *prompt)
 }
 #endif
 
+/* Off a terminal the line is echoed after its prompt, as lua's readline does, so that the
+ * output of a piped session reads as a transcript. */
 static char *read_plain(const char *prompt)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	fputs(prompt, stdout);
 	fflush(stdout);
-	if (getline(&line, &cap, stdin) >= 0)
+	ssize_t len = getline(&line, &cap, stdin);
+	if (len >= 0) {
+		if (!isatty(STDIN_FILENO)) {
+			fputs(line, stdout);
+			if (len == 0 || line[len - 1] != '\n')
+				fputc('\n', stdout);
+		}
 		return line;
+	}
 	free(line);
 	clearerr(stdin);           /* an interrupted read is not the end of input */
 	return NULL;
@@ -557,7 +569,7 @@ static void l_print(lua_State *L)
 	lua_getglobal(L, "print");
 	lua_insert(L, 1);
 	if (lua_pcall(L, n, 0, 0) != LUA_OK)
-		l_message(PROGNAME, lua_pushfstring(L, "error calling 'print' (%s)",
+		l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
 						      lua_tostring(L, -1)));
 }
 
@@ -633,9 +645,11 @@ static int pmain(lua_State *L)
 
 int main(int argc, char **argv)
 {
+	if (argv[0] && argv[0][0])
+		progname = argv[0];
 	lua_State *L = luaL_newstate();
 	if (L == NULL) {
-		l_message(PROGNAME, "cannot create state: not enough memory");
+		l_message(progname, "cannot create state: not enough memory");
 		return EXIT_FAILURE;
 	}
 	lua_gc(L, LUA_GCSTOP);         /* no collection while the libraries are built */
