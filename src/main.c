@@ -430,6 +430,7 @@ static char *read_plain(const char *prompt)
 			fputs(line, stdout);
 			if (len == 0 || line[len - 1] != '\n')
 				fputc('\n', stdout);
+			fflush(stdout);
 		}
 		return line;
 	}
@@ -559,13 +560,30 @@ static int loadline(lua_State *L, struct repl *r)
 	}
 }
 
-/* Prints what the chunk returned through the global print (tostring on each value). */
+static int show_value(lua_State *L)
+{
+	xpu_lua_show(L, 1);
+	return 1;
+}
+
+/* Prints what the chunk returned through the global print, as lua does, except that a plain
+ * table is laid out first (xpu_lua_show): a list of records as columns, a map a key a line. */
 static void l_print(lua_State *L)
 {
 	int n = lua_gettop(L);
 	if (n == 0)
 		return;
 	luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+	for (int i = 1; i <= n; i++) {
+		if (lua_type(L, i) != LUA_TTABLE)
+			continue;
+		lua_pushcfunction(L, show_value);
+		lua_pushvalue(L, i);
+		if (lua_pcall(L, 1, 1, 0) == LUA_OK)
+			lua_replace(L, i);
+		else
+			lua_pop(L, 1);         /* a __tostring that fails: print says why */
+	}
 	lua_getglobal(L, "print");
 	lua_insert(L, 1);
 	if (lua_pcall(L, n, 0, 0) != LUA_OK)
@@ -573,9 +591,31 @@ static void l_print(lua_State *L)
 						      lua_tostring(L, -1)));
 }
 
+/* The REPL is where devices and routes are poked at: `xpu` and `help` are globals there
+ * (unless already set), never in a script, so scripts see the globals lua gives them. */
+static void repl_globals(lua_State *L)
+{
+	if (lua_getglobal(L, "xpu") == LUA_TNIL) {
+		lua_getglobal(L, "require");
+		lua_pushliteral(L, "xpu");
+		if (report(L, docall(L, 1, 1)) != LUA_OK) {
+			lua_pop(L, 1);
+			return;
+		}
+		lua_pushvalue(L, -1);
+		lua_setglobal(L, "xpu");
+	}
+	if (lua_getglobal(L, "help") == LUA_TNIL && lua_type(L, -2) == LUA_TTABLE) {
+		lua_getfield(L, -2, "help");
+		lua_setglobal(L, "help");
+	}
+	lua_pop(L, 2);
+}
+
 static void doREPL(lua_State *L)
 {
 	struct repl r = { .editing = false };
+	repl_globals(L);
 #ifdef XPULUA_READLINE
 	r.editing = isatty(STDIN_FILENO);
 #endif
