@@ -26,7 +26,7 @@ static const struct api_entry module_entries[] = {
 	  "every usable device; printed, the list also names each absent backend and why" },
 	{ "xpu.device", "xpu.device([id]) -> Device",
 	  "the device \"cpu:0\", \"cuda:0\", \"vulkan:0\", ...; without an id the default one" },
-	{ "xpu.backends", "xpu.backends() -> list of {name, state, reason, ...}",
+	{ "xpu.backends", "xpu.backends() -> list of {name, state, reason, devices}",
 	  "every backend in one of its three states (not built, not loadable, not usable) with the reason" },
 	{ "xpu.kernels", "xpu.kernels() -> list of {name, signature, launches}",
 	  "the kernel registry, with each kernel's launch count (the census)" },
@@ -76,7 +76,7 @@ static const struct api_entry kernel_entries[] = {
 
 static const struct api_entry buffer_entries[] = {
 	{ "Buffer:upload", "b:upload(string [, offset])", "host bytes into the buffer, bounds checked" },
-	{ "Buffer:download", "b:download([offset [, bytes]]) -> string", "the buffer's bytes to the host, bounds checked" },
+	{ "Buffer:download", "b:download([offset [, bytes]]) -> string", "the buffer's bytes to the host (default: from offset to the end), bounds checked" },
 	{ "Buffer:slice", "b:slice(offset, bytes) -> Buffer", "a view; it keeps the allocation alive" },
 	{ "Buffer:words", "b:words() -> Buffer", "the same bytes as a view for word access (4-aligned whole words only)" },
 	{ "Buffer:release", "b:release()", "frees the allocation now (also __gc and __close)" },
@@ -241,11 +241,11 @@ static const struct api_entry settle_entries[] = {
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route tables, "
 	  "queries and calls.", module_entries },
-	{ "Device", "A device answers capability and geometry questions; fields: id, name, backend, "
-	  "wave_size, simd_count, shared_bytes_per_block, l2_bytes, integrated, memory_bytes, uuid, "
-	  "driver.", device_entries },
-	{ "Kernel", "A kernel on a device; fields: name, signature, launches and the manifest "
-	  "(vgpr, spill_bytes, lds_static_bytes, max_threads, resident_groups_per_cu).", kernel_entries },
+	{ "Device", "A device answers capability and geometry questions; fields: id, index, name, backend, "
+	  "arch, uuid, driver, wave_size, simd_count, shared_bytes_per_block, l2_bytes, integrated, "
+	  "memory_bytes, capabilities.", device_entries },
+	{ "Kernel", "A kernel on a device; fields: name, signature, launches, available, device and "
+	  "manifest (what the compiler measured: registers, spill, LDS, occupancy).", kernel_entries },
 	{ "Buffer", "Device memory with a length; fields: bytes, offset, device; #b is its length.",
 	  buffer_entries },
 	{ "Stream", "Orders launches; fields: deferred, device.", stream_entries },
