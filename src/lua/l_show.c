@@ -13,7 +13,7 @@
 
 #define INLINE_ITEMS 8         /* a nested table shows this many entries, then "..." */
 #define INLINE_DEPTH 3         /* and this many levels of tables inside it */
-#define SHORT_LINE 72            /* a table whose inline form fits is shown inline */
+#define SHORT_LINE 72          /* a table whose inline form fits is shown inline */
 #define CELL_MAX 40            /* a column's cells are cut to this many bytes */
 #define BLOCK_ITEMS 200        /* a shown table's entries, then "..." */
 
@@ -40,12 +40,13 @@ static bool plain_table(lua_State *L, int i)
 {
 	if (lua_type(L, i) != LUA_TTABLE)
 		return false;
-	if (!lua_getmetatable(L, i))
-		return true;
-	int to_string = lua_getfield(L, -1, "__tostring");
-	int name = lua_getfield(L, -2, "__name");
-	lua_pop(L, 3);
-	return to_string == LUA_TNIL && name == LUA_TNIL;
+	static const char *const says[] = { "__tostring", "__name" };
+	for (int k = 0; k < 2; k++)
+		if (luaL_getmetafield(L, i, says[k]) != LUA_TNIL) {
+			lua_pop(L, 1);
+			return false;
+		}
+	return true;
 }
 
 static bool in_sequence(lua_State *L, int k, lua_Integer n)
@@ -69,7 +70,7 @@ static void put_quoted(lua_State *L, int parts, int i)
 		else if (c == '\n')
 			snprintf(esc, sizeof esc, "\\n");
 		else if (c < 32 || c == 127)
-			snprintf(esc, sizeof esc, "\\%d", c);
+			snprintf(esc, sizeof esc, "\\%03d", c);
 		else
 			snprintf(esc, sizeof esc, "%c", c);
 		luaL_addstring(&b, esc);
