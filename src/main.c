@@ -604,6 +604,7 @@ static void repl_globals(lua_State *L)
 		}
 		lua_pushvalue(L, -1);
 		lua_setglobal(L, "xpu");
+		lua_replace(L, -2);            /* the module where the nil global was */
 	}
 	if (lua_getglobal(L, "help") == LUA_TNIL && lua_type(L, -2) == LUA_TTABLE) {
 		lua_getfield(L, -2, "help");
