@@ -19,6 +19,7 @@ struct api_section {
 	const char *title;
 	const char *intro;
 	const struct api_entry *entries;   /* ends with a NULL name */
+	const char *types;                 /* the xpu.* types it covers, by a space, or NULL */
 };
 
 static const struct api_entry module_entries[] = {
@@ -240,36 +241,37 @@ static const struct api_entry settle_entries[] = {
 
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route tables, "
-	  "queries and calls.", module_entries },
+	  "queries and calls.", module_entries, NULL },
 	{ "Device", "A device answers capability and geometry questions; fields: id, index, name, backend, "
 	  "arch, uuid, driver, wave_size, simd_count, shared_bytes_per_block, l2_bytes, integrated, "
-	  "memory_bytes, capabilities.", device_entries },
+	  "memory_bytes, capabilities.", device_entries, "Device" },
 	{ "Kernel", "A kernel on a device; fields: name, signature, launches, available, device and "
-	  "manifest (what the compiler measured: registers, spill, LDS, occupancy).", kernel_entries },
+	  "manifest (what the compiler measured: registers, spill, LDS, occupancy).", kernel_entries, "Kernel" },
 	{ "Buffer", "Device memory with a length; fields: bytes, offset, device; #b is its length.",
-	  buffer_entries },
-	{ "Stream", "Orders launches; fields: deferred, device.", stream_entries },
+	  buffer_entries, "Buffer" },
+	{ "Stream", "Orders launches; fields: deferred, device.", stream_entries, "Stream" },
 	{ "RouteTable", "Rows serving one op; fields: name, frozen, picks; #t is its row count.",
-	  table_entries },
+	  table_entries, "RouteTable" },
 	{ "Row", "One kernel variant for one format in one regime; fields: name, format, regime, "
-	  "priority, needs, kernel, picks, dispatches.", row_entries },
+	  "priority, needs, kernel, picks, dispatches.", row_entries, "Row" },
 	{ "Query and Call", "xpu.query and xpu.call make them; a query's fields are its format, regime "
 	  "and facts, a call's also device, receiver and operands; Refusal has row, clause, gate, "
-	  "need_index, format, regime, device, pinned and text. None has methods.", NULL },
+	  "need_index, format, regime, device, pinned and text. None has methods.", NULL,
+	  "Query QueryView Call Refusal" },
 	{ "Audit", "t:audit(queries); fields: nqueries, nrows, queries. Printed, it lists every "
-	  "unserved query, never-firing row and shadowed query.", audit_entries },
-	{ "Contract", "Kernel contracts (FKC) read from ```fkc blocks; xpu.contracts.*.", contract_entries },
-	{ "quant", "The format table and the host reference arithmetic (xpu.quant).", quant_entries },
+	  "unserved query, never-firing row and shadowed query.", audit_entries, "Audit" },
+	{ "Contract", "Kernel contracts (FKC) read from ```fkc blocks; xpu.contracts.*.", contract_entries, "Contract BoundLaunch" },
+	{ "quant", "The format table and the host reference arithmetic (xpu.quant).", quant_entries, NULL },
 	{ "gguf", "GGUF files (xpu.gguf); GGUF fields: version, alignment, size, path, data_offset, "
-	  "tensor_count, key_count.", gguf_entries },
-	{ "xpu.autotune", "Measured settings per device (`require \"xpu.autotune\"`).", autotune_entries },
+	  "tensor_count, key_count.", gguf_entries, "GGUF" },
+	{ "xpu.autotune", "Measured settings per device (`require \"xpu.autotune\"`).", autotune_entries, NULL },
 	{ "xpu.decode", "Decode mat-vec fixtures, gates and timings (`require \"xpu.decode\"`).",
-	  decode_entries },
+	  decode_entries, NULL },
 	{ "xpu.report", "Tables, JSON, logs and option checks for scripts (`require \"xpu.report\"`).",
-	  report_entries },
+	  report_entries, NULL },
 	{ "xpu.settle", "Bringing a GPU to its working clocks before timing (`require \"xpu.settle\"`).",
-	  settle_entries },
-	{ NULL, NULL, NULL },
+	  settle_entries, NULL },
+	{ NULL, NULL, NULL, NULL },
 };
 
 /* xpu.api() -> { {title =, intro =, {name =, signature =, summary =}, ...}, ... } */
@@ -370,16 +372,32 @@ static const char *short_name(const char *name)
 	return p;
 }
 
-/* Whether entry e answers the help asked for: the string at index 2, or (key_fn) the function
- * or (key_type) the type name. */
+/* What help was asked about: a name (of an entry, a section or a type), a function, or the
+ * type of an object. */
 struct ask {
-	const char *text;     /* a name, a short name, a section title, or a type ("Device") */
+	const char *text;     /* "xpu.device", "device", "Device", "gguf", ... */
 	int fn;               /* stack index of a function, or 0 */
-	const char *type;     /* a type's entries: "Device" for a Device object, or NULL */
 };
 
-static bool matches(lua_State *L, const struct api_section *s, const struct api_entry *e,
-		    const struct ask *a)
+/* Whether word is one of the space-separated words of list. */
+static bool has_word(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; p && *p; p += strcspn(p, " "), p += *p == ' ') {
+		if (strncmp(p, word, len) == 0 && (p[len] == ' ' || p[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/* The whole section answers a section's title or one of its types. */
+static bool covers(const struct api_section *s, const struct ask *a)
+{
+	return a->text && (strcmp(s->title, a->text) == 0 || has_word(s->types, a->text));
+}
+
+/* An entry answers its function, its full name or the part after its last '.' or ':'. */
+static bool matches(lua_State *L, const struct api_entry *e, const struct ask *a)
 {
 	if (a->fn) {
 		push_live(L, e->name);
@@ -387,14 +405,7 @@ static bool matches(lua_State *L, const struct api_section *s, const struct api_
 		lua_pop(L, 1);
 		return same;
 	}
-	const char *colon = strchr(e->name, ':');
-	if (a->type)
-		return colon && strncmp(e->name, a->type, (size_t)(colon - e->name)) == 0
-		       && a->type[colon - e->name] == '\0';
-	return strcmp(e->name, a->text) == 0 || strcmp(short_name(e->name), a->text) == 0
-	       || strcmp(s->title, a->text) == 0
-	       || (colon && strncmp(e->name, a->text, (size_t)(colon - e->name)) == 0
-		   && a->text[colon - e->name] == '\0');
+	return strcmp(e->name, a->text) == 0 || strcmp(short_name(e->name), a->text) == 0;
 }
 
 static void add_line(luaL_Buffer *b, const struct api_entry *e)
@@ -409,14 +420,21 @@ static void add_line(luaL_Buffer *b, const struct api_entry *e)
 	luaL_addchar(b, '\n');
 }
 
-/* Builds the text for the ask, or for everything when a is NULL; returns the entries shown. */
+/* Builds the text for the ask, or for everything when a is NULL; returns what it shows
+ * (entries, and a whole section's intro). */
 static int help_text(lua_State *L, luaL_Buffer *b, const struct ask *a)
 {
 	int shown = 0;
 	for (const struct api_section *s = sections; s->title; s++) {
-		bool titled = false;
+		bool whole = a && covers(s, a), titled = false;
+		if (whole) {
+			lua_pushfstring(L, "%s%s\n  %s\n", shown ? "\n" : "", s->title, s->intro);
+			luaL_addvalue(b);
+			titled = true;
+			shown++;
+		}
 		for (const struct api_entry *e = s->entries; e && e->name; e++) {
-			if (a && !matches(L, s, e, a))
+			if (a && !whole && !matches(L, e, a))
 				continue;
 			if (!titled) {
 				lua_pushfstring(L, "%s%s\n", shown ? "\n" : "", s->title);
@@ -430,7 +448,7 @@ static int help_text(lua_State *L, luaL_Buffer *b, const struct ask *a)
 	return shown;
 }
 
-/* What help was asked about: a name, a function, an xpu object (its type), a loaded module. */
+/* Reads help's argument: a name, a function, or an object whose __name is "xpu.Type". */
 static void read_ask(lua_State *L, struct ask *a)
 {
 	memset(a, 0, sizeof *a);
@@ -440,7 +458,7 @@ static void read_ask(lua_State *L, struct ask *a)
 		a->fn = 1;
 	} else if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) {
 		const char *n = lua_tostring(L, -1);
-		a->type = strncmp(n, "xpu.", 4) == 0 ? n + 4 : n;
+		a->text = strncmp(n, "xpu.", 4) == 0 ? n + 4 : n;
 		lua_replace(L, 1);         /* keeps the name alive */
 	} else {
 		luaL_argerror(L, 1, "a name, a function of the API or one of its objects expected");
@@ -465,7 +483,7 @@ static int l_help(lua_State *L)
 		if (a.fn)
 			return luaL_error(L, "help: that function is not part of the xpu API (help() lists it)");
 		return luaL_error(L, "help: nothing in the xpu API is named '%s' (help() lists every name)",
-				  a.text ? a.text : a.type);
+				  a.text);
 	}
 	fwrite(lua_tostring(L, -1), 1, lua_rawlen(L, -1), stdout);
 	fflush(stdout);
