@@ -227,14 +227,17 @@ describe("xpulua command", function()
 
 		it("expands ;; in LUA_PATH and LUA_CPATH to the paths it uses when they are unset", function()
 			local show = { "-e", "print(package.path) print(package.cpath)" }
-			local _, unset = run(show)
-			assert.matches("/lua/?.lua;", unset, 1, true)    -- the checkout's modules come first
-			local _, dflt = run(show, { env = { LUA_PATH = ";;", LUA_CPATH = ";;" } })
+			local root = tmpdir()
+			local _, unset = run(show, { env = { XPULUA_ROOT = root } })
+			assert.are.equal(1, unset:find(root .. "/lua/?.lua;", 1, true))  -- ours come first
+			local _, dflt = run(show, { env = { XPULUA_ROOT = root, LUA_PATH = ";;", LUA_CPATH = ";;" } })
 			assert.are.equal(unset, dflt)
-			local _, v54 = run(show, { env = { LUA_PATH_5_4 = ";;", LUA_CPATH_5_4 = ";;" } })
+			local _, v54 = run(show, { env = { XPULUA_ROOT = root, LUA_PATH_5_4 = ";;",
+				LUA_CPATH_5_4 = ";;" } })
 			assert.are.equal(unset, v54)
 			local path, cpath = unset:match("^([^\n]*)\n([^\n]*)\n$")
-			local _, around = run(show, { env = { LUA_PATH = "a/?.lua;;b/?.lua", LUA_CPATH = "c;;" } })
+			local _, around = run(show, { env = { XPULUA_ROOT = root, LUA_PATH = "a/?.lua;;b/?.lua",
+				LUA_CPATH = "c;;" } })
 			assert.are.equal("a/?.lua;" .. path .. ";b/?.lua\nc;" .. cpath .. "\n", around)
 		end)
 
