@@ -3,6 +3,8 @@
 -- Runs the binary named by $XPULUA, else build/xpulua (specs run from the repository root).
 
 local BIN = os.getenv("XPULUA") or "build/xpulua"
+-- Messages start with the name the command was run by, as lua's do: BIN, as a pattern.
+local NAME = BIN:gsub("%p", "%%%0")
 
 -- Variables the command reads, cleared so that the caller's environment cannot leak in.
 local ENV_VARS = { "LUA_INIT", "LUA_INIT_5_4", "XPULUA_INIT", "XPULUA_ROOT", "LUA_PATH",
@@ -40,7 +42,7 @@ end
 local MARK_READY = "io.open(os.getenv('READY'), 'w'):close()"
 
 -- Runs `xpulua args...`; opts.env sets variables, opts.stdin is the input text (default
--- none, from /dev/null). opts.shell wraps the command (for pipes and signals): XPULUA in it
+-- none, from /dev/null), opts.bin the path to run instead of BIN. opts.shell wraps the command (for pipes and signals): XPULUA in it
 -- is the command, WAIT_READY waits until Lua has run MARK_READY.
 -- Returns the exit code, stdout and stderr.
 local function run(args, opts)
@@ -52,7 +54,7 @@ local function run(args, opts)
 	local cmd = { "env" }
 	for _, v in ipairs(ENV_VARS) do cmd[#cmd + 1] = "-u " .. v end
 	for k, v in pairs(opts.env or {}) do cmd[#cmd + 1] = q(k .. "=" .. v) end
-	cmd[#cmd + 1] = q(BIN)
+	cmd[#cmd + 1] = q(opts.bin or BIN)
 	for _, a in ipairs(args) do cmd[#cmd + 1] = q(a) end
 	local line = table.concat(cmd, " ")
 	local out, err = tmpfile(), tmpfile()
@@ -103,7 +105,7 @@ describe("xpulua command", function()
 		it("-l of a missing module fails with require's message", function()
 			local code, _, err = run({ "-l", "no_such_mod_xyz" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: module 'no_such_mod_xyz' not found:", err)
+			assert.matches("^" .. NAME .. ": module 'no_such_mod_xyz' not found:", err)
 		end)
 
 		it("- runs stdin as the script, with the arguments after it", function()
@@ -119,13 +121,23 @@ describe("xpulua command", function()
 			assert.are.equal("e\nscript\t-v\n", out)
 			local code2, _, err = run({ "--", "-e" })
 			assert.are.equal(1, code2)
-			assert.matches("^xpulua: cannot open %-e", err)
+			assert.matches("^" .. NAME .. ": cannot open %-e", err)
 		end)
 
 		it("-v prints the version line and does not read stdin", function()
 			local code, out = run({ "-v" }, { stdin = "print('read stdin')" })
 			assert.are.equal(0, code)
-			assert.matches("^xpulua %d+%.%d+%.%d+ %(Lua 5%.4%.%d+%)\n$", out)
+			-- lua's copyright line ends it, as lua's -v does (the Lua suite, main.lua, looks for it)
+			assert.matches("^xpulua %d+%.%d+%.%d+ on Lua 5%.4%.%d+  Copyright %(C%) [^\n]*PUC%-Rio\n$", out)
+		end)
+
+		it("names itself in messages by argv[0], as lua does", function()
+			local link = tmpdir() .. "/my-xpu"
+			local abs = BIN:sub(1, 1) == "/" and BIN or os.getenv("PWD") .. "/" .. BIN
+			assert(os.execute("ln -s " .. q(abs) .. " " .. q(link)))
+			local code, _, err = run({ "-e", "error('x', 0)" }, { bin = link })
+			assert.are.equal(1, code)
+			assert.are.equal(link .. ": x\n", err:match("^[^\n]*\n"))
 		end)
 
 		it("-W turns warnings on", function()
@@ -139,8 +151,8 @@ describe("xpulua command", function()
 			local code, out, err = run({ "-z" })
 			assert.are.equal(1, code)
 			assert.are.equal("", out)
-			assert.matches("^xpulua: unrecognized option '%-z'\n", err)
-			assert.matches("usage: xpulua [options] [script [args]]", err, 1, true)
+			assert.matches("^" .. NAME .. ": unrecognized option '%-z'\n", err)
+			assert.matches("usage: " .. BIN .. " [options] [script [args]]", err, 1, true)
 			for _, o in ipairs({ "-e stat", "-i", "-l mod", "-l g=mod", "-v", "-E", "-W", "--" }) do
 				assert.matches("\n  " .. o, err, 1, true)
 			end
@@ -149,9 +161,9 @@ describe("xpulua command", function()
 		it("an option missing its argument is named", function()
 			local code, _, err = run({ "-e" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: '%-e' needs argument\n", err)
+			assert.matches("^" .. NAME .. ": '%-e' needs argument\n", err)
 			local _, _, err2 = run({ "-vx" })
-			assert.matches("^xpulua: unrecognized option '%-vx'", err2)
+			assert.matches("^" .. NAME .. ": unrecognized option '%-vx'", err2)
 		end)
 	end)
 
@@ -203,7 +215,7 @@ describe("xpulua command", function()
 			local code, out, err = run({ "-e", "print('main')" }, { env = { LUA_INIT = "error('ie')" } })
 			assert.are.equal(1, code)
 			assert.are.equal("", out)
-			assert.matches("^xpulua: LUA_INIT:1: ie\nstack traceback:", err)
+			assert.matches("^" .. NAME .. ": LUA_INIT:1: ie\nstack traceback:", err)
 		end)
 
 		it("-E ignores LUA_INIT, XPULUA_INIT and LUA_PATH", function()
@@ -211,6 +223,22 @@ describe("xpulua command", function()
 				LUA_INIT = "print('init')", XPULUA_INIT = "print('xinit')", LUA_PATH = "x" } })
 			assert.are.equal(0, code)
 			assert.are.equal("false\n", out)
+		end)
+
+		it("expands ;; in LUA_PATH and LUA_CPATH to the paths it uses when they are unset", function()
+			local show = { "-e", "print(package.path) print(package.cpath)" }
+			local root = tmpdir()
+			local _, unset = run(show, { env = { XPULUA_ROOT = root } })
+			assert.are.equal(1, unset:find(root .. "/lua/?.lua;", 1, true))  -- ours come first
+			local _, dflt = run(show, { env = { XPULUA_ROOT = root, LUA_PATH = ";;", LUA_CPATH = ";;" } })
+			assert.are.equal(unset, dflt)
+			local _, v54 = run(show, { env = { XPULUA_ROOT = root, LUA_PATH_5_4 = ";;",
+				LUA_CPATH_5_4 = ";;" } })
+			assert.are.equal(unset, v54)
+			local path, cpath = unset:match("^([^\n]*)\n([^\n]*)\n$")
+			local _, around = run(show, { env = { XPULUA_ROOT = root, LUA_PATH = "a/?.lua;;b/?.lua",
+				LUA_CPATH = "c;;" } })
+			assert.are.equal("a/?.lua;" .. path .. ";b/?.lua\nc;" .. cpath .. "\n", around)
 		end)
 
 		it("takes package.path and cpath from LUA_PATH and LUA_CPATH as lua does", function()
@@ -229,39 +257,39 @@ describe("xpulua command", function()
 			assert.are.equal(3, (run({ "-e", "os.exit(3)" })))
 		end)
 
-		it("prints `xpulua: file:line: message` and a traceback, exit 1", function()
+		it("prints `<argv[0]>: file:line: message` and a traceback, exit 1", function()
 			local script = tmpfile("local x = 1\nerror('boom')\n")
 			local code, out, err = run({ script })
 			assert.are.equal(1, code)
 			assert.are.equal("", out)
-			assert.are.equal("xpulua: " .. script .. ":2: boom\nstack traceback:\n",
+			assert.are.equal(BIN .. ": " .. script .. ":2: boom\nstack traceback:\n",
 				err:match("^[^\n]*\n[^\n]*\n"))
 		end)
 
 		it("names a script it cannot open", function()
 			local code, _, err = run({ "nofile_xyz.lua" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: cannot open nofile_xyz.lua", err)
+			assert.matches("^" .. NAME .. ": cannot open nofile_xyz.lua", err)
 		end)
 
 		it("describes error objects that are not strings", function()
 			local _, _, err = run({ "-e", "error({})" })
-			assert.matches("^xpulua: %(error object is a table value%)", err)
+			assert.matches("^" .. NAME .. ": %(error object is a table value%)", err)
 			_, _, err = run({ "-e", "error(setmetatable({}, {__tostring = function() return 'ts' end}))" })
-			assert.are.equal("xpulua: ts\n", err)
+			assert.are.equal(BIN .. ": ts\n", err)
 		end)
 
 		it("reports a syntax error in -e as (command line)", function()
 			local code, _, err = run({ "-e", "x =" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: %(command line%):1:", err)
+			assert.matches("^" .. NAME .. ": %(command line%):1:", err)
 		end)
 
 		it("stops a running chunk on SIGINT with 'interrupted!'", function()
 			local code, _, err = run({ "-e", MARK_READY .. " while true do end" }, {
 				shell = "XPULUA < /dev/null & p=$!; WAIT_READY; kill -INT $p; wait $p" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: interrupted!\nstack traceback:", err)
+			assert.matches("^" .. NAME .. ": interrupted!\nstack traceback:", err)
 		end)
 	end)
 
@@ -275,7 +303,7 @@ describe("xpulua command", function()
 		it("fails with the chunk's error", function()
 			local code, _, err = run({}, { stdin = "x =" })
 			assert.are.equal(1, code)
-			assert.matches("^xpulua: stdin:1:", err)
+			assert.matches("^" .. NAME .. ": stdin:1:", err)
 		end)
 	end)
 
@@ -296,7 +324,7 @@ describe("xpulua command", function()
 
 		it("continues an incomplete chunk with >>", function()
 			local _, out = run({ "-i" }, { stdin = "for i = 1, 2 do\nprint(i * 10)\nend\n" })
-			assert.matches("> >> >> 10\n20\n", out, 1, true)
+			assert.matches("> for i = 1, 2 do\n>> print(i * 10)\n>> end\n10\n20\n", out, 1, true)
 		end)
 
 		it("prints errors without the program name and goes on", function()
@@ -311,10 +339,21 @@ describe("xpulua command", function()
 			assert.matches("stdin:1: ')' expected near <eof>", err, 1, true)
 		end)
 
+		it("echoes each line read off a terminal after its prompt, as lua does", function()
+			-- the Lua suite's case (main.lua): a prompt that is not a string goes through tostring
+			local prompt = "local C = 0 _PROMPT = setmetatable({}, {__tostring = function() "
+				.. "C = C + 1 return C end})"
+			local _, out = run({ "-e", prompt, "-i" }, { stdin = " --\na = 2\n" })
+			assert.are.equal("1 --\n2a = 2\n3\n", out:sub(-#"1 --\n2a = 2\n3\n"))
+			-- a last line without its newline still ends its line
+			_, out = run({ "-e", "_PROMPT = '$ '", "-i" }, { stdin = "=1" })
+			assert.matches("%$ =1\n1\n%$ \n$", out)
+		end)
+
 		it("honours _PROMPT and _PROMPT2", function()
 			local input = "_PROMPT = 'P> ' _PROMPT2 = 'P>> '\nif true then\nend\n"
 			local _, out = run({ "-i" }, { stdin = input })
-			assert.matches("> P> P>> P> \n$", out)
+			assert.matches("> _PROMPT = 'P> ' _PROMPT2 = 'P>> '\nP> if true then\nP>> end\nP> \n$", out, 1)
 		end)
 
 		it("runs after the script with -i", function()
@@ -337,7 +376,7 @@ describe("xpulua command", function()
 				shell = "(echo " .. q(MARK_READY) .. "; sleep 2; echo '=9') | XPULUA & p=$!; "
 					.. "WAIT_READY; sleep 0.3; kill -INT $p; wait $p" })
 			assert.are.equal(0, code)
-			assert.matches("true\n> \n> 9\n", out, 1, true)
+			assert.matches("true\n> \n> =9\n9\n", out, 1, true)
 		end)
 	end)
 
@@ -360,13 +399,26 @@ describe("xpulua command", function()
 			assert.is_true(T.alloc_count() - before >= 100)
 		end)
 
-		it("puts the embedded searcher after preload", function()
-			local _, out = run({ "-e", "print(#package.searchers, package.searchers[2]('nope_xyz'))" })
-			assert.are.equal("5\tno embedded module 'nope_xyz'\n", out)
-			local _, _, err = run({ "-e", "require 'no_such_mod_xyz'" })
-			local order = "no field package.preload['no_such_mod_xyz']\n"
-				.. "\tno embedded module 'no_such_mod_xyz'\n"
+		it("puts the embedded searcher after preload; it speaks only of project modules", function()
+			local _, out = run({ "-e", "print(#package.searchers, package.searchers[2]('xpu.nope_xyz'))" })
+			assert.are.equal("5\tno embedded module 'xpu.nope_xyz'\n", out)
+			local _, _, err = run({ "-e", "require 'routes.no_such_xyz'" })
+			local order = "no field package.preload['routes.no_such_xyz']\n"
+				.. "\tno embedded module 'routes.no_such_xyz'\n"
 			assert.matches(order, err, 1, true)
+		end)
+
+		it("adds nothing to require's message for a module outside lua/xpu and lua/routes", function()
+			local _, out = run({ "-e", "print(select('#', package.searchers[2]('nope_xyz')), "
+				.. "package.searchers[2]('xpux.a'), (package.searchers[2]('nope.xpu')))" })
+			assert.are.equal("0\tnil\tnil\n", out)
+			-- the same message as lua's own, as the Lua test suite checks it (attrib.lua)
+			local code = "package.path = '?.lua;?/?' package.cpath = '?.so;?/init' "
+				.. "local ok, msg = pcall(require, 'XXX') print(msg)"
+			local _, got = run({ "-e", code })
+			assert.are.equal("module 'XXX' not found:\n\tno field package.preload['XXX']\n"
+				.. "\tno file 'XXX.lua'\n\tno file 'XXX/XXX'\n\tno file 'XXX.so'\n"
+				.. "\tno file 'XXX/init'\n", got)
 		end)
 
 		it("serves an embedded module with its file as the chunk name", function()

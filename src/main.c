@@ -22,7 +22,7 @@
 #include "lua/xpu_lua.h"
 
 #define PROGNAME "xpulua"
-#define VERSION_LINE PROGNAME " " XPU_VERSION " (" LUA_RELEASE ")"
+#define VERSION_LINE PROGNAME " " XPU_VERSION " on " LUA_COPYRIGHT
 #define INIT_VAR "LUA_INIT"
 #define INIT_VAR_VERSION INIT_VAR LUA_VERSUFFIX
 #define IGNORE_MARK "-"            /* `-l mod-v2` sets global `mod` */
@@ -69,6 +69,9 @@ static void prompt_action(int sig)
 
 /* ---- messages ---------------------------------------------------------------------------- */
 
+/* Messages start with the name the command was run by (argv[0]), as lua's do. */
+static const char *progname = PROGNAME;
+
 static void l_message(const char *pname, const char *msg)
 {
 	if (pname)
@@ -89,12 +92,12 @@ static int report_as(lua_State *L, int status, const char *pname)
 
 static int report(lua_State *L, int status)
 {
-	return report_as(L, status, PROGNAME);
+	return report_as(L, status, progname);
 }
 
 static void print_usage(const char *badoption)
 {
-	fprintf(stderr, "%s: ", PROGNAME);
+	fprintf(stderr, "%s: ", progname);
 	if (badoption[1] == 'e' || badoption[1] == 'l')
 		fprintf(stderr, "'%s' needs argument\n", badoption);
 	else
@@ -109,7 +112,7 @@ static void print_usage(const char *badoption)
 		"  -E        ignore environment variables\n"
 		"  -W        turn warnings on\n"
 		"  --        stop handling options\n"
-		"  -         stop handling options and execute stdin\n", PROGNAME);
+		"  -         stop handling options and execute stdin\n", progname);
 	fflush(stderr);
 }
 
@@ -413,14 +416,24 @@ static char *read_edited(const char *prompt)
 }
 #endif
 
+/* Off a terminal the line is echoed after its prompt, as lua's readline does, so that the
+ * output of a piped session reads as a transcript. */
 static char *read_plain(const char *prompt)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	fputs(prompt, stdout);
 	fflush(stdout);
-	if (getline(&line, &cap, stdin) >= 0)
+	ssize_t len = getline(&line, &cap, stdin);
+	if (len >= 0) {
+		if (!isatty(STDIN_FILENO)) {
+			fputs(line, stdout);
+			if (len == 0 || line[len - 1] != '\n')
+				fputc('\n', stdout);
+			fflush(stdout);
+		}
 		return line;
+	}
 	free(line);
 	clearerr(stdin);           /* an interrupted read is not the end of input */
 	return NULL;
@@ -547,23 +560,63 @@ static int loadline(lua_State *L, struct repl *r)
 	}
 }
 
-/* Prints what the chunk returned through the global print (tostring on each value). */
+static int show_value(lua_State *L)
+{
+	xpu_lua_show(L, 1);
+	return 1;
+}
+
+/* Prints what the chunk returned through the global print, as lua does, except that a plain
+ * table is laid out first (xpu_lua_show): a list of records as columns, a map a key a line. */
 static void l_print(lua_State *L)
 {
 	int n = lua_gettop(L);
 	if (n == 0)
 		return;
 	luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+	for (int i = 1; i <= n; i++) {
+		if (lua_type(L, i) != LUA_TTABLE)
+			continue;
+		lua_pushcfunction(L, show_value);
+		lua_pushvalue(L, i);
+		if (lua_pcall(L, 1, 1, 0) == LUA_OK)
+			lua_replace(L, i);
+		else
+			lua_pop(L, 1);         /* a __tostring that fails: print says why */
+	}
 	lua_getglobal(L, "print");
 	lua_insert(L, 1);
 	if (lua_pcall(L, n, 0, 0) != LUA_OK)
-		l_message(PROGNAME, lua_pushfstring(L, "error calling 'print' (%s)",
+		l_message(progname, lua_pushfstring(L, "error calling 'print' (%s)",
 						      lua_tostring(L, -1)));
+}
+
+/* The REPL is where devices and routes are poked at: `xpu` and `help` are globals there
+ * (unless already set), never in a script, so scripts see the globals lua gives them. */
+static void repl_globals(lua_State *L)
+{
+	if (lua_getglobal(L, "xpu") == LUA_TNIL) {
+		lua_getglobal(L, "require");
+		lua_pushliteral(L, "xpu");
+		if (report(L, docall(L, 1, 1)) != LUA_OK) {
+			lua_pop(L, 1);
+			return;
+		}
+		lua_pushvalue(L, -1);
+		lua_setglobal(L, "xpu");
+		lua_replace(L, -2);            /* the module where the nil global was */
+	}
+	if (lua_getglobal(L, "help") == LUA_TNIL && lua_type(L, -2) == LUA_TTABLE) {
+		lua_getfield(L, -2, "help");
+		lua_setglobal(L, "help");
+	}
+	lua_pop(L, 2);
 }
 
 static void doREPL(lua_State *L)
 {
 	struct repl r = { .editing = false };
+	repl_globals(L);
 #ifdef XPULUA_READLINE
 	r.editing = isatty(STDIN_FILENO);
 #endif
@@ -633,9 +686,11 @@ static int pmain(lua_State *L)
 
 int main(int argc, char **argv)
 {
+	if (argv[0] && argv[0][0])
+		progname = argv[0];
 	lua_State *L = luaL_newstate();
 	if (L == NULL) {
-		l_message(PROGNAME, "cannot create state: not enough memory");
+		l_message(progname, "cannot create state: not enough memory");
 		return EXIT_FAILURE;
 	}
 	lua_gc(L, LUA_GCSTOP);         /* no collection while the libraries are built */

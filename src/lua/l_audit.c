@@ -2,6 +2,7 @@
  * each printable as people read it. */
 #include "lx.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct laudit {
@@ -171,11 +172,108 @@ static int a_index(lua_State *L)
 	return 1;
 }
 
+/* ---- the printer ------------------------------------------------------------------------- */
+
+static int shadowed_count(const struct xpu_audit *a)
+{
+	int n = 0;
+	for (int q = 0; q < a->nqueries; q++)
+		n += xpu_audit_shadowed(a, q);
+	return n;
+}
+
+/* Adds query qi as its __tostring prints it (less its leading "query "), from the list the
+ * audit keeps. */
+static void add_query(lua_State *L, luaL_Buffer *b, int qi)
+{
+	static const char word[] = "query ";
+	lua_getiuservalue(L, 1, 2);
+	lua_geti(L, -1, qi + 1);
+	const char *text = luaL_tolstring(L, -1, NULL);
+	if (strncmp(text, word, sizeof word - 1) == 0)
+		lua_pushstring(L, text + sizeof word - 1);
+	else
+		lua_pushvalue(L, -1);
+	lua_replace(L, -4);
+	lua_pop(L, 2);
+	luaL_addvalue(b);
+}
+
+/* An unserved query's row that got furthest through the clauses, and that row's gate. */
+static void add_furthest(lua_State *L, luaL_Buffer *b, const struct xpu_audit *a, int qi)
+{
+	int best = -1;
+	for (int r = 0; r < a->nrows; r++)
+		if (best < 0 || a->clause[(size_t)qi * a->nrows + r] > a->clause[(size_t)qi * a->nrows + best])
+			best = r;
+	if (best < 0) {
+		luaL_addstring(b, "   (the table has no rows)");
+		return;
+	}
+	size_t cell = (size_t)qi * a->nrows + best;
+	lua_pushfstring(L, "   furthest: '%s' refused at %s", a->rows[best]->name,
+			xpu_clause_name((enum xpu_clause)a->clause[cell]));
+	luaL_addvalue(b);
+	if (a->gate[cell]) {
+		lua_pushfstring(L, ": %s", a->gate[cell]);
+		luaL_addvalue(b);
+	}
+}
+
+/* A shadowed query's admitting rows, in table order with their priorities. */
+static void add_admitting(lua_State *L, luaL_Buffer *b, const struct xpu_audit *a, int qi)
+{
+	const char *sep = "   admitted by ";
+	for (int r = 0; r < a->nrows; r++) {
+		if (a->clause[(size_t)qi * a->nrows + r] != XPU_CLAUSE_ADMITTED)
+			continue;
+		lua_pushfstring(L, "%s'%s' (priority %d)", sep, a->rows[r]->name,
+				(int)a->rows[r]->priority);
+		luaL_addvalue(b);
+		sep = ", ";
+	}
+}
+
+/* One line per finding: "  unserved      query 3    q6_K decode {...}   furthest: ..." */
+static void add_finding(luaL_Buffer *b, const char *what, const char *noun, int i)
+{
+	char item[32], head[64];
+	snprintf(item, sizeof item, "%s %d", noun, i + 1);
+	snprintf(head, sizeof head, "\n  %-13s %-10s ", what, item);
+	luaL_addstring(b, head);
+}
+
+/* The header line, then every unserved query, never-firing row and shadowed query. */
 static int a_tostring(lua_State *L)
 {
 	struct xpu_audit *a = checkaudit(L, 1);
-	lua_pushfstring(L, "audit: %d queries x %d rows, %d unserved, %d never firing", a->nqueries,
-			a->nrows, xpu_audit_unserved_count(a), xpu_audit_never_firing_count(a));
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	lua_pushfstring(L, "audit: %d queries x %d rows, %d unserved, %d never firing, %d shadowed",
+			a->nqueries, a->nrows, xpu_audit_unserved_count(a),
+			xpu_audit_never_firing_count(a), shadowed_count(a));
+	luaL_addvalue(&b);
+	for (int q = 0; q < a->nqueries; q++) {
+		if (a->served[q] != 0)
+			continue;
+		add_finding(&b, "unserved", "query", q);
+		add_query(L, &b, q);
+		add_furthest(L, &b, a, q);
+	}
+	for (int r = 0; r < a->nrows; r++) {
+		if (a->fires[r] != 0)
+			continue;
+		add_finding(&b, "never firing", "row", r);
+		luaL_addstring(&b, a->rows[r]->name);
+	}
+	for (int q = 0; q < a->nqueries; q++) {
+		if (!xpu_audit_shadowed(a, q))
+			continue;
+		add_finding(&b, "shadowed", "query", q);
+		add_query(L, &b, q);
+		add_admitting(L, &b, a, q);
+	}
+	luaL_pushresult(&b);
 	return 1;
 }
 

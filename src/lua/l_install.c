@@ -174,6 +174,19 @@ static int source_copy(lua_State *L, const char *name)
 	return 2;
 }
 
+/* Whether name lies under one of the embedded prefixes ("xpu.", "routes."): the first
+ * dotted part of some embedded module's name. Only such a name is ours to report on. */
+static bool is_project_name(const char *name)
+{
+	size_t head = strcspn(name, ".");
+	if (name[head] != '.')
+		return false;
+	for (const embedded_file *e = xpu_embedded_lua; e->name; e++)
+		if (strncmp(e->name, name, head + 1) == 0)
+			return true;
+	return false;
+}
+
 /* package.searchers[2]: the source tree's copy of one of our modules, else the embedded one. */
 static int embedded_searcher(lua_State *L)
 {
@@ -192,6 +205,8 @@ static int embedded_searcher(lua_State *L)
 		lua_pushstring(L, e->path);
 		return 2;
 	}
+	if (!is_project_name(name))
+		return 0;              /* someone else's module: require's message stays lua's */
 	lua_pushfstring(L, "no embedded module '%s'", name);
 	return 1;
 }
@@ -213,21 +228,49 @@ static void insert_searcher(lua_State *L, int package)
 
 /* ---- package.path and package.cpath -------------------------------------------------------- */
 
-/* A path the user set through the environment, as package read it, is theirs to keep. */
-static bool user_set(lua_State *L, const char *versioned, const char *var)
+/* The path variable package read (LUA_PATH_5_4 before LUA_PATH), or NULL: none, or -E. */
+static const char *user_path(lua_State *L, const char *versioned, const char *var)
 {
 	lua_getfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
 	bool noenv = lua_toboolean(L, -1);
 	lua_pop(L, 1);
-	return !noenv && (getenv(versioned) || getenv(var));
+	if (noenv)
+		return NULL;
+	const char *path = getenv(versioned);
+	return path ? path : getenv(var);
 }
 
-static void prepend_path(lua_State *L, int package, const char *field, const char *mine)
+/* Inserts mine and a ';' at byte offset at of package[field]. */
+static void insert_path(lua_State *L, int package, const char *field, size_t at, const char *mine)
 {
 	lua_getfield(L, package, field);
-	lua_pushfstring(L, "%s;%s", mine, luaL_optstring(L, -1, ""));
+	size_t len;
+	const char *path = luaL_optlstring(L, -1, "", &len);
+	if (at > len)
+		at = len;
+	lua_pushlstring(L, path, at);
+	lua_pushfstring(L, "%s;%s", mine, path + at);
+	lua_concat(L, 2);
 	lua_setfield(L, package, field);
 	lua_pop(L, 1);
+}
+
+/* Our templates go in front of lua's default path, wherever that default stands: first when
+ * the variable is unset, and where package put it for the ";;" of a variable that has one, so
+ * that LUA_PATH=";;" gives the path the command uses when LUA_PATH is unset. Package expanded
+ * the first ";;" only: "a;;b" became "a;" DEFAULT ";b". A path without ";;" is kept as set. */
+static void add_path(lua_State *L, int package, const char *field, const char *user,
+		     const char *mine)
+{
+	if (user == NULL) {
+		insert_path(L, package, field, 0, mine);
+		return;
+	}
+	const char *mark = strstr(user, ";;");
+	if (mark == NULL)
+		return;
+	size_t prefix = (size_t)(mark - user);
+	insert_path(L, package, field, prefix > 0 ? prefix + 1 : 0, mine);
 }
 
 /* Pushes the source templates (nil when there are no source directories) and sets paths. */
@@ -239,13 +282,12 @@ static void push_places(lua_State *L, int package)
 		return;
 	}
 	lua_pushfstring(L, "%s/?.lua;%s/?/init.lua", p.lua, p.lua);
-	if (!user_set(L, "LUA_PATH" LUA_VERSUFFIX, "LUA_PATH"))
-		prepend_path(L, package, "path", lua_tostring(L, -1));
-	if (!user_set(L, "LUA_CPATH" LUA_VERSUFFIX, "LUA_CPATH")) {
-		lua_pushfstring(L, "%s/?.so", p.lib);
-		prepend_path(L, package, "cpath", lua_tostring(L, -1));
-		lua_pop(L, 1);
-	}
+	add_path(L, package, "path", user_path(L, "LUA_PATH" LUA_VERSUFFIX, "LUA_PATH"),
+		 lua_tostring(L, -1));
+	lua_pushfstring(L, "%s/?.so", p.lib);
+	add_path(L, package, "cpath", user_path(L, "LUA_CPATH" LUA_VERSUFFIX, "LUA_CPATH"),
+		 lua_tostring(L, -1));
+	lua_pop(L, 1);
 }
 
 void xpu_lua_install(lua_State *L)

@@ -16,6 +16,10 @@ void xpu_lua_install(lua_State *L);
 /* Counts every allocation or growth of the state into xpu_alloc_count (idempotent). */
 void xpu_lua_count_allocs(lua_State *L);
 
+/* Pushes the text the REPL shows for the value at index i: tostring, except that a plain
+ * table is laid out (a list of records as columns, any other one entry a line). */
+void xpu_lua_show(lua_State *L, int i);
+
 /* Sub-module openers: each sets its fields on the table at stack index `t`. */
 void xpu_lua_open_device(lua_State *L, int t);
 void xpu_lua_open_route(lua_State *L, int t);
@@ -24,5 +28,6 @@ void xpu_lua_open_gguf(lua_State *L, int t);
 void xpu_lua_open_hip(lua_State *L, int t);
 void xpu_lua_open_contract(lua_State *L, int t);
 void xpu_lua_open_compare(lua_State *L, int t);
+void xpu_lua_open_api(lua_State *L, int t);
 
 #endif

@@ -1,0 +1,624 @@
+/* l_api.c — the Lua API's one-line entries, the one source of truth for xpu.help() and
+ * docs/API.md (scripts/api-doc.sh renders the page from xpu.api(); spec/api_doc_spec.lua
+ * checks the page and this table against the live binding). A name is "xpu.f" or
+ * "xpu.module.f" for a function of a table, "Type:method" for a method of xpu.Type. */
+#include "lx.h"
+#include "xpu_lua.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+struct api_entry {
+	const char *name;
+	const char *signature;
+	const char *summary;
+};
+
+struct api_section {
+	const char *title;
+	const char *intro;
+	const struct api_entry *entries;   /* ends with a NULL name */
+	const char *types;                 /* the xpu.* types it covers, by a space, or NULL */
+};
+
+static const struct api_entry module_entries[] = {
+	{ "xpu.devices", "xpu.devices() -> list of Device",
+	  "every usable device; printed, the list also names each absent backend and why" },
+	{ "xpu.device", "xpu.device([id]) -> Device",
+	  "the device \"cpu:0\", \"cuda:0\", \"vulkan:0\", ...; without an id the default one" },
+	{ "xpu.backends", "xpu.backends() -> list of {name, state, reason, devices}",
+	  "every backend in one of its three states (not built, not loadable, not usable) with the "
+	  "reason" },
+	{ "xpu.kernels", "xpu.kernels() -> list of {name, signature, launches}",
+	  "the kernel registry, with each kernel's launch count (the census)" },
+	{ "xpu.format", "xpu.format(name | id) -> id | name",
+	  "a format's id from its name, or its name from the id" },
+	{ "xpu.regime", "xpu.regime(name | id) -> id | name",
+	  "a regime's id from its name, or its name from the id" },
+	{ "xpu.now", "xpu.now() -> seconds", "the monotonic clock, for host-side timing" },
+	{ "xpu.isatty", "xpu.isatty(fd) -> boolean",
+	  "whether fd 0, 1 or 2 is a terminal (progress lines go only to one)" },
+	{ "xpu.routes", "xpu.routes(name) -> RouteTable",
+	  "the route table of that name, made on first use" },
+	{ "xpu.new_routes", "xpu.new_routes(name) -> RouteTable",
+	  "a fresh table that no name reaches (specs, benchmarks)" },
+	{ "xpu.query", "xpu.query{format =, regime =, <fact> = n, ...} -> Query",
+	  "a query: regime, format and the registrant's static facts (in_dim, out_dim, ...)" },
+	{ "xpu.call", "xpu.call{query =, device =, stream =, receiver =, operands =} -> Call",
+	  "a call: a query plus the receiver, operands and the device it will run on" },
+	{ "xpu.compare",
+	  "xpu.compare(got, want, dtype, bound) -> {out_of_bound, nan_mismatches, worst}",
+	  "element-wise check of two f32/f64/f16/bf16 strings against a contract's precision "
+	  "bound" },
+	{ "xpu.hip_manifests", "xpu.hip_manifests() -> list",
+	  "the manifests of the embedded AMDGPU code objects, read without an AMD GPU" },
+	{ "xpu.amdgpu_notes", "xpu.amdgpu_notes(bytes [, name]) -> list",
+	  "the code objects of an AMDGPU ELF or offload bundle, with their metadata notes" },
+	{ "xpu.api", "xpu.api() -> list of sections",
+	  "this table: sections of {name, signature, summary} entries" },
+	{ "xpu.help", "xpu.help([name | function | object])",
+	  "prints the API one line an entry, or the entries for a name, a function or an "
+	  "object's type" },
+	{ "xpu.T.alloc_count", "xpu.T.alloc_count() -> n",
+	  "test only: allocations counted so far (Lua's and the core's)" },
+	{ "xpu.T.fail_after", "xpu.T.fail_after([n])",
+	  "test only: the allocation after n more fails (no n: none fails)" },
+	{ "xpu.T.time_pick", "xpu.T.time_pick(table, call, n) -> ns",
+	  "test only: ns per pick, timed in C with no Lua between picks" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry device_entries[] = {
+	{ "Device:supports", "d:supports(cap) -> boolean",
+	  "whether the device has a capability (\"dot4_i8\", \"code.spirv\", ...)" },
+	{ "Device:kernel_available", "d:kernel_available(name) -> boolean",
+	  "whether that kernel is built and loadable for this device" },
+	{ "Device:kernel", "d:kernel(name) -> Kernel",
+	  "the kernel on this device, with its manifest" },
+	{ "Device:free_memory_bytes", "d:free_memory_bytes() -> bytes",
+	  "free device memory, asked live" },
+	{ "Device:dispatch_blocks", "d:dispatch_blocks([waves_per_block]) -> n",
+	  "how many blocks fill the device" },
+	{ "Device:fingerprint", "d:fingerprint() -> string",
+	  "backend, name, uuid, driver and build id: the key of what is measured" },
+	{ "Device:copy_path", "d:copy_path([\"kernel\" | \"driver\"]) -> path",
+	  "which copies contiguous transfers use; sets it first when given" },
+	{ "Device:buffer", "d:buffer(bytes | string) -> Buffer",
+	  "a new allocation, filled from the string when one is given" },
+	{ "Device:stream", "d:stream() -> Stream", "a new stream on the device" },
+	{ "Device:default_stream", "d:default_stream() -> Stream", "the device's own stream" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry kernel_entries[] = {
+	{ "Kernel:launch", "k:launch(stream | nil, grid, block, args...)",
+	  "launches with the signature checked first (count, types, lengths, alignment)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry buffer_entries[] = {
+	{ "Buffer:upload", "b:upload(string [, offset])",
+	  "host bytes into the buffer, bounds checked" },
+	{ "Buffer:download", "b:download([offset [, bytes]]) -> string",
+	  "the buffer's bytes to the host (default: from offset to the end), bounds checked" },
+	{ "Buffer:slice", "b:slice(offset, bytes) -> Buffer",
+	  "a view; it keeps the allocation alive" },
+	{ "Buffer:words", "b:words() -> Buffer",
+	  "the same bytes as a view for word access (4-aligned whole words only)" },
+	{ "Buffer:release", "b:release()", "frees the allocation now (also __gc and __close)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry stream_entries[] = {
+	{ "Stream:sync", "s:sync()",
+	  "waits until the stream's work is done (submits a deferred sequence first)" },
+	{ "Stream:copy", "s:copy(dst, src)",
+	  "the whole of view src into the start of dst by the device's own copy" },
+	{ "Stream:set_deferred", "s:set_deferred(boolean)",
+	  "records launch sequences and replays a seen one as one submission" },
+	{ "Stream:timer_begin", "s:timer_begin() -> mark",
+	  "starts a device timer in the stream's order" },
+	{ "Stream:timer_end", "s:timer_end(mark) -> seconds", "the device time since the mark" },
+	{ "Stream:counts", "s:counts() -> {launches, waits}",
+	  "launches that reached the backend, and those behind a wait" },
+	{ "Stream:release", "s:release()", "ends the stream now (also __gc and __close)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry table_entries[] = {
+	{ "RouteTable:register",
+	  "t:register{name =, regime =, format =, kernel =, priority =, needs =, shape =, ready =, "
+	  "dispatch =} -> Row",
+	  "declares a row from Lua; every key checked, unknown keys refused by name" },
+	{ "RouteTable:register_c", "t:register_c{...} -> Row",
+	  "a data-driven C row: multiples of query facts and receiver flags, checked in C" },
+	{ "RouteTable:freeze", "t:freeze() -> t", "ends registration" },
+	{ "RouteTable:rows", "t:rows() -> list of Row", "the rows, in resolution order" },
+	{ "RouteTable:row", "t:row(name) -> Row | nil", "the row of that name" },
+	{ "RouteTable:admissible", "t:admissible(query [, device]) -> Row | nil",
+	  "the row the static half admits: format, regime, shape, needs, kernel" },
+	{ "RouteTable:pick", "t:pick(call) -> Row | nil",
+	  "the admissible row whose ready half also admits; allocates nothing" },
+	{ "RouteTable:bind", "t:bind(call) -> Row",
+	  "pick, or an error carrying the refusal line: no silent fallback" },
+	{ "RouteTable:candidates", "t:candidates(query [, device]) -> list of Row",
+	  "every admissible row, highest priority first" },
+	{ "RouteTable:why_not_admissible",
+	  "t:why_not_admissible(query [, device | false]) -> Refusal",
+	  "the row that got furthest, its clause and gate" },
+	{ "RouteTable:why_not_picked", "t:why_not_picked(call) -> Refusal",
+	  "the same for a call, ready half included" },
+	{ "RouteTable:pin", "t:pin(row_name [, pattern])",
+	  "forces the row for queries matching the pattern; refused with its own refusal" },
+	{ "RouteTable:unpin", "t:unpin(row_name)", "drops the row's pin" },
+	{ "RouteTable:records", "t:records() -> list of {row, device, format, regime, <facts>}",
+	  "the route record, oldest first" },
+	{ "RouteTable:census", "t:census() -> string",
+	  "per row and device the picks in the record, and each row's picks and dispatches" },
+	{ "RouteTable:audit", "t:audit(queries) -> Audit",
+	  "the declared half over a query set, nothing bound, no device asked" },
+	{ "RouteTable:audit_row", "t:audit_row(row | name, queries) -> fires, refuses",
+	  "one row's fire / no-fire counts" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry row_entries[] = {
+	{ "Row:dispatch", "r:dispatch(call)",
+	  "runs the row's dispatch for a call (the indirect call of a bound launch)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry audit_entries[] = {
+	{ "Audit:unserved_count", "a:unserved_count() -> n", "queries no row serves" },
+	{ "Audit:never_firing_count", "a:never_firing_count() -> n", "rows that serve no query" },
+	{ "Audit:shadowed", "a:shadowed(qi) -> boolean",
+	  "whether more than one row serves query qi" },
+	{ "Audit:served", "a:served(qi) -> n", "how many rows serve query qi" },
+	{ "Audit:fires", "a:fires(ri) -> n", "how many queries row ri serves" },
+	{ "Audit:needs_count", "a:needs_count(ri) -> n", "the capabilities row ri declares" },
+	{ "Audit:need_at", "a:need_at(ri, k) -> cap", "row ri's k-th declared capability" },
+	{ "Audit:clause", "a:clause(qi, ri) -> clause, gate | nil",
+	  "the clause that answered for query qi and row ri, and the gate's words" },
+	{ "Audit:row_name", "a:row_name(ri) -> name", "row ri's name (rows in table order)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry contract_entries[] = {
+	{ "xpu.contracts.load", "xpu.contracts.load(path) -> list of Contract",
+	  "the FKC blocks of a file; raises with file, line, kernel and key" },
+	{ "xpu.contracts.try_load", "xpu.contracts.try_load(path) -> list | nil, message",
+	  "load, with the message returned" },
+	{ "xpu.contracts.parse", "xpu.contracts.parse(text [, name]) -> list of Contract",
+	  "contract text from memory, named in messages" },
+	{ "xpu.contracts.plan",
+	  "xpu.contracts.plan(contracts, {op =, backend =, inputs =, params =}) -> plan | nil, why",
+	  "the steps an op takes (contiguize included), their bytes, flops and output" },
+	{ "Contract:call", "c:call{inputs =, params =} -> result | nil, refusal, kind",
+	  "validates a call against accept; the result has the output shapes" },
+	{ "Contract:precision",
+	  "c:precision{inputs =, params =} -> {max_ulp, max_relative, max_absolute}",
+	  "the bound a result must meet" },
+	{ "Contract:register", "c:register(table [, regime [, {priority = n}]]) -> list of Row",
+	  "one row per dtype of the contract in a route table" },
+	{ "Contract:launch", "c:launch{inputs =, params =, out =, stream =} -> result",
+	  "checked, then launched without a sync" },
+	{ "Contract:bind", "c:bind{inputs =, params =, out =} -> BoundLaunch, result",
+	  "checked as launch checks, kept for launching later" },
+	{ "BoundLaunch:launch", "bound:launch([stream]) -> launched, kernel",
+	  "launches the checked call" },
+	{ "BoundLaunch:release", "bound:release()", "drops the bound launch's views now" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry quant_entries[] = {
+	{ "xpu.quant.formats", "xpu.quant.formats() -> list",
+	  "the format table: block size, bytes, scales, resident split" },
+	{ "xpu.quant.info", "xpu.quant.info(format) -> table", "one format's entry" },
+	{ "xpu.quant.row_bytes", "xpu.quant.row_bytes(format, blocks_per_row) -> bytes",
+	  "a resident row's bytes" },
+	{ "xpu.quant.quantize", "xpu.quant.quantize(format, f32s) -> blocks",
+	  "GGUF blocks from f32 values" },
+	{ "xpu.quant.dequantize", "xpu.quant.dequantize(format, blocks) -> f32s",
+	  "ggml's dequantize_row bit for bit" },
+	{ "xpu.quant.q8k_pack", "xpu.quant.q8k_pack(f32s) -> blocks",
+	  "activations as 320-byte q8_K blocks" },
+	{ "xpu.quant.q8k_unpack", "xpu.quant.q8k_unpack(blocks) -> f32s", "d * q per value" },
+	{ "xpu.quant.resident", "xpu.quant.resident(format, blocks, blocks_per_row) -> rows",
+	  "the resident layout (the host split)" },
+	{ "xpu.quant.from_resident",
+	  "xpu.quant.from_resident(format, rows, blocks_per_row) -> blocks",
+	  "GGUF blocks back from resident rows" },
+	{ "xpu.quant.dot_reference", "xpu.quant.dot_reference(format, row, q8k) -> number",
+	  "the f64 dot the integer route approximates" },
+	{ "xpu.quant.matvec_host",
+	  "xpu.quant.matvec_host(format, rows, q8k, nrows, ncols, mode) -> f32s",
+	  "the CPU kernel body itself" },
+	{ "xpu.quant.simd", "xpu.quant.simd([mode]) -> path, list",
+	  "the SIMD path the CPU kernels use; sets it when given" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry gguf_entries[] = {
+	{ "xpu.gguf.open", "xpu.gguf.open(path) -> GGUF",
+	  "reads a GGUF file's header; a malformed file raises its message" },
+	{ "xpu.gguf.try_open", "xpu.gguf.try_open(path) -> GGUF | nil, message",
+	  "open, with the message returned" },
+	{ "xpu.gguf.write",
+	  "xpu.gguf.write(path, {version =, alignment =, meta =, tensors =}) -> path",
+	  "writes a GGUF file" },
+	{ "GGUF:meta", "g:meta(key) -> value | nil", "a metadata value" },
+	{ "GGUF:meta_type", "g:meta_type(key) -> type | nil",
+	  "a metadata value's type: \"u32\", \"array:string\", ..." },
+	{ "GGUF:keys", "g:keys() -> list", "the metadata keys in file order" },
+	{ "GGUF:tensors",
+	  "g:tensors() -> list of {name, dims, type, type_id, offset, bytes, elements}",
+	  "the tensors in file order" },
+	{ "GGUF:tensor", "g:tensor(name) -> table | nil", "one tensor's entry" },
+	{ "GGUF:data", "g:data(name [, offset [, bytes]]) -> string",
+	  "a copy of a tensor's bytes" },
+	{ "GGUF:close", "g:close()", "closes the file now (also __gc and __close)" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry autotune_entries[] = {
+	{ "xpu.autotune.dir", "autotune.dir() -> path",
+	  "where measured settings are kept (~/.cache/xpulua)" },
+	{ "xpu.autotune.path", "autotune.path(dev) -> path", "the file of one device's settings" },
+	{ "xpu.autotune.remember", "autotune.remember(dev, key, value)",
+	  "keeps a measured setting for the device" },
+	{ "xpu.autotune.recall", "autotune.recall(dev, key) -> value | nil",
+	  "a kept setting, valid for this binary and driver" },
+	{ "xpu.autotune.remember_for", "autotune.remember_for(dev, key, shape, value)",
+	  "a setting kept per shape" },
+	{ "xpu.autotune.recall_for", "autotune.recall_for(dev, key, shape) -> value | nil",
+	  "a setting kept per shape" },
+	{ "xpu.autotune.report_underperforming",
+	  "autotune.report_underperforming(dev, kernel, measured, expected)",
+	  "says on stderr when a kernel runs below what was expected, and keeps the figure" },
+	{ "xpu.autotune.copy_path", "autotune.copy_path(dev) -> path, why",
+	  "the measured faster copy path for the device" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry decode_entries[] = {
+	{ "xpu.decode.floats", "decode.floats(n, seed [, row]) -> string",
+	  "n deterministic f32 values" },
+	{ "xpu.decode.unpack_f32", "decode.unpack_f32(string) -> list", "f32 bytes as numbers" },
+	{ "xpu.decode.fixture", "decode.fixture(format, rows, cols, seed) -> fixture",
+	  "resident rows of a weight and the q8_K activation for it" },
+	{ "xpu.decode.groups", "decode.groups(dev, kernel, rows [, grid]) -> n",
+	  "the launch's workgroups" },
+	{ "xpu.decode.kernel_name", "decode.kernel_name(format [, variant]) -> name",
+	  "a format's dense decode kernel (variant \"dot4\": the packed-dot twin)" },
+	{ "xpu.decode.run", "decode.run(dev, fx, w, x, y, stream, grid [, kernel])",
+	  "launches the format's kernel over the fixture" },
+	{ "xpu.decode.gate",
+	  "decode.gate(dev, format, rows, cols, seed [, grid [, kernel]]) -> ok, message",
+	  "the bit gate: the device's kernel against the CPU body, element by element" },
+	{ "xpu.decode.time", "decode.time(dev, format, rows, cols [, opts]) -> stats, bytes",
+	  "times the kernel's launches (seconds per launch)" },
+	{ "xpu.decode.time_read", "decode.time_read(dev, bytes, copies [, opts]) -> stats",
+	  "the device's read rate over that many bytes" },
+	{ "xpu.decode.slow_read",
+	  "decode.slow_read(bytes, read_s, ceiling_gbs) -> gbs, share | nil",
+	  "a read below the ceiling's share" },
+	{ "xpu.decode.time_floor", "decode.time_floor(dev [, opts]) -> stats",
+	  "the per-launch floor: back-to-back launches that do nothing" },
+	{ "xpu.decode.fit", "decode.fit(points) -> rate, fixed | nil, why",
+	  "least squares t = bytes / rate + b over {bytes, seconds} points" },
+	{ "xpu.decode.tour", "decode.tour(dev) -> text", "a short gated run for the tour" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry report_entries[] = {
+	{ "xpu.report.table", "report.table{header =, rows =, title =} -> string",
+	  "an aligned text table" },
+	{ "xpu.report.json", "report.json(value) -> string", "a value as JSON" },
+	{ "xpu.report.jsonl", "report.jsonl(record)", "one JSON object per line on stdout" },
+	{ "xpu.report.log", "report.log(fmt, ...)", "a line on stderr, never into machine output" },
+	{ "xpu.report.progress", "report.progress(done, total, what)",
+	  "a progress line, only on a terminal" },
+	{ "xpu.report.slow_share", "report.slow_share(gbs, ceiling_gbs) -> share | nil",
+	  "a rate's share of the ceiling where it looks slow" },
+	{ "xpu.report.past_caches", "report.past_caches(dev) -> bytes",
+	  "a working set that does not fit the device's caches" },
+	{ "xpu.report.stats", "report.stats(xs) -> {median, min, max}",
+	  "of a list of numbers (sorted in place)" },
+	{ "xpu.report.command", "report.command(words) -> string",
+	  "a shell command line, each word single-quoted" },
+	{ "xpu.report.require_values", "report.require_values(script, args, takes)",
+	  "options that take a value must have one, else exit 2" },
+	{ "xpu.report.whole", "report.whole(script, flag, v, what [, least]) -> n",
+	  "an option's value as a whole number, else exit 2" },
+	{ "xpu.report.commit", "report.commit() -> hash",
+	  "the source tree's git commit, or \"unknown\"" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry settle_entries[] = {
+	{ "xpu.settle.reader", "settle.reader(dev) -> read",
+	  "a function timing a replayed read batch: GB/s and device seconds" },
+	{ "xpu.settle.decide", "settle.decide(rates, elapsed, target, min_s, max_s) -> verdict",
+	  "\"settled\", \"go on\" or \"give up\" after each window" },
+	{ "xpu.settle.held", "settle.held(cold, reached_at, elapsed, max_s) -> boolean",
+	  "whether a settle should go on reading" },
+	{ "xpu.settle.settle", "settle.settle(dev [, opts]) -> result",
+	  "reads until the device's clocks are up" },
+	{ "xpu.settle.ensure", "settle.ensure(dev [, opts])",
+	  "settles unless the device worked recently or settling is off" },
+	{ "xpu.settle.touch", "settle.touch(dev)",
+	  "notes that a timing loop just ran on the device" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_section sections[] = {
+	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
+	  "tables, queries and calls.", module_entries, NULL },
+	{ "Device", "A device answers capability and geometry questions; fields: id, index, name, "
+	  "backend, arch, uuid, driver, wave_size, simd_count, shared_bytes_per_block, l2_bytes, "
+	  "integrated, memory_bytes, capabilities.", device_entries, "Device" },
+	{ "Kernel", "A kernel on a device; fields: name, signature, launches, available, device "
+	  "and manifest (what the compiler measured: registers, spill, LDS, occupancy).",
+	  kernel_entries, "Kernel" },
+	{ "Buffer", "Device memory with a length; fields: bytes, offset, device; #b is its length.",
+	  buffer_entries, "Buffer" },
+	{ "Stream", "Orders launches; fields: deferred, device.", stream_entries, "Stream" },
+	{ "RouteTable", "Rows serving one op; fields: name, frozen, picks; #t is its row count.",
+	  table_entries, "RouteTable" },
+	{ "Row", "One kernel variant for one format in one regime; fields: name, format, regime, "
+	  "priority, needs, kernel, picks, dispatches.", row_entries, "Row" },
+	{ "Query and Call", "xpu.query and xpu.call make them; a query's fields are its format, "
+	  "regime and facts, a call's also device, receiver and operands; Refusal has row, clause, "
+	  "gate, need_index, format, regime, device, pinned and text. None has methods.", NULL,
+	  "Query QueryView Call Refusal" },
+	{ "Audit", "t:audit(queries); fields: nqueries, nrows, queries. Printed, it lists every "
+	  "unserved query, never-firing row and shadowed query.", audit_entries, "Audit" },
+	{ "Contract", "Kernel contracts (FKC) read from ```fkc blocks; xpu.contracts.*.",
+	  contract_entries, "Contract BoundLaunch" },
+	{ "quant", "The format table and the host reference arithmetic (xpu.quant).",
+	  quant_entries, NULL },
+	{ "gguf", "GGUF files (xpu.gguf); GGUF fields: version, alignment, size, path, "
+	  "data_offset, tensor_count, key_count.", gguf_entries, "GGUF" },
+	{ "xpu.autotune", "Measured settings per device (`require \"xpu.autotune\"`).",
+	  autotune_entries, NULL },
+	{ "xpu.decode", "Decode mat-vec fixtures, gates and timings (`require \"xpu.decode\"`).",
+	  decode_entries, NULL },
+	{ "xpu.report", "Tables, JSON, logs and option checks for scripts "
+	  "(`require \"xpu.report\"`).", report_entries, NULL },
+	{ "xpu.settle", "Bringing a GPU to its working clocks before timing "
+	  "(`require \"xpu.settle\"`).", settle_entries, NULL },
+	{ NULL, NULL, NULL, NULL },
+};
+
+/* xpu.api() -> { {title =, intro =, {name =, signature =, summary =}, ...}, ... } */
+static int l_api(lua_State *L)
+{
+	lua_newtable(L);
+	for (int s = 0; sections[s].title; s++) {
+		lua_newtable(L);
+		lua_pushstring(L, sections[s].title);
+		lua_setfield(L, -2, "title");
+		lua_pushstring(L, sections[s].intro);
+		lua_setfield(L, -2, "intro");
+		for (int e = 0; sections[s].entries && sections[s].entries[e].name; e++) {
+			const struct api_entry *x = &sections[s].entries[e];
+			lua_createtable(L, 0, 3);
+			lua_pushstring(L, x->name);
+			lua_setfield(L, -2, "name");
+			lua_pushstring(L, x->signature);
+			lua_setfield(L, -2, "signature");
+			lua_pushstring(L, x->summary);
+			lua_setfield(L, -2, "summary");
+			lua_rawseti(L, -2, e + 1);
+		}
+		lua_rawseti(L, -2, s + 1);
+	}
+	return 1;
+}
+
+/* ---- help ---------------------------------------------------------------------------------- */
+
+/* Pushes the methods of xpu.<type>: the metatable's "methods" table, a table __index, or
+ * the table an __index function closes over; nil when there is none. */
+static void push_methods(lua_State *L, const char *type, size_t len)
+{
+	lua_pushliteral(L, "xpu.");
+	lua_pushlstring(L, type, len);
+	lua_concat(L, 2);
+	luaL_getmetatable(L, lua_tostring(L, -1));
+	lua_remove(L, -2);
+	if (lua_type(L, -1) != LUA_TTABLE)
+		return;
+	if (lua_getfield(L, -1, "methods") != LUA_TTABLE) {
+		lua_pop(L, 1);
+		lua_getfield(L, -1, "__index");
+	}
+	if (lua_type(L, -1) == LUA_TTABLE) {
+		lua_remove(L, -2);
+		return;
+	}
+	const char *up = lua_type(L, -1) == LUA_TFUNCTION ? lua_getupvalue(L, -1, 1) : NULL;
+	if (up && lua_type(L, -1) == LUA_TTABLE) {
+		lua_replace(L, -3);
+		lua_pop(L, 1);
+		return;
+	}
+	lua_pop(L, up ? 3 : 2);
+	lua_pushnil(L);
+}
+
+/* Pushes the function name stands for in the live binding, or nil: "Type:m" among xpu.Type's
+ * methods, "a.b.c" from the longest loaded module prefix ("xpu.report" before "xpu"). */
+static void push_live(lua_State *L, const char *name)
+{
+	const char *colon = strchr(name, ':');
+	if (colon) {
+		push_methods(L, name, (size_t)(colon - name));
+		if (lua_type(L, -1) == LUA_TTABLE) {
+			lua_getfield(L, -1, colon + 1);
+			lua_remove(L, -2);
+		}
+	} else {
+		luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+		const char *dot = name + strlen(name);
+		lua_pushnil(L);
+		while (dot > name && lua_type(L, -1) != LUA_TTABLE) {
+			lua_pop(L, 1);
+			while (--dot > name && *dot != '.')
+				;
+			lua_pushlstring(L, name, (size_t)(dot - name));
+			lua_rawget(L, -2);
+		}
+		lua_remove(L, -2);
+		for (const char *p = dot; *p == '.' && lua_type(L, -1) == LUA_TTABLE;) {
+			size_t len = strcspn(p + 1, ".");
+			lua_pushlstring(L, p + 1, len);
+			lua_rawget(L, -2);
+			lua_remove(L, -2);
+			p += len + 1;
+		}
+	}
+	if (lua_type(L, -1) != LUA_TFUNCTION) {
+		lua_pop(L, 1);
+		lua_pushnil(L);
+	}
+}
+
+/* The part of a name after its last '.' or ':'. */
+static const char *short_name(const char *name)
+{
+	const char *p = name + strlen(name);
+	while (p > name && p[-1] != '.' && p[-1] != ':')
+		p--;
+	return p;
+}
+
+/* What help was asked about: a name (of an entry, a section or a type), a function, or the
+ * type of an object. */
+struct ask {
+	const char *text;     /* "xpu.device", "device", "Device", "gguf", ... */
+	int fn;               /* stack index of a function, or 0 */
+};
+
+/* Whether word is one of the space-separated words of list. */
+static bool has_word(const char *list, const char *word)
+{
+	size_t len = strlen(word);
+	for (const char *p = list; p && *p; p += strcspn(p, " "), p += *p == ' ') {
+		if (strncmp(p, word, len) == 0 && (p[len] == ' ' || p[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/* The whole section answers a section's title or one of its types. */
+static bool covers(const struct api_section *s, const struct ask *a)
+{
+	return a->text && (strcmp(s->title, a->text) == 0 || has_word(s->types, a->text));
+}
+
+/* An entry answers its function, its full name or the part after its last '.' or ':'. */
+static bool matches(lua_State *L, const struct api_entry *e, const struct ask *a)
+{
+	if (a->fn) {
+		push_live(L, e->name);
+		bool same = lua_rawequal(L, -1, a->fn);
+		lua_pop(L, 1);
+		return same;
+	}
+	return strcmp(e->name, a->text) == 0 || strcmp(short_name(e->name), a->text) == 0;
+}
+
+static void add_line(luaL_Buffer *b, const struct api_entry *e)
+{
+	luaL_addstring(b, "  ");
+	luaL_addstring(b, e->signature);
+	size_t len = strlen(e->signature);
+	for (size_t k = len; k < 44; k++)
+		luaL_addchar(b, ' ');
+	luaL_addstring(b, "  ");
+	luaL_addstring(b, e->summary);
+	luaL_addchar(b, '\n');
+}
+
+/* Builds the text for the ask, or for everything when a is NULL; returns what it shows
+ * (entries, and a whole section's intro). */
+static int help_text(lua_State *L, luaL_Buffer *b, const struct ask *a)
+{
+	int shown = 0;
+	for (const struct api_section *s = sections; s->title; s++) {
+		bool whole = a && covers(s, a), titled = false;
+		if (whole) {
+			lua_pushfstring(L, "%s%s\n  %s\n", shown ? "\n" : "", s->title, s->intro);
+			luaL_addvalue(b);
+			titled = true;
+			shown++;
+		}
+		for (const struct api_entry *e = s->entries; e && e->name; e++) {
+			if (a && !whole && !matches(L, e, a))
+				continue;
+			if (!titled) {
+				lua_pushfstring(L, "%s%s\n", shown ? "\n" : "", s->title);
+				luaL_addvalue(b);
+				titled = true;
+			}
+			add_line(b, e);
+			shown++;
+		}
+	}
+	return shown;
+}
+
+/* Reads help's argument: a name, a function, or an object whose __name is "xpu.Type". */
+static void read_ask(lua_State *L, struct ask *a)
+{
+	memset(a, 0, sizeof *a);
+	if (lua_type(L, 1) == LUA_TSTRING) {
+		a->text = lua_tostring(L, 1);
+	} else if (lua_type(L, 1) == LUA_TFUNCTION) {
+		a->fn = 1;
+	} else if (luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) {
+		const char *n = lua_tostring(L, -1);
+		a->text = strncmp(n, "xpu.", 4) == 0 ? n + 4 : n;
+		lua_replace(L, 1);         /* keeps the name alive */
+	} else {
+		luaL_argerror(L, 1, "a name, a function of the API or one of its objects expected");
+	}
+}
+
+/* xpu.help([name | function | object]): the entries asked for, one line each, on stdout. */
+static int l_help(lua_State *L)
+{
+	struct ask a = { NULL, 0 };
+	bool all = lua_isnoneornil(L, 1);
+	if (!all)
+		read_ask(L, &a);
+	lua_settop(L, 1);
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	int shown = help_text(L, &b, all ? NULL : &a);
+	if (all)
+		luaL_addstring(&b, "\nhelp(\"name\") or help(f) shows one entry; docs/API.md has "
+			       "them all.\n");
+	luaL_pushresult(&b);
+	if (shown == 0) {
+		if (a.fn)
+			return luaL_error(L, "help: that function is not part of the xpu API "
+					  "(help() lists it)");
+		return luaL_error(L, "help: nothing in the xpu API is named '%s' "
+				  "(help() lists every name)",
+				  a.text);
+	}
+	fwrite(lua_tostring(L, -1), 1, lua_rawlen(L, -1), stdout);
+	fflush(stdout);
+	return 0;
+}
+
+void xpu_lua_open_api(lua_State *L, int t)
+{
+	lua_pushcfunction(L, l_api);
+	lua_setfield(L, t, "api");
+	lua_pushcfunction(L, l_help);
+	lua_setfield(L, t, "help");
+}
