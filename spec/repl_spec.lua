@@ -116,7 +116,8 @@ describe("xpulua REPL", function()
 			local r = answers(table.concat({
 				"xpu.device 'cpu:0'",
 				"tostring(xpu.device 'cpu:0')",
-				"q = xpu.query { format = 'q4_0', regime = 'decode', in_dim = 256 }",
+				"xpu.new_routes('facts'):register { name = 'f', regime = 'decode', format = 'q4_0', kernel = 'copy_bytes', facts = { 'in_dim' } }"
+					.. " q = xpu.query { format = 'q4_0', regime = 'decode', in_dim = 256 }",
 				"{ q }",
 				"'{' .. tostring(q) .. '}'",
 				"t = xpu.new_routes 'repl' t:register { name = 'r1', regime = 'decode', format = 'q4_0', kernel = 'copy_bytes' }",
@@ -141,9 +142,9 @@ describe("xpulua REPL", function()
 			local setup = {
 				"t = xpu.new_routes 'audit-print'",
 				"aligned = function(q) if q.in_dim % 256 ~= 0 then return 'in width not 256-aligned' end end",
-				"t:register { name = 'q4-wave', regime = 'decode', format = 'q4_0', priority = 20, shape = aligned, kernel = 'copy_bytes' }",
+				"t:register { name = 'q4-wave', regime = 'decode', format = 'q4_0', priority = 20, shape = aligned, kernel = 'copy_bytes', facts = { 'in_dim' } }",
 				"t:register { name = 'q4-plain', regime = 'decode', format = 'q4_0', priority = 10, kernel = 'copy_bytes' }",
-				"t:register { name = 'q6-wave', regime = 'decode', format = 'q6_K', shape = aligned, kernel = 'copy_bytes' }",
+				"t:register { name = 'q6-wave', regime = 'decode', format = 'q6_K', shape = aligned, kernel = 'copy_bytes', facts = { 'in_dim' } }",
 				"t:register { name = 'orphan', regime = 'prefill', format = 'iq4_nl', kernel = 'copy_bytes' }",
 				"qs = { xpu.query { format = 'q4_0', regime = 'decode', in_dim = 4096 },"
 					.. " xpu.query { format = 'q6_K', regime = 'decode', in_dim = 100 },"
@@ -160,8 +161,8 @@ describe("xpulua REPL", function()
 				"audit: 3 queries x 4 rows, 2 unserved, 2 never firing, 1 shadowed\n" ..
 				"  unserved      query 2    " .. shown[2] .. "   furthest: 'q6-wave' refused at Shape: in width not 256-aligned\n" ..
 				"  unserved      query 3    " .. shown[3] .. "   furthest: 'q4-wave' refused at Format\n" ..
-				"  never firing  row 3      q6-wave\n" ..
-				"  never firing  row 4      orphan\n" ..
+				"  never firing  row 3      orphan\n" ..
+				"  never firing  row 4      q6-wave\n" ..
 				"  shadowed      query 1    " .. shown[1] .. "   admitted by 'q4-wave' (priority 20), 'q4-plain' (priority 10)\n",
 				r[#r - 3])
 		end)
