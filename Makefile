@@ -15,8 +15,13 @@ endif
 .DEFAULT_GOAL := build
 .PHONY: build setup help $(BUILD_GOALS)
 
+# Goals that need the build have it made first on every core (unless -j was given: then as
+# asked), and only then run, one after another, so `make test run` never interleaves.
+NEEDS_ALL := $(filter all test run install,$(BUILD_GOALS))
 build: $(filter setup,$(MAKECMDGOALS))
-	@$(MAKE) --no-print-directory -f build.mk $(BUILD_GOALS)
+	@jobs=-j$$(nproc 2>/dev/null || echo 1); case " $(MAKEFLAGS) " in *" -j"*) jobs=;; esac; \
+	$(if $(NEEDS_ALL),$(MAKE) --no-print-directory $$jobs -f build.mk all &&) \
+	$(MAKE) --no-print-directory -f build.mk $(BUILD_GOALS)
 
 $(BUILD_GOALS): build
 	@:
