@@ -273,3 +273,49 @@ describe("order", function()
     assert.same({ "c", "d", "a", "b" }, names)
   end)
 end)
+
+-- What the command prints for an error a script did not catch: a bad declaration (a route row,
+-- a contract file) is one line that says where, like a syntax error; any other error keeps
+-- its traceback, as lua's does.
+describe("uncaught declaration errors", function()
+  local exe = arg and arg[-1] or "build/xpulua"
+
+  local function run_script(body)
+    local script = os.tmpname()
+    local f = assert(io.open(script, "w"))
+    f:write(body)
+    f:close()
+    local p = io.popen(exe .. " " .. script .. " 2>&1 >/dev/null")
+    local out = p:read("a")
+    local ok, _, code = p:close()
+    os.remove(script)
+    return out, code, script
+  end
+
+  it("a misspelt row key is one line naming the script's line, the table, the row and the key", function()
+    local out, code, script = run_script('local t = require("xpu").new_routes "mine"\n' ..
+      't:register { name = "r", regime = "decoding", format = "q4_0", kernel = "copy_bytes" }\n')
+    assert.equal(1, code)
+    assert.equal(exe .. ": " .. script .. ":2: route table 'mine': row 'r': key 'regime': unknown regime " ..
+      "'decoding' (did you mean 'decode'?)\n", out)
+  end)
+
+  it("a second row of the same name is one line", function()
+    local row = 't:register { name = "r", regime = "decode", format = "q4_0", kernel = "copy_bytes" }\n'
+    local out, code, script = run_script('local t = require("xpu").new_routes "m"\n' .. row .. row)
+    assert.equal(1, code)
+    assert.equal(exe .. ": " .. script .. ":3: route table 'm' already has a row named 'r'\n", out)
+  end)
+
+  it("a malformed contract file is one line naming the file", function()
+    local out, code = run_script('require("xpu").contracts.load "spec/fixtures/contracts/bad-yaml.md"\n')
+    assert.equal(1, code)
+    assert.matches("^[^\n]*spec/fixtures/contracts/bad%-yaml%.md[^\n]*\n$", out)
+  end)
+
+  it("any other error keeps its traceback", function()
+    local out, code = run_script('error("plain")\n')
+    assert.equal(1, code)
+    assert.matches("plain\nstack traceback:\n", out, 1, true)
+  end)
+end)

@@ -128,6 +128,8 @@ static void print_version(void)
 static int msghandler(lua_State *L)
 {
 	const char *msg = lua_tostring(L, 1);
+	if (xpu_lua_is_input_error(L, 1))
+		return 1; /* a bad declaration: its message says where; no traceback */
 	if (msg == NULL) {
 		if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
 			return 1;

@@ -81,8 +81,14 @@ static int load(lua_State *L, bool raise)
 {
 	const char *path = luaL_checkstring(L, 1);
 	struct lholder *h = new_holder(L);
-	if (!(h->f = xpu_fkc_load(path)))
-		return raise ? lx_error(L) : lx_fail(L);
+	if (!(h->f = xpu_fkc_load(path))) {
+		if (!raise)
+			return lx_fail(L);
+		luaL_where(L, 1); /* the caller's line, then the file's line, kernel and key */
+		lua_pushstring(L, xpu_error());
+		lua_concat(L, 2);
+		return lx_input_error(L);
+	}
 	return push_contracts(L, h);
 }
 

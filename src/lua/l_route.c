@@ -127,20 +127,32 @@ static int do_register(lua_State *L, bool c_row)
 {
 	struct xpu_table *t = lx_checktable(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
-	if (t->frozen)
-		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
+	if (t->frozen) {
+		luaL_where(L, 1);
+		lua_pushfstring(L, "route table '%s' is frozen: no more rows", t->name);
+		lua_concat(L, 2);
+		return lx_input_error(L);
+	}
 	struct xpu_row tmp;
 	memset(&tmp, 0, sizeof tmp);
-	if (c_row && lx_read_c_row(L, 2, &tmp, t->name)) /* raises on bad input; allocates its gates last */
-		return lx_error(L);
+	if (c_row && lx_read_c_row(L, 2, &tmp, t->name)) { /* raises on bad input; allocates its gates last */
+		luaL_where(L, 1);
+		lua_pushstring(L, xpu_error());
+		lua_concat(L, 2);
+		return lx_input_error(L);
+	}
 	if (!c_row)
 		lx_read_lua_row(L, 2, &tmp, t->name);
 	struct xpu_row *r = xpu_table_row(t, tmp.name) ? NULL : xpu_malloc(sizeof *r);
 	if (!r) {
 		if (tmp.release)
 			tmp.release(&tmp);
-		if (xpu_table_row(t, tmp.name))
-			return luaL_error(L, "route table '%s' already has a row named '%s'", t->name, tmp.name);
+		if (xpu_table_row(t, tmp.name)) {
+			luaL_where(L, 1);
+			lua_pushfstring(L, "route table '%s' already has a row named '%s'", t->name, tmp.name);
+			lua_concat(L, 2);
+			return lx_input_error(L);
+		}
 		return lx_error(L);
 	}
 	*r = tmp;

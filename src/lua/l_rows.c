@@ -113,7 +113,7 @@ static int decl_error(lua_State *L, const char *row, const char *fmt, ...)
 		lua_pushfstring(L, "%sroute table '%s': row '%s': %s", where, decl_table, row, what);
 	else
 		lua_pushfstring(L, "%sroute table '%s': row: %s", where, decl_table, what);
-	return lua_error(L);
+	return lx_input_error(L);
 }
 
 static int bad_key(lua_State *L, const char *row, const char *key, const char *want)

@@ -16,6 +16,29 @@ int lx_error(lua_State *L)
 	return luaL_error(L, "%s", xpu_error());
 }
 
+/* Errors in what a user declared (a route row, a contract's row) are input errors, like a
+ * syntax error: the message already says where, so the command prints it without a traceback.
+ * The message is kept in the registry; the command's handler compares against it. */
+#define INPUT_ERROR_KEY "xpu.input_error"
+
+int lx_input_error(lua_State *L)
+{
+	lua_pushvalue(L, -1);
+	lua_setfield(L, LUA_REGISTRYINDEX, INPUT_ERROR_KEY);
+	return lua_error(L);
+}
+
+int xpu_lua_is_input_error(lua_State *L, int i)
+{
+	i = lua_absindex(L, i);
+	if (lua_type(L, i) != LUA_TSTRING)
+		return 0;
+	lua_getfield(L, LUA_REGISTRYINDEX, INPUT_ERROR_KEY);
+	int same = lua_rawequal(L, i, -1);
+	lua_pop(L, 1);
+	return same;
+}
+
 int lx_fail(lua_State *L)
 {
 	luaL_pushfail(L);

@@ -22,6 +22,8 @@
 
 /* Raises the core's last error (messages pass through "%s"). */
 int lx_error(lua_State *L);
+/* Raises the message on top as an input error (l_xpu.c): the command prints it as one line. */
+int lx_input_error(lua_State *L);
 /* Returns nil, message (the driver-or-probe channel). */
 int lx_fail(lua_State *L);
 

@@ -20,6 +20,10 @@ void xpu_lua_count_allocs(lua_State *L);
  * table is laid out (a list of records as columns, any other one entry a line). */
 void xpu_lua_show(lua_State *L, int i);
 
+/* Whether the error value at index i was raised as an input error (a bad declaration whose
+ * message says where): the command then prints it without a traceback. */
+int xpu_lua_is_input_error(lua_State *L, int i);
+
 /* Sub-module openers: each sets its fields on the table at stack index `t`. */
 void xpu_lua_open_device(lua_State *L, int t);
 void xpu_lua_open_route(lua_State *L, int t);
