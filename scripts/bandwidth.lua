@@ -9,21 +9,22 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", reps = 9, jsonl = false }
-report.require_values("bandwidth", arg, { "--device", "--mib", "--reps" })
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--mib" then opts.mib = report.whole("bandwidth", a, arg[i + 1], "MiB"); i = i + 1
-  elseif a == "--reps" then opts.reps = report.whole("bandwidth", a, arg[i + 1], "repetitions"); i = i + 1
-  elseif a == "--jsonl" then opts.jsonl = true
-  else io.stderr:write("bandwidth: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 1
-end
+local cli = require "xpu.cli"
+
+local opts = cli.parse(arg, {
+  name = "bandwidth",
+  about = "The device's streaming read and copy ceilings, past every cache, kept in Autotune.",
+  example = "xpulua scripts/bandwidth.lua --device cpu:0 --mib 256 --reps 9 -o jsonl",
+  options = {
+    { "device", "string", "cpu:0", "the device to measure", value = "ID" },
+    { "mib", "int", nil, "working set", unit = "MiB", default_text = "past the caches (report.past_caches)" },
+    { "reps", "int", 9, "timed passes per kernel and grid, after two warm-up passes", unit = "repetitions" },
+  },
+  output = true,
+})
 
 local d, err = xpu.device(opts.device)
-if not d then io.stderr:write("bandwidth: ", err, "\n"); os.exit(1) end
+if not d then cli.die("bandwidth", "%s", err) end
 
 -- Past any cache: on a discrete device 64x the L2 and at least 1 GiB; on the host
 -- report.past_caches (four times the last-level cache, at least 256 MiB).
@@ -118,15 +119,15 @@ autotune.remember(d, "bandwidth.copy_kernel_gbs", ("%.2f"):format(results[2][5])
 autotune.remember(d, "bandwidth.copy_driver_gbs", ("%.2f"):format(results[3][5]))
 report.log("bandwidth: copy ceiling %.0f GB/s (%s)", ceiling, ceiling == results[2][5] and "the copy kernel" or "the driver's copy")
 
-print(report.table {
+local w = report.writer(opts.output, d, "bandwidth", { "kernel" })
+w:table {
   title = ("%s — %s, %d MiB working set, %d reps, %s"):format(d.id, d.name, mib, opts.reps, os.date("!%Y-%m-%d")),
   header = { "kernel", "bytes moved", "groups", "median s", "GB/s median", "GB/s min", "GB/s max" },
   rows = results,
-})
-if opts.jsonl then
-  for _, r in ipairs(results) do
-    report.jsonl { bench = "bandwidth", kernel = r[1], device = d:fingerprint(), commit = report.commit(),
-                   bytes = r[2], groups = math.type(r[3]) and r[3] or nil, median_s = r[4], gbs = r[5], gbs_min = r[6],
-                   gbs_max = r[7], copy_ceiling = r[1] ~= "read" and r[5] == ceiling or nil }
-  end
+}
+local stats = { read, copy, driver }
+for k, r in ipairs(results) do
+  w:record(report.with_stats({ kernel = r[1], bytes = r[2], groups = math.type(r[3]) and r[3] or nil, median_s = r[4],
+                               gbs = r[5], gbs_min = r[6], gbs_max = r[7],
+                               copy_ceiling = r[1] ~= "read" and r[5] == ceiling or nil }, stats[k]))
 end

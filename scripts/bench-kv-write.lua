@@ -16,23 +16,35 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
-report.require_values("bench-kv-write", arg, { "--device", "--contracts", "--heads", "--ctx", "--dim", "--n" })
-local COUNTS = { heads = "heads", ctx = "positions", dim = "elements", n = "timed runs" }
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--contracts" then opts.file = v
-  elseif COUNTS[a:sub(3)] then opts[a:sub(3)] = report.whole("bench-kv-write", a, v, COUNTS[a:sub(3)])
-  else io.stderr:write("bench-kv-write: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "bench-kv-write"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "One decode step's KV-cache write through write_slice and write_slice_rotating, bit-checked, then timed.",
+  example = "xpulua scripts/bench-kv-write.lua --device cpu:0 --heads 8 --ctx 1024 --dim 128 --n 50",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "contracts", "string", "contracts/shape-ops.md", "the contract file", key = "file", value = "FILE" },
+    { "heads", "int", 32, "KV heads", unit = "heads" },
+    { "ctx", "int", 4096, "cache positions", unit = "positions" },
+    { "dim", "int", 128, "elements per head", unit = "elements" },
+    { "n", "int", 200, "timed runs per figure", unit = "timed runs" },
+  },
+})
+if opts.heads * opts.ctx * opts.dim * 2 > (1 << 40) then
+  cli.fail(NAME, "--heads %d --ctx %d --dim %d: a cache of %d GiB is past any device", opts.heads, opts.ctx, opts.dim,
+    opts.heads * opts.ctx * opts.dim * 2 >> 30)
 end
 
 local d, err = xpu.device(opts.device)
-if not d then io.stderr:write("bench-kv-write: ", err, "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", err) end
+if (d.memory_bytes or 0) > 0 and 4 * opts.heads * opts.ctx * opts.dim * 2 > d.memory_bytes then
+  cli.fail(NAME, "--heads %d --ctx %d --dim %d: four f16 caches of %d MiB do not fit %s's %d MiB", opts.heads, opts.ctx,
+    opts.dim, opts.heads * opts.ctx * opts.dim * 2 >> 20, d.id, d.memory_bytes >> 20)
+end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
-if not contracts then io.stderr:write("bench-kv-write: ", cerr, "\n"); os.exit(1) end
+if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
 local function contract(dev, kernel)
   for _, c in ipairs(contracts) do
     if c.kernel == kernel and dev:supports(c.code_capability) then return c end
@@ -79,7 +91,7 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     cpu_c:launch(b)
     d:default_stream():sync()
     local same = a.inputs.dest.buffer:download() == b.inputs.dest.buffer:download()
-    if not same then io.stderr:write("bench-kv-write: ", op, " on ", d.id, " differs from the CPU\n"); os.exit(1) end
+    if not same then cli.die(NAME, "%s on %s differs from the CPU", op, d.id) end
 
     local spec = spec_of(d, op)
     local s = d:default_stream()

@@ -5,10 +5,19 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 
-local jsonl = false
-for _, a in ipairs(arg) do if a == "--jsonl" then jsonl = true end end
+local cli = require "xpu.cli"
 
-local cpu = xpu.device "cpu:0"
+local NAME = "bench-route"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Nanoseconds per route pick (hit and miss) and per dispatch, for tables of 8, 64 and 512 C and Lua rows.",
+  example = "xpulua scripts/bench-route.lua -o jsonl",
+  options = {},
+  output = true,
+})
+
+local cpu = xpu.device "cpu:0" or cli.die(NAME, "no cpu:0 device")
+local w = report.writer(opts.output, cpu, "route", { "rows", "table_rows" })
 local formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl", "q5_K", "q2_K", "q3_K" }
 
 local function build(n, c_rows)
@@ -72,16 +81,13 @@ for _, kind in ipairs { "C", "Lua" } do
     local c_hit = math.huge
     for _ = 1, 5 do c_hit = math.min(c_hit, xpu.T.time_pick(t, hit, 200000)) end
     rows[#rows + 1] = { kind, n, c_hit, pick_hit - empty, pick_miss - empty, dispatch - empty, allocs }
-    if jsonl then
-      report.jsonl { bench = "route", rows = kind, table_rows = n, pick_c_ns = c_hit, pick_hit_ns = pick_hit - empty,
-                     pick_miss_ns = pick_miss - empty, dispatch_ns = dispatch - empty,
-                     allocations = allocs, device = cpu:fingerprint(), commit = report.commit() }
-    end
+    w:record { rows = kind, table_rows = n, pick_c_ns = c_hit, pick_hit_ns = pick_hit - empty,
+               pick_miss_ns = pick_miss - empty, dispatch_ns = dispatch - empty, allocations = allocs }
   end
 end
 
-print(report.table {
+w:table {
   title = ("route resolution on %s (%s); Lua call overhead %.0f ns subtracted"):format(cpu.id, cpu.name, empty),
   header = { "rows", "table", "pick ns (C loop)", "pick hit ns", "pick miss ns", "dispatch ns", "allocs" },
   rows = rows,
-})
+}

@@ -7,17 +7,24 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 
-local opts = { device = "cpu:0", bytes = 33030144, copies = 9, rounds = 4, sleep = 3 }
-for i = 1, #arg, 2 do
-  local key, v = (arg[i] or ""):match "^%-%-(.+)$", arg[i + 1]
-  if not key or opts[key] == nil or (key ~= "device" and not tonumber(v)) then
-    io.stderr:write("cpu-read-pages: unknown argument '", tostring(arg[i]), "'\n")
-    os.exit(2)
-  end
-  opts[key] = key == "device" and v or math.tointeger(tonumber(v)) or tonumber(v)
-end
+local cli = require "xpu.cli"
 
-local d = assert(xpu.device(opts.device))
+local NAME = "cpu-read-pages"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Whether this machine reads pages of repeated content faster than pages each unique.",
+  example = "xpulua scripts/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "bytes", "int", 33030144, "bytes per copy", unit = "bytes" },
+    { "copies", "int", 9, "rotated copies", unit = "copies" },
+    { "rounds", "int", 4, "alternated rounds", unit = "rounds" },
+    { "sleep", "number", 3, "pause between rounds", unit = "seconds", min = 0 },
+  },
+})
+
+local d, why = xpu.device(opts.device)
+if not d then cli.die(NAME, "%s", tostring(why)) end
 local bytes, copies = opts.bytes, opts.copies
 local k, s, out = d:kernel "stream_read", d:default_stream(), d:buffer(16 * 32)
 

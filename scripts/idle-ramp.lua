@@ -9,19 +9,22 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "cpu:0", idle = 10, load = 2 }
-report.require_values("idle-ramp", arg, { "--device", "--idle", "--load" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], tonumber(arg[i + 1])
-  if a == "--device" then opts.device = arg[i + 1]
-  elseif (a == "--idle" or a == "--load") and v and v >= 0 then opts[a:sub(3)] = v
-  else io.stderr:write("idle-ramp: unknown or bad argument '", tostring(a), " ", tostring(arg[i + 1]), "'\n"); os.exit(2) end
-  i = i + 2
-end
+local cli = require "xpu.cli"
+
+local NAME = "idle-ramp"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "A device's read rate after it sat idle: windows of back-to-back reads, and when 90 % of the settled rate came.",
+  example = "xpulua scripts/idle-ramp.lua --device cpu:0 --idle 2 --load 1",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "D" },
+    { "idle", "number", 10, "idle time before the reads", unit = "seconds", min = 0 },
+    { "load", "number", 2, "time spent reading", unit = "seconds", min = 0 },
+  },
+})
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("idle-ramp: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
 local bytes = 128 << 20
 local buf = d:buffer(("xpulua idle-ramp "):rep(bytes // 17 + 1):sub(1, bytes))
 local read = settle.reader(d)

@@ -10,21 +10,30 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "vulkan:0", mib = 1024, reps = 7, cols = "64,256,1024,4096,16384,65536,262144" }
-report.require_values("transpose-shapes", arg, { "--device", "--mib", "--reps", "--cols" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--mib" and tonumber(v) then opts.mib = math.floor(tonumber(v))
-  elseif a == "--reps" and tonumber(v) then opts.reps = math.max(1, math.floor(tonumber(v)))
-  elseif a == "--cols" and v then opts.cols = v
-  else io.stderr:write("transpose-shapes: bad argument '", tostring(a), "' (see the header)\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "transpose-shapes"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "contiguize of a transposed f32 view at one size and several shapes, each beside a plain copy.",
+  example = "xpulua scripts/transpose-shapes.lua --device cpu:0 --mib 16 --reps 3 --cols 64,1024",
+  options = {
+    { "device", "string", "vulkan:0", "the device to time", value = "D" },
+    { "mib", "int", 1024, "the input's size", unit = "MiB" },
+    { "reps", "int", 7, "timed launches per shape", unit = "repetitions" },
+    { "cols", "string", "64,256,1024,4096,16384,65536,262144", "the input rows' lengths, comma-separated",
+      value = "c1,c2" },
+  },
+})
+for c in (opts.cols .. ","):gmatch("([^,]*),") do
+  local v = math.tointeger(tonumber(c))
+  if not v or v < 1 then
+    cli.fail(NAME, "--cols '%s': '%s' is not a whole number of columns (give e.g. 64,1024)", opts.cols, c)
+  end
 end
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("transpose-shapes: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
 local C = {}
 for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
   if d:supports(c.code_capability) then C[c.kernel] = c end

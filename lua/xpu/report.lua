@@ -1,5 +1,6 @@
--- xpu.report — tables for people (aligned columns on stdout), JSON lines for machines, and
--- a progress line on stderr for long runs.
+-- xpu.report — tables for people (aligned columns on stdout), JSON lines or CSV for machines
+-- (M.writer: each record with the run's facts, written as it is measured), and a progress line
+-- on stderr for long runs.
 local M = {}
 
 local function cell(v)
@@ -105,12 +106,17 @@ function M.past_caches(dev)
   return mem > 0 and math.max(256 << 20, math.min(bytes, mem // 8)) or bytes
 end
 
--- Median, min and max of a list of numbers (the list is sorted in place).
+-- Median, min, max and standard deviation (n - 1; 0 for one sample) of a list of numbers (the
+-- list is sorted in place).
 function M.stats(xs)
   table.sort(xs)
   local n = #xs
   local med = n % 2 == 1 and xs[(n + 1) // 2] or (xs[n // 2] + xs[n // 2 + 1]) / 2
-  return { median = med, min = xs[1], max = xs[n], n = n }
+  local sum, sq = 0, 0
+  for _, x in ipairs(xs) do sum = sum + x end
+  local mean = sum / n
+  for _, x in ipairs(xs) do sq = sq + (x - mean) ^ 2 end
+  return { median = med, min = xs[1], max = xs[n], n = n, stddev = n > 1 and math.sqrt(sq / (n - 1)) or 0.0 }
 end
 
 -- A shell command line from its words, each single-quoted (so a path with spaces or quotes
@@ -157,6 +163,148 @@ function M.commit()
   local c = p and p:read("l")
   if p then p:close() end
   return c or "unknown"
+end
+
+-- ---- one output discipline for every bench ------------------------------------------------
+
+-- The run's facts every record carries: UTC date, device, driver, commit, command line.
+function M.facts(dev)
+  local words = { arg and arg[-1] or "xpulua", arg and arg[0] or "?" }
+  for _, w in ipairs(arg or {}) do words[#words + 1] = w end
+  return { date = os.date("!%Y-%m-%dT%H:%M:%SZ"), device = dev and dev.id or "-",
+           device_name = dev and dev.name or "-", driver = dev and dev.driver or "-",
+           fingerprint = dev and dev:fingerprint() or "-", commit = M.commit(), command = M.command(words) }
+end
+
+local function csv_cell(v)
+  if v == nil then return "" end
+  if type(v) == "table" then v = json_value(v) end
+  if type(v) == "number" then return json_value(v) == "null" and "" or json_value(v) end
+  v = tostring(v)
+  if v:find('[,"\n\r]') then return '"' .. v:gsub('"', '""') .. '"' end
+  return v
+end
+
+-- Fields with the stats of samples (seconds unless unit says): median, min, max, stddev, n.
+function M.with_stats(fields, st, unit)
+  fields.median, fields.min, fields.max, fields.stddev, fields.n = st.median, st.min, st.max, st.stddev, st.n
+  fields.unit = unit or "s"
+  return fields
+end
+
+-- A writer for a bench's output: w:record(fields) writes one record (the run's facts added,
+-- flushed at once) in jsonl or csv mode and does nothing in table mode; w:table(t) prints the
+-- people's table on stdout in table mode and on stderr otherwise (stdout stays machine
+-- output). key: the names of the fields that identify a row (scripts/compare.lua matches on
+-- them); every record lists them under "key". CSV's columns are the first record's fields.
+function M.writer(output, dev, bench, key)
+  local w = { output = output or "table", facts = M.facts(dev), count = 0 }
+  function w:record(fields)
+    self.count = self.count + 1
+    if self.output == "table" then return end
+    local r = {}
+    for k, v in pairs(self.facts) do r[k] = v end
+    for k, v in pairs(fields) do r[k] = v end
+    r.bench, r.key = r.bench or bench, key
+    if self.output == "jsonl" then
+      io.stdout:write(json_value(r), "\n")
+    else
+      if not self.columns then
+        self.columns = {}
+        for k in pairs(r) do self.columns[#self.columns + 1] = k end
+        table.sort(self.columns)
+        io.stdout:write(table.concat(self.columns, ","), "\n")
+      end
+      local cells = {}
+      for i, c in ipairs(self.columns) do cells[i] = csv_cell(r[c]) end
+      io.stdout:write(table.concat(cells, ","), "\n")
+    end
+    io.stdout:flush()
+  end
+  function w:print(text)
+    local f = self.output == "table" and io.stdout or io.stderr
+    f:write(text, "\n")
+    f:flush()
+  end
+  function w:table(t) self:print(M.table(t)) end
+  return w
+end
+
+-- A rate over its ceiling by more than the noise (tolerance, default 10 %): a warning on
+-- stderr naming both figures. Returns true where it warned.
+M.OVER = 0.10
+function M.check_ceiling(script, what, gbs, ceiling_gbs, tolerance)
+  if not (gbs and ceiling_gbs and ceiling_gbs > 0) then return false end
+  if gbs <= ceiling_gbs * (1 + (tolerance or M.OVER)) then return false end
+  io.stderr:write(("%s: warning: %s ran at %.1f GB/s, over the device's ceiling of %.1f GB/s (%.0f %%): "
+    .. "the ceiling was measured another way or is stale (run scripts/bandwidth.lua again)\n"):format(
+    script, what, gbs, ceiling_gbs, 100 * gbs / ceiling_gbs))
+  return true
+end
+
+-- ---- reading records back ------------------------------------------------------------------
+
+-- One JSON value from s at position i: the value and the position after it; nil and a message
+-- where s is not JSON.
+local function decode_at(s, i)
+  i = s:find("%S", i) or #s + 1
+  local c = s:sub(i, i)
+  if c == "{" or c == "[" then
+    local obj, close = {}, c == "{" and "}" or "]"
+    i = s:find("%S", i + 1) or #s + 1
+    if s:sub(i, i) == close then return obj, i + 1 end
+    while true do
+      local k, v
+      if c == "{" then
+        k, i = decode_at(s, i)
+        if type(k) ~= "string" then return nil, "a key that is no string" end
+        i = s:find("%S", i) or #s + 1
+        if s:sub(i, i) ~= ":" then return nil, "no ':' after a key" end
+        i = i + 1
+      end
+      v, i = decode_at(s, i)
+      if v == nil then return nil, i end
+      if c == "{" then obj[k] = v else obj[#obj + 1] = v end
+      i = s:find("%S", i) or #s + 1
+      local sep = s:sub(i, i)
+      if sep == close then return obj, i + 1 end
+      if sep ~= "," then return nil, "no ',' or '" .. close .. "' at byte " .. i end
+      i = i + 1
+    end
+  elseif c == '"' then
+    local out, j = {}, i + 1
+    while true do
+      local ch = s:sub(j, j)
+      if ch == "" then return nil, "an unterminated string" end
+      if ch == '"' then return table.concat(out), j + 1 end
+      if ch == "\\" then
+        local e = s:sub(j + 1, j + 1)
+        if e == "u" then
+          out[#out + 1] = utf8.char(tonumber(s:sub(j + 2, j + 5), 16) or 63); j = j + 6
+        else
+          out[#out + 1] = ({ n = "\n", t = "\t", r = "\r", b = "\b", f = "\f" })[e] or e; j = j + 2
+        end
+      else
+        out[#out + 1] = ch; j = j + 1
+      end
+    end
+  end
+  local lit = s:match("^[%w.+-]+", i)
+  if not lit then return nil, "no value at byte " .. i end
+  if lit == "true" then return true, i + 4 elseif lit == "false" then return false, i + 5
+  elseif lit == "null" then return M.NULL, i + 4 end
+  local x = tonumber(lit)
+  if not x then return nil, "'" .. lit .. "' is no value" end
+  return x, i + #lit
+end
+M.NULL = setmetatable({}, { __tostring = function() return "null" end })
+
+-- A JSON text's value, or nil and where it went wrong.
+function M.decode_json(s)
+  local v, i = decode_at(s, 1)
+  if v == nil then return nil, i end
+  if s:find("%S", i) then return nil, "text after the value at byte " .. i end
+  return v
 end
 
 return M
