@@ -151,7 +151,6 @@ w.facts = report.facts(d)
 local formats = opts.format and { opts.format } or decode.formats
 local shapes = (opts.rows and opts.cols) and { { opts.rows, opts.cols } } or { { 14336, 4096 }, { 4096, 14336 } }
 local ceiling = autotune.recall(d, "bandwidth.read_gbs")
-if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
 if opts.dot4_where_built then -- the packed-dot twins where the device has every one
   for _, fmt in ipairs(formats) do
     if not d:kernel_available(decode.kernel_name(fmt, "dot4")) then opts.variant = nil end
@@ -179,6 +178,8 @@ for _, shape in ipairs(shapes) do
     end
   end
 end
+
+if not ceiling then report.log("bench-decode: no read ceiling for %s in Autotune: run scripts/bandwidth.lua --device %s first", d.id, d.id) end
 
 -- 1. bit gate: nothing is timed that is not the same arithmetic as the CPU reference
 for _, fmt in ipairs(formats) do

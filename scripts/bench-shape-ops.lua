@@ -101,6 +101,12 @@ if opts.stride and (opts.cols or 1024) % opts.stride ~= 0 then
 end
 local d, err = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", err) end
+local mib = opts.mib or report.past_caches(d) >> 20
+-- an op's input, its output and the bit gate's CPU twin of both must fit the device's memory
+if (d.memory_bytes or 0) > 0 and (mib << 20) * 3 > d.memory_bytes then
+  cli.fail(NAME, "--mib %d: an op's input, output and gate (%d MiB) do not fit %s's %d MiB; give a smaller --mib",
+    mib, 3 * mib, d.id, d.memory_bytes >> 20)
+end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
 if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
 local w = report.writer(opts.output, d, "shape-ops", { "kernel", "shape", "format", "pad_mode", "run", "copy_path", "attempt" })
@@ -126,12 +132,6 @@ for op in (opts.ops or ""):gmatch("[^,]+") do wanted[op] = true end
 -- The working set (input bytes) past any cache (report.past_caches: on a discrete device four
 -- times the L2 and at least 1 GiB, the issue's size; on the host four times the last-level
 -- cache, at least 256 MiB).
-local mib = opts.mib or report.past_caches(d) >> 20
--- an op's input, its output and the bit gate's CPU twin of both must fit the device's memory
-if (d.memory_bytes or 0) > 0 and (mib << 20) * 3 > d.memory_bytes then
-  cli.fail(NAME, "--mib %d: an op's input, output and gate (%d MiB) do not fit %s's %d MiB; give a smaller --mib",
-    mib, 3 * mib, d.id, d.memory_bytes >> 20)
-end
 local n = (mib << 20) // 4 -- f32 elements
 local C = opts.cols or 1024
 local R = n // C
