@@ -194,9 +194,28 @@ end
 
 -- Buffers on device dev for a case; returns the launch spec. poison: the output starts as
 -- 0xa5 bytes (the bit gate's two sides alike, so no byte compares by chance of allocation).
+-- A case's operand names in a fixed order (pairs' order changes between processes).
+local function names_of(inputs)
+  local names = {}
+  for name in pairs(inputs) do names[#names + 1] = name end
+  table.sort(names)
+  return names
+end
+
+-- The operand a case's record and Autotune key name by shape: its largest input (ties: the
+-- first name), the same one in every process.
+local function main_input(case)
+  local best
+  for _, name in ipairs(names_of(case.inputs)) do
+    if not best or case.inputs[name].bytes > case.inputs[best].bytes then best = name end
+  end
+  return case.inputs[best]
+end
+
 local function spec_on(dev, case, out_bytes, poison)
   local spec = { inputs = {}, params = case.params }
-  for name, op in pairs(case.inputs) do
+  for _, name in ipairs(names_of(case.inputs)) do
+    local op = case.inputs[name]
     spec.inputs[name] = { dtype = op.dtype, shape = op.shape, strides = op.strides,
                           buffer = dev:buffer(op.data or pattern(op.bytes)) }
   end
@@ -337,7 +356,8 @@ end
 local function own_copy_gbs(c, case, spec, s)
   if not copier then return nil end
   local dst, src, bytes = output_of(c, spec), nil, 0
-  for name, v in pairs(case.inputs) do
+  for _, name in ipairs(names_of(case.inputs)) do
+    local v = case.inputs[name]
     if spec.inputs[name].buffer ~= dst and v.bytes > bytes then src, bytes = spec.inputs[name].buffer, v.bytes end
   end
   bytes = math.min(bytes, case.out or case.inputs.dest.bytes)
@@ -386,12 +406,12 @@ for k, c in ipairs(list) do
   -- mode, which changes its cost) and shape; the store itself keys it by the device
   -- fingerprint and the kernels' code hash
   local key = ("judge_measured.%s.f32"):format(c.kernel) .. (c.kernel == "pad" and "." .. opts.pad_mode or "")
-  autotune.remember_for(d, key, case.inputs[next(case.inputs)].shape, ("%.6g"):format(st.median))
+  autotune.remember_for(d, key, main_input(case).shape, ("%.6g"):format(st.median))
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
                       ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran, own or "-",
                       own and ("%.0f%%"):format(100 * gbs / own) or "-" }
   w:record(report.with_stats({ kernel = c.kernel, backend = c.backend,
-                               shape = case.inputs[next(case.inputs)].shape, format = "f32",
+                               shape = main_input(case).shape, format = "f32",
                                bytes_moved = bytes, median_s = st.median, min_s = st.min, max_s = st.max,
                                gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
                                pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run, copy_path = copy_path,

@@ -228,3 +228,16 @@ describe("one output discipline", function()
     os.remove(b)
   end)
 end)
+
+describe("deterministic output", function()
+  it("bench-shape-ops names write_slice's shape by its largest operand in every process (not pairs' order)", function()
+    local shapes = {}
+    for _ = 1, 8 do
+      local out, err, code = run(BIN .. " scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --warm-ms 0 --again 0 "
+        .. "--ops write_slice -o jsonl")
+      assert.equal(0, code, err)
+      shapes[report.json(assert(report.decode_json(out:match("^[^\n]+"))).shape)] = true
+    end
+    assert.same({ ["[256,1024]"] = true }, shapes) -- dest (1 MiB of f32, rows of 1024), never source
+  end)
+end)
