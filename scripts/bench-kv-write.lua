@@ -31,6 +31,7 @@ local opts = cli.parse(arg, {
     { "dim", "int", 128, "elements per head", unit = "elements" },
     { "n", "int", 200, "timed runs per figure", unit = "timed runs" },
   },
+  output = true,
 })
 if opts.heads * opts.ctx * opts.dim * 2 > (1 << 40) then
   cli.fail(NAME, "--heads %d --ctx %d --dim %d: a cache of %d GiB is past any device", opts.heads, opts.ctx, opts.dim,
@@ -45,6 +46,7 @@ if (d.memory_bytes or 0) > 0 and 4 * opts.heads * opts.ctx * opts.dim * 2 > d.me
 end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
 if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
+local w = report.writer(opts.output, d, "kv-write", { "op", "launch", "timing", "heads", "ctx", "dim" })
 local function contract(dev, kernel)
   for _, c in ipairs(contracts) do
     if c.kernel == kernel and dev:supports(c.code_capability) then return c end
@@ -124,9 +126,16 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     ds:set_deferred(true)
     local checked = function(stream) spec.stream = stream; c:launch(spec) end
     local kept = function(stream) bound:launch(stream) end
-    local st, sb = end_to_end(checked), end_to_end(kept)
-    rows[#rows + 1] = { op, token_bytes, st.median * 1e6, sb.median * 1e6, batched(s, checked).median * 1e6,
-                        batched(ds, checked).median * 1e6, batched(s, kept).median * 1e6, batched(ds, kept).median * 1e6 }
+    local figs = { { "checked", "end to end", end_to_end(checked) }, { "bound", "end to end", end_to_end(kept) },
+                   { "checked", "eager", batched(s, checked) }, { "checked", "deferred", batched(ds, checked) },
+                   { "bound", "eager", batched(s, kept) }, { "bound", "deferred", batched(ds, kept) } }
+    local row = { op, token_bytes }
+    for _, f in ipairs(figs) do
+      row[#row + 1] = f[3].median * 1e6
+      w:record(report.with_stats({ op = op, launch = f[1], timing = f[2], heads = H, ctx = T, dim = D,
+                                   bytes_written = token_bytes }, f[3]))
+    end
+    rows[#rows + 1] = row
     ds:release()
     bound:release()
   end
@@ -150,19 +159,22 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
       if w0 then waits = (ds:counts().waits - w0) / 100 end
       if r > 3 then t[#t + 1] = sec end
     end
-    pairs_rows[#pairs_rows + 1] = { op, 2, report.stats(t).median * 1e6, ds:counts().waits and ("%.2f"):format(waits) or "-" }
+    local st = report.stats(t)
+    pairs_rows[#pairs_rows + 1] = { op, 2, st.median * 1e6, ds:counts().waits and ("%.2f"):format(waits) or "-" }
+    w:record(report.with_stats({ op = op, launch = "bound", timing = "K and V step", heads = H, ctx = T, dim = D,
+                                 waits_a_step = ds:counts().waits and waits or nil }, st))
     ds:release()
     k:release()
     v:release()
   end
 end
 
-print(report.table {
+w:table {
   title = ("one-token KV write on %s (%s), f16 [%d, %d, %d], %s"):format(d.id, d.name, H, T, D, os.date("!%Y-%m-%d")),
   header = { "op", "bytes written", "end to end us", "bound end to end us", "eager us", "deferred us", "bound eager us",
              "bound deferred us" },
-  rows = rows })
-print(report.table {
+  rows = rows }
+w:table {
   title = ("a decode step's K and V writes on %s, bound, deferred, 100 steps a batch"):format(d.id),
   header = { "op", "writes a step", "us a step", "waits a step" },
-  rows = pairs_rows })
+  rows = pairs_rows }

@@ -21,10 +21,12 @@ local opts = cli.parse(arg, {
     { "rounds", "int", 4, "alternated rounds", unit = "rounds" },
     { "sleep", "number", 3, "pause between rounds", unit = "seconds", min = 0 },
   },
+  output = true,
 })
 
 local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "cpu-read-pages", { "round", "pages", "bytes", "copies" })
 local bytes, copies = opts.bytes, opts.copies
 local k, s, out = d:kernel "stream_read", d:default_stream(), d:buffer(16 * 32)
 
@@ -36,7 +38,7 @@ local function time(bufs)
     local sec = s:timer_end(m) / copies
     if r > 3 then t[#t + 1] = sec end
   end
-  return report.stats(t).median * 1e6
+  return report.stats(t)
 end
 
 local pattern = ("xpulua read "):rep(bytes // 12 + 1):sub(1, bytes)
@@ -56,8 +58,13 @@ for c = 1, copies do
 end
 local rows = {}
 for r = 1, opts.rounds do
-  rows[#rows + 1] = { r, time(repeated), time(unique) }
+  local rep, uni = time(repeated), time(unique)
+  rows[#rows + 1] = { r, rep.median * 1e6, uni.median * 1e6 }
+  for _, x in ipairs { { "repeated", rep }, { "unique", uni } } do
+    w:record(report.with_stats({ round = r, pages = x[1], bytes = bytes, copies = copies }, x[2]))
+  end
+  report.progress(r, opts.rounds, "rounds")
   if r < opts.rounds then os.execute("sleep " .. opts.sleep) end
 end
-print(report.table { title = ("stream_read on %s, %d copies of %d bytes, us a copy"):format(d.id, copies, bytes),
-                     header = { "round", "repeated pattern us", "unique pages us" }, rows = rows })
+w:table { title = ("stream_read on %s, %d copies of %d bytes, us a copy"):format(d.id, copies, bytes),
+                     header = { "round", "repeated pattern us", "unique pages us" }, rows = rows }

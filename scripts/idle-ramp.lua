@@ -21,10 +21,12 @@ local opts = cli.parse(arg, {
     { "idle", "number", 10, "idle time before the reads", unit = "seconds", min = 0 },
     { "load", "number", 2, "time spent reading", unit = "seconds", min = 0 },
   },
+  output = true,
 })
 
 local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "idle-ramp", { "t_s" })
 local bytes = 128 << 20
 local buf = d:buffer(("xpulua idle-ramp "):rep(bytes // 17 + 1):sub(1, bytes))
 local read = settle.reader(d)
@@ -41,6 +43,8 @@ while true do
   all[#all + 1] = { t, gbs }
   if t <= 0.1 or t >= next_t then
     rows[#rows + 1] = { ("%.3f"):format(t), gbs }
+    w:record(report.with_stats({ t_s = tonumber(("%.3f"):format(t)), idle_s = opts.idle, reads = n, gbs = gbs },
+      report.stats { gbs }, "GB/s")) -- one window: one sample
     if t > 0.1 then next_t = next_t + 0.25 end
   end
   if t >= opts.load then break end
@@ -50,5 +54,5 @@ for _, w in ipairs(all) do if w[1] >= opts.load - 1 then tail[#tail + 1] = w[2] 
 local settled = report.stats(tail).median
 local reached = "-"
 for _, w in ipairs(all) do if w[2] >= 0.9 * settled then reached = ("%.3f s"):format(w[1]); break end end
-print(report.table { title = ("read rate on %s after %g s idle, windows of %d x 128 MiB; 90 %% of the last second's median (%.0f GB/s) first at %s"):format(
-  d.id, opts.idle, n, settled, reached), header = { "s since load began", "GB/s" }, rows = rows })
+w:table { title = ("read rate on %s after %g s idle, windows of %d x 128 MiB; 90 %% of the last second's median (%.0f GB/s) first at %s"):format(
+  d.id, opts.idle, n, settled, reached), header = { "s since load began", "GB/s" }, rows = rows }

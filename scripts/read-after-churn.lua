@@ -29,11 +29,13 @@ local opts = cli.parse(arg, {
     { "seconds", "number", 20, "time read after the churn", unit = "seconds", min = 0.001 },
     { "mib", "int", 1024, "each read buffer's size", unit = "MiB", min = 8 },
   },
+  output = true,
 })
 
 local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
 local read = settle.reader(d)
+local w = report.writer(opts.output, d, "read-after-churn", { "t_s", "buffer" })
 
 local function filled(bytes, tag)
   local unit = ("xpulua read-after-churn " .. tag .. " "):rep(2048)
@@ -81,9 +83,13 @@ for k = 0, math.floor(opts.seconds * 2) do
   local bk = bucket[k]
   if bk then
     local m = {}
-    for c = 1, 3 do m[c] = report.stats(bk[c]).median end
+    for c, name in ipairs { "A", "B", "B8" } do
+      local st = report.stats(bk[c])
+      m[c] = st.median
+      w:record(report.with_stats({ t_s = k / 2, buffer = name, churn_gib = opts.churn, mib = opts.mib }, st, "GB/s"))
+    end
     rows[#rows + 1] = { ("%.1f"):format(k / 2), #bk[1], ("%.0f"):format(m[1]), ("%.0f"):format(m[2]), ("%.0f"):format(m[3]) }
   end
 end
-print(report.table { title = ("streaming reads on %s (%s) after %d GiB of churn, %d MiB buffers; GB/s, median of each half second"):format(
-  d.id, d.name, opts.churn, opts.mib), header = { "s after", "samples", "A (before)", "B (after)", "B8 (an eighth, 8x)" }, rows = rows })
+w:table { title = ("streaming reads on %s (%s) after %d GiB of churn, %d MiB buffers; GB/s, median of each half second"):format(
+  d.id, d.name, opts.churn, opts.mib), header = { "s after", "samples", "A (before)", "B (after)", "B8 (an eighth, 8x)" }, rows = rows }

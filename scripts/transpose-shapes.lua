@@ -24,6 +24,7 @@ local opts = cli.parse(arg, {
     { "cols", "string", "64,256,1024,4096,16384,65536,262144", "the input rows' lengths, comma-separated",
       value = "c1,c2" },
   },
+  output = true,
 })
 for c in (opts.cols .. ","):gmatch("([^,]*),") do
   local v = math.tointeger(tonumber(c))
@@ -34,6 +35,7 @@ end
 
 local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "transpose-shapes", { "op", "rows", "cols" })
 local C = {}
 for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
   if d:supports(c.code_capability) then C[c.kernel] = c end
@@ -57,7 +59,8 @@ local function time(c, spec)
     ts[#ts + 1] = s:timer_end(m)
   end
   settle.touch(d)
-  return 2 * n * 4 / report.stats(ts).median / 1e9, ran
+  local st = report.stats(ts)
+  return 2 * n * 4 / st.median / 1e9, ran, st
 end
 
 local rows, cols = {}, {}
@@ -67,12 +70,14 @@ for k, c in ipairs(cols) do
     report.log("transpose-shapes: %d columns do not divide %d elements; shape left out", c, n)
   else
     local r = n // c
-    local t, ran = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
+    local t, ran, st = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
                                           params = {}, out = dst })
-    local cp = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
+    local cp, _, cst = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
+    w:record(report.with_stats({ op = "contiguize", rows = r, cols = c, ran = ran, bytes_moved = 2 * n * 4, gbs = t }, st))
+    w:record(report.with_stats({ op = "copy", rows = r, cols = c, bytes_moved = 2 * n * 4, gbs = cp }, cst))
     rows[#rows + 1] = { ("%dx%d"):format(r, c), c * 4, r * 4, ("%.0f"):format(t), ("%.0f"):format(cp), ("%.0f%%"):format(100 * t / cp), ran }
     report.progress(k, #cols, "shapes")
   end
 end
-print(report.table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),
-                     header = { "A (rows x cols)", "input row bytes", "output row bytes", "GB/s", "copy GB/s", "of copy", "ran" }, rows = rows })
+w:table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),
+                     header = { "A (rows x cols)", "input row bytes", "output row bytes", "GB/s", "copy GB/s", "of copy", "ran" }, rows = rows }

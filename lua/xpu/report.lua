@@ -77,12 +77,23 @@ function M.log(fmt, ...)
   io.stderr:write(fmt:format(...), "\n")
 end
 
--- Only on a terminal: a log file gets the table, not a stream of carriage returns.
-local tty = require("xpu").isatty(2)
+-- On a terminal one line rewritten in place; elsewhere (a log file) a plain line at most every
+-- PROGRESS_EVERY seconds, so a run of more than a few seconds says how far it got.
+local xpu_ = require("xpu")
+local tty = xpu_.isatty(2)
+M.PROGRESS_EVERY = 5
+local last_line
 function M.progress(done, total, what)
-  if not tty then return end
-  io.stderr:write(("\r[%d/%d] %s\27[K"):format(done, total, what or ""))
-  if done == total then io.stderr:write("\n") end
+  if tty then
+    io.stderr:write(("\r[%d/%d] %s\27[K"):format(done, total, what or ""))
+    if done == total then io.stderr:write("\n") end
+  else
+    local now = xpu_.now()
+    last_line = last_line or now
+    if now - last_line < M.PROGRESS_EVERY then return end
+    last_line = now
+    io.stderr:write(("[%d/%d] %s\n"):format(done, total, what or ""))
+  end
   io.stderr:flush()
 end
 
@@ -157,12 +168,17 @@ function M.whole(script, flag, v, what, least)
   return math.tointeger(x)
 end
 
--- The git commit of the source tree, or "unknown".
+-- The git commit of the source tree ("-dirty" where tracked files differ from it), or
+-- "unknown"; asked once a process.
+local commit
 function M.commit()
-  local p = io.popen("git rev-parse --short HEAD 2>/dev/null")
+  if commit then return commit end
+  local p = io.popen("git rev-parse --short HEAD 2>/dev/null && git status --porcelain --untracked-files=no 2>/dev/null")
   local c = p and p:read("l")
+  local dirty = p and p:read("l")
   if p then p:close() end
-  return c or "unknown"
+  commit = c and (c .. (dirty and "-dirty" or "")) or "unknown"
+  return commit
 end
 
 -- ---- one output discipline for every bench ------------------------------------------------
