@@ -59,6 +59,7 @@ local opts = cli.parse(arg, {
     { "busy", "number", nil, "host spin between building the weights and timing them", unit = "seconds", min = 0 },
     { "no-settle", "flag", nil, "no xpu.settle before timing" },
   },
+  output = true,
 })
 if opts.no_settle then settle.disabled = true end
 opts.shapes = {}
@@ -76,6 +77,7 @@ if #opts.shapes == 0 then opts.shapes = { { 14336, 4096 }, { 4096, 14336 } } end
 
 local d, derr = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(derr)) end
+local w = report.writer(opts.output, d, "matvec-kernel", { "kernel", "rows", "cols", "grid", "outputs" })
 for _, name in ipairs(opts.kernels) do
   if not d:kernel_available(name) then
     cli.fail(NAME, "--kernel '%s': %s has no such kernel (e.g. q4_0_q8k_wave)", name, d.id)
@@ -195,7 +197,7 @@ end
 if opts.apart and #opts.kernels > 1 then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
-    local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
+    local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv", "-o", "jsonl",
                   "--outputs", opts.outputs, "--kernel", name }
     for _, w in ipairs { "fixtures", "grid", "idle", "busy", "copies" } do
       if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
@@ -204,10 +206,15 @@ if opts.apart and #opts.kernels > 1 then
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
+      if line:sub(1, 1) == "{" then
+        w:record(report.decode_json(line) or { unreadable = line })
+        goto next_line
+      end
       local cols = {}
       for f in (line .. "\t"):gmatch("([^\t]*)\t") do cols[#cols + 1] = tonumber(f) or f end
       failed = failed or cols[3] == "GATE FAILED"
       emit(cols)
+      ::next_line::
     end
     if not p:close() then failed = true end
   end
@@ -233,13 +240,15 @@ for _, name in ipairs(opts.kernels) do
       if opts.outputs == "each" then note = (note ~= "" and note .. "; " or "") .. (waited or "waits not counted") end
       emit { name, ("%dx%d"):format(shape[1], shape[2]), st.median * 1e6, st.min * 1e6,
              bytes / st.median / 1e9, regs, spill, note }
+      w:record(report.with_stats({ kernel = name, rows = shape[1], cols = shape[2], grid = opts.grid or "rows",
+                                   outputs = opts.outputs, bytes = bytes, gbs = bytes / st.median / 1e9,
+                                   registers = m.registers, spill_bytes = m.spill_bytes, note = note }, st))
     end
   end
 end
 if not opts.tsv then
-  print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated, %s"):format(d.id, d.name,
-                         opts.outputs == "each" and "an output per launch" or "one output"),
-                       header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers",
-                                  "spill", "note" }, rows = rows })
+  w:table { title = ("mat-vec kernels on %s (%s), deferred, rotated, %s"):format(d.id, d.name,
+              opts.outputs == "each" and "an output per launch" or "one output"),
+            header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers", "spill", "note" }, rows = rows }
 end
-if failed then os.exit(1) end
+if failed then cli.die(NAME, "a kernel failed its bit gate (GATE FAILED above)") end

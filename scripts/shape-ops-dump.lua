@@ -27,6 +27,7 @@ local opts = cli.parse(arg, {
     { "compare", "string", nil, "compare dump A with dump B (the next argument)", value = "A B" },
   },
   args = { { "B", "with --compare: the second dump" } },
+  output = true,
 })
 if opts.compare then
   if not opts.b then cli.fail(NAME, "--compare takes two dump files (--compare A B)") end
@@ -86,6 +87,7 @@ local function compare(pa, pb)
   local ia, ib = read_index(pa), read_index(pb)
   local a, b = read_all(pa), read_all(pb)
   local rows, bad, nan_only, same = {}, false, 0, 0
+  local w = report.writer(opts.output, nil, "shape-ops-dump", { "kernel", "dtype", "case" })
   if #ia ~= #ib then
     io.stderr:write(("shape-ops-dump: %s lists %d cases, %s %d\n"):format(pa, #ia, pb, #ib))
     os.exit(1)
@@ -117,13 +119,15 @@ local function compare(pa, pb)
       end
       if first then bad = true else nan_only = nan_only + 1 end
       rows[#rows + 1] = { x.kernel, x.dtype, x.case, differ, nans, first or "NaN payloads only" }
+      w:record { kernel = x.kernel, dtype = x.dtype, case = x.case, items_differ = differ, nan_both = nans,
+                 first_other = first, a = pa, b = pb }
     end
   end
   if #rows > 0 then
-    print(report.table { title = ("%s against %s: the cases that differ"):format(pa, pb),
-      header = { "kernel", "dtype", "case", "items differ", "NaN both", "first other difference" }, rows = rows })
+    w:table { title = ("%s against %s: the cases that differ"):format(pa, pb),
+      header = { "kernel", "dtype", "case", "items differ", "NaN both", "first other difference" }, rows = rows }
   end
-  print(("%d cases: %d identical, %d NaN payloads only, %d differ"):format(#ia, same, nan_only, #rows - nan_only))
+  w:print(("%d cases: %d identical, %d NaN payloads only, %d differ"):format(#ia, same, nan_only, #rows - nan_only))
   os.exit(bad and 1 or 0)
 end
 
