@@ -1,9 +1,11 @@
 -- bandwidth.lua — the device's own streaming ceilings: a read (every byte loaded, summed so
 -- nothing is dropped) and a copy (read + write) by our kernel and by the driver's own copy
 -- (stream:copy), at a size far past the last-level cache; warm-up, then median / min / max of
--- timed passes. Kept in Autotune as the ceilings that every other rate is quoted against: the
--- read, and the faster of the two copies (bandwidth.copy_gbs; each copy's own figure beside it).
---   xpulua scripts/bandwidth.lua [--device cpu:0] [--mib N] [--reps N] [--jsonl]
+-- timed passes. The read is also timed as the benches' kernels read (the working set as 32 MiB
+-- slices rotated in timed batches, at every worker). Kept in Autotune as the ceilings that every
+-- other rate is quoted against: the faster of the two reads (bandwidth.read_gbs), and the faster
+-- of the two copies (bandwidth.copy_gbs; each copy's own figure beside it).
+--   xpulua scripts/bandwidth.lua [--device cpu:0] [--mib N] [--reps N] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"

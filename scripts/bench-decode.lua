@@ -3,7 +3,7 @@
 -- that time that way), GB/s of weight bytes against the device's measured read ceiling, and
 -- the fit t = bytes / rate + b across formats.
 --   xpulua scripts/bench-decode.lua [--device cpu:0 [--device ...]] [--format F] [--rows R --cols C]
---                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [--jsonl]
+--                                   [--n N] [--copies K] [--grid rows|resident|N] [--deferred] [--dot4] [-o table|jsonl|csv]
 --                                   [--apart]
 -- --dot4: time each format's packed-dot twin (<fmt>_q8k_wave_dot4, what the routes pick on a
 -- device with dot4_i8, e.g. Vulkan) instead of the plain integer kernel.

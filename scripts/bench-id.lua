@@ -2,7 +2,7 @@
 -- selection buffer, activation pack included (q8k_pack + <fmt>_q8k_id), gated first against
 -- the dense wave kernel per selected expert (==).
 --   xpulua scripts/bench-id.lua [--device cuda:0] [--experts 128] [--used 8] [--rows 768]
---                               [--cols 2048] [--format F] [--n 50] [--jsonl]
+--                               [--cols 2048] [--format F] [--n 50] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"

@@ -1,7 +1,7 @@
 -- bench-launch.lua — what a launch costs before it is a kernel: microseconds per tiny launch
 -- issued eagerly (n launches, one sync) and replayed from a deferred stream (a recorded
 -- sequence of 100 launches submitted as one: a CUDA graph, a re-submitted command buffer).
---   xpulua scripts/bench-launch.lua [--device cuda:0] [--n 100] [--passes 20] [--jsonl]
+--   xpulua scripts/bench-launch.lua [--device cuda:0] [--n 100] [--passes 20] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"

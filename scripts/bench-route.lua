@@ -1,7 +1,7 @@
 -- bench-route.lua — nanoseconds per pick (a hit on the first candidate, and a miss that walks
 -- every row of the format) and per dispatch through a stored row, for tables of 8, 64 and 512
 -- C rows and Lua rows; allocations counted over the timed loops.
---   xpulua scripts/bench-route.lua [--jsonl]
+--   xpulua scripts/bench-route.lua [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 

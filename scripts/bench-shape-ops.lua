@@ -25,7 +25,7 @@
 -- its own, up to N times, until one is not slow. Every attempt keeps its row, the later ones
 -- named "op (again k)", and its record ("attempt": k); 0 times nothing again.
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N] [--stride S]
+--          [--pad-mode M] [--no-gate] [-o table|jsonl|csv] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N] [--stride S]
 --          [--copy-path measured|kernel|driver]
 -- --copy-path P (measured, the default; kernel; driver): the device's copy path (d:copy_path), which
 -- the copy op and write_slice's one-run slab take. measured: autotune.copy_path, the driver's copy

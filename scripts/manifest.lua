@@ -4,7 +4,7 @@
 -- CPU are asked through a present device, and say why not when there is none. --file reads any
 -- AMDGPU code object (an offload bundle from hipcc --genco, or a bare ELF).
 --   xpulua scripts/manifest.lua [--backend hip|cuda|cpu|vulkan] [--file CODE_OBJECT] [--arch gfx90a]
---                               [--kernel NAME] [--jsonl]
+--                               [--kernel NAME] [-o table|jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
 

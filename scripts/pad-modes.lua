@@ -9,7 +9,7 @@
 -- is bit-gated first: the gradient, written over a poisoned buffer, against the CPU's bytes on
 -- the same upstream ("bit gate": ok, DIFFERS or UNWRITTEN with the count of such elements; either
 -- fails the run); --no-gate leaves it out.
---   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [--jsonl]
+--   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"

@@ -141,33 +141,6 @@ function M.command(words)
   return table.concat(out, " ")
 end
 
--- A script's options that take a value: each must be followed by one (a word that is not
--- itself an option), else the script stops with exit 2 naming the option, rather than run with
--- the option unset (a bare --device would otherwise time the CPU). takes: a list of names.
-function M.require_values(script, args, takes)
-  local set = {}
-  for _, t in ipairs(takes) do set[t] = true end
-  for i = 1, #args do
-    local v = args[i + 1]
-    if set[args[i]] and (v == nil or v:sub(1, 2) == "--") then
-      io.stderr:write(script, ": ", args[i], " needs a value\n")
-      os.exit(2)
-    end
-  end
-end
-
--- Option `flag`'s value v as a whole number of `what` (e.g. "columns"), least (default 1) or
--- more; else the script stops with exit 2 saying what it got (a count that does not parse is
--- not taken as the default).
-function M.whole(script, flag, v, what, least)
-  local x = tonumber(v)
-  if not x or x < (least or 1) or x % 1 ~= 0 then
-    io.stderr:write(script, ": ", flag, " '", tostring(v), "': not a whole number of ", what, "\n")
-    os.exit(2)
-  end
-  return math.tointeger(x)
-end
-
 -- The git commit of the source tree ("-dirty" where tracked files differ from it), or
 -- "unknown"; asked once a process.
 local commit
