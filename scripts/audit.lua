@@ -14,7 +14,8 @@ local opts = cli.parse(arg, {
   example = "xpulua scripts/audit.lua model.gguf routes.llama",
   options = {},
   args = { { "MODEL", "the GGUF file", required = true },
-           { "ROUTES", "a route table: a .lua file or a module name", default = nil, key = "routes" } },
+           { "ROUTES", "a route table: a .lua file or a module name", key = "routes",
+             default_text = "routes.moe for an expert model, else routes.llama" } },
 })
 local path, routes = opts.model, opts.routes
 local g, err = xpu.gguf.try_open(path)

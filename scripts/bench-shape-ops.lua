@@ -71,7 +71,7 @@ local opts = cli.parse(arg, {
       default_text = "every op" },
     { "cols", "int", nil, "the rows' length of every case", unit = "columns", default_text = "1024" },
     { "run", "int", nil, "time the walks on runs of N items apart", unit = "items" },
-    { "stride", "int", nil, "time contiguize on every S-th item of each row", unit = "items", min = 2 },
+    { "stride", "int", nil, "time contiguize on every S-th item of each row", unit = "items", min = 2, value = "S" },
     { "again", "int", 2, "times a slow-process op is timed again in a process of its own", unit = "attempts", min = 0 },
     { "attempt", "int", nil, "the attempt number for the record (a child's)", unit = "attempts" },
     { "pad-mode", "choice", "constant", "pad's border", choices = { "constant", "reflect", "replicate" } },

@@ -13,8 +13,8 @@ local opts = cli.parse(arg, {
   example = "XPULUA_DEVICE=vulkan:0 xpulua scripts/copy-order.lua ds 512",
   options = {},
   args = { { "ORDER", "sd (source first) or ds (dest first)", default = "sd", kind = "choice", choices = { "sd", "ds" } },
-           { "MIB", "the source's size (the dest: twice it); the device: $XPULUA_DEVICE, default vulkan:0",
-             default = 512, kind = "int", unit = "MiB" } },
+           { "MIB", "the source's size in MiB (the dest: twice it)", default = 512, kind = "int", unit = "MiB" } },
+  notes = "The device: $XPULUA_DEVICE, default vulkan:0.",
 })
 local d, why = xpu.device(os.getenv("XPULUA_DEVICE") or "vulkan:0")
 if not d then cli.die("copy-order", "%s", tostring(why)) end

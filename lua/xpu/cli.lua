@@ -121,7 +121,7 @@ function M.help(spec)
     lines[#lines + 1] = ""
     lines[#lines + 1] = "arguments:"
     for _, a in ipairs(spec.args) do
-      local d = a.default ~= nil and (" (default " .. tostring(a.default) .. ")") or ""
+      local d = (a.default_text or a.default ~= nil) and ("; default " .. tostring(a.default_text or a.default)) or ""
       lines[#lines + 1] = ("  %-22s %s%s"):format(a[1], a[2] or "", d)
     end
   end
