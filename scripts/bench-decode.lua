@@ -49,6 +49,7 @@ local opts = cli.parse(arg, {
     { "dot4-where-built", "flag", nil, "--dot4 where the device has every twin, else the plain kernels (a child's)" },
     { "apart", "flag", nil, "time each cell in a process of its own" },
     { "one-process", "flag", nil, "the default (older commands in docs/PERF.md pass it)" },
+    { "tables-on-stdout", "flag", nil, "print the tables on stdout beside -o jsonl records (a child's, for its parent)" },
     { "cell", "choice", nil, "time one cell, print one line (a child's job; with --format, --rows, --cols)",
       choices = { "rotated", "resident" } },
   },
@@ -74,6 +75,7 @@ if opts.cols then
 end
 if #opts.devices == 0 then opts.devices = { "cpu:0" } end
 local w = report.writer(opts.output, nil, "decode", { "format", "kernel", "rows", "cols", "mode", "grid", "deferred" })
+w.tables_on_stdout = opts.tables_on_stdout
 opts.device = opts.devices[1] or "cpu:0"
 
 -- One JSONL record's fields this script reads back (its own records: flat, no nesting).
@@ -84,7 +86,7 @@ end
 -- Device di's bench in a child process: its table passed through, its rotated cells kept in
 -- cells[key][di] (keys in first-seen order), its records passed on with --jsonl.
 local function bench_child(di, id, cells, order)
-  local cmd = { arg[-1] or "xpulua", arg[0], "--device", id, "--n", opts.n, "-o", "jsonl",
+  local cmd = { arg[-1] or "xpulua", arg[0], "--device", id, "--n", opts.n, "-o", "jsonl", "--tables-on-stdout",
                 opts.variant == "dot4" and "--dot4-where-built" or "", opts.deferred and "--deferred" or "",
                 opts.apart and "--apart" or "" }
   for _, w in ipairs { "format", "rows", "cols", "copies", "grid" } do
@@ -290,9 +292,9 @@ for _, shape in ipairs(shapes) do
   end
 end
 w:table {
-  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s%s; read ceiling %s GB/s"):format(kname("<fmt>"), d.id, d.name,
+  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s%s; read ceiling %s"):format(kname("<fmt>"), d.id, d.name,
     os.date("!%Y-%m-%d"), opts.grid or "launcher's", opts.deferred and ", deferred" or "",
-    cells_apart and ", a process per cell" or "", ceiling and ("%.1f"):format(ceiling) or "unmeasured")
+    cells_apart and ", a process per cell" or "", ceiling and ("%.1f GB/s"):format(ceiling) or "unmeasured")
     .. "; % ceiling: of the faster of it and the same bytes' read (rotated cells only)",
   header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
              "read us", "% of read" },

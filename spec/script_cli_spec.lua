@@ -202,6 +202,20 @@ describe("one output discipline", function()
     assert.equal("", err)
   end)
 
+  it("bench-decode with two devices: each device's table on stdout in table mode, records alone on stdout with -o jsonl", function()
+    local args = " scripts/bench-decode.lua --device cpu:0 --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2"
+    local out, err, code = run(BIN .. args)
+    assert.equal(0, code, err)
+    local _, tables = out:gsub("\ndecode mat%-vec %(", "")
+    assert.equal(2, tables, out)
+    assert.matches("\ndecode mat%-vec side by side", out)
+    assert.not_matches('\n{', out)
+    out, err, code = run(BIN .. args .. " -o jsonl")
+    assert.equal(0, code, err)
+    for line in out:gmatch("[^\n]+") do assert.is_truthy(report.decode_json(line), line) end
+    assert.matches("decode mat%-vec side by side", err)
+  end)
+
   it("compare.lua: rows matched on their key fields, A, B and B/A, the unmatched named", function()
     local a, b = os.tmpname(), os.tmpname()
     local f = io.open(a, "w")

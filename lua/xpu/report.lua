@@ -211,7 +211,7 @@ function M.writer(output, dev, bench, key)
     io.stdout:flush()
   end
   function w:print(text)
-    local f = self.output == "table" and io.stdout or io.stderr
+    local f = (self.output == "table" or self.tables_on_stdout) and io.stdout or io.stderr
     f:write(text, "\n")
     f:flush()
   end
