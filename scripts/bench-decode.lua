@@ -249,6 +249,16 @@ w:table { title = "manifest on " .. d.id, header = { "kernel", "regs", "spill", 
 w:print("")
 
 -- 3. time: rotated working set (report.past_caches) and one buffer
+-- the table row by row as each cell is timed, so an interrupted run keeps what it measured
+local table_row = w:stream {
+  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s%s; read ceiling %s"):format(kname("<fmt>"), d.id, d.name,
+    os.date("!%Y-%m-%d"), opts.grid or "launcher's", opts.deferred and ", deferred" or "",
+    cells_apart and ", a process per cell" or "", ceiling and ("%.1f GB/s"):format(ceiling) or "unmeasured")
+    .. "; % ceiling: of the faster of it and the same bytes' read (rotated cells only)",
+  header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
+             "read us", "% of read" },
+  widths = { 6, 11, 8, 6, 9, 9, 7, 7, 5, 9, 7, 9 },
+}
 local rows, points, done, total = {}, {}, 0, #formats * #shapes * 2
 local slow_notes = {}
 for _, shape in ipairs(shapes) do
@@ -275,6 +285,7 @@ for _, shape in ipairs(shapes) do
       rows[#rows + 1] = { fmt, ("%dx%d"):format(shape[1], shape[2]), mode, copies, bytes, st.median * 1e6,
                           st.min * 1e6, st.max * 1e6, gbs, cell_ceiling and 100 * gbs / cell_ceiling or "-",
                           read and read * 1e6 or "-", read and 100 * read / st.median or "-" }
+      table_row(rows[#rows])
       if mode == "rotated" then
         points[#points + 1] = { bytes, st.median }
         autotune.remember_for(d, ("decode.%s.gbs"):format(kname(fmt)), shape, ("%.1f"):format(gbs))
@@ -291,15 +302,6 @@ for _, shape in ipairs(shapes) do
     end
   end
 end
-w:table {
-  title = ("decode mat-vec (%s) on %s (%s), %s, grid %s%s%s; read ceiling %s"):format(kname("<fmt>"), d.id, d.name,
-    os.date("!%Y-%m-%d"), opts.grid or "launcher's", opts.deferred and ", deferred" or "",
-    cells_apart and ", a process per cell" or "", ceiling and ("%.1f GB/s"):format(ceiling) or "unmeasured")
-    .. "; % ceiling: of the faster of it and the same bytes' read (rotated cells only)",
-  header = { "format", "rows x cols", "weights", "copies", "bytes", "median us", "min us", "max us", "GB/s", "% ceiling",
-             "read us", "% of read" },
-  rows = rows,
-}
 for _, note in ipairs(slow_notes) do w:print("slow read: " .. note) end
 local floor = decode.time_floor(d, { n = opts.n, deferred = opts.deferred })
 w:print(("\nlaunch floor: %.2f us per back-to-back launch of a kernel that does nothing (median of %d)"):format(

@@ -164,6 +164,18 @@ describe("report records", function()
     assert.is_nil((report.decode_json('{"a":1,}x')))
     assert.equal(report.NULL, report.decode_json('{"a":null}').a)
   end)
+  it("table_stream writes the header at once and each row as it comes, flushed, aligned as the header", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    local row = report.table_stream({ title = "t", header = { "name", "us" }, widths = { 6, 5 } }, f)
+    local function seen() local g = io.open(path); local text = g:read("a"); g:close(); return text end
+    assert.equal("t\nname    us\n------  -----\n", seen())
+    row { "q4_0", 12.5 }
+    assert.equal("t\nname    us\n------  -----\nq4_0     12.5\n", seen())
+    f:close()
+    os.remove(path)
+  end)
+
   it("stats carry the standard deviation and the count", function()
     local st = report.stats { 3, 1, 2 }
     assert.equal(2, st.median)

@@ -10,9 +10,29 @@ local function cell(v)
   return tostring(v == nil and "-" or v)
 end
 
+-- One aligned line of r at column widths (numbers right-aligned, the rest left).
+local function table_line(n, widths, r)
+  local parts = {}
+  for i = 1, n do
+    local s = cell(r[i])
+    local pad = (" "):rep(math.max(0, widths[i] - #s))
+    parts[i] = type(r[i]) == "number" and pad .. s or s .. pad
+  end
+  return (table.concat(parts, "  "):gsub("%s+$", ""))
+end
+
+local function table_head(t, widths)
+  local lines, rule = {}, {}
+  if t.title then lines[#lines + 1] = t.title end
+  lines[#lines + 1] = table_line(#t.header, widths, t.header)
+  for i = 1, #t.header do rule[i] = ("-"):rep(widths[i]) end
+  lines[#lines + 1] = table.concat(rule, "  ")
+  return lines
+end
+
 -- M.table{ header = {...}, rows = {{...}, ...}, title = "..." } -> string
 function M.table(t)
-  local widths, lines = {}, {}
+  local widths = {}
   local all = { t.header }
   for _, r in ipairs(t.rows) do all[#all + 1] = r end
   for _, r in ipairs(all) do
@@ -20,22 +40,22 @@ function M.table(t)
       widths[i] = math.max(widths[i] or 0, #cell(r[i]))
     end
   end
-  local function line(r)
-    local parts = {}
-    for i = 1, #t.header do
-      local s = cell(r[i])
-      local numeric = type(r[i]) == "number"
-      parts[i] = numeric and (" "):rep(widths[i] - #s) .. s or s .. (" "):rep(widths[i] - #s)
-    end
-    return table.concat(parts, "  "):gsub("%s+$", "")
-  end
-  if t.title then lines[#lines + 1] = t.title end
-  lines[#lines + 1] = line(t.header)
-  local rule = {}
-  for i = 1, #t.header do rule[i] = ("-"):rep(widths[i]) end
-  lines[#lines + 1] = table.concat(rule, "  ")
-  for _, r in ipairs(t.rows) do lines[#lines + 1] = line(r) end
+  local lines = table_head(t, widths)
+  for _, r in ipairs(t.rows) do lines[#lines + 1] = table_line(#t.header, widths, r) end
   return table.concat(lines, "\n")
+end
+
+-- A table printed as its rows come: the title and header now, each row by row(r), flushed.
+-- Its columns are as wide as the header or t.widths[i] (a wider value pushes its row along).
+function M.table_stream(t, f)
+  local widths = {}
+  for i = 1, #t.header do widths[i] = math.max(#t.header[i], t.widths and t.widths[i] or 0) end
+  f:write(table.concat(table_head(t, widths), "\n"), "\n")
+  f:flush()
+  return function(r)
+    f:write(table_line(#t.header, widths, r), "\n")
+    f:flush()
+  end
 end
 
 local function json_value(v)
@@ -216,6 +236,10 @@ function M.writer(output, dev, bench, key)
     f:flush()
   end
   function w:table(t) self:print(M.table(t)) end
+  -- the table row by row as it is measured (M.table_stream): returns row(r)
+  function w:stream(t)
+    return M.table_stream(t, (self.output == "table" or self.tables_on_stdout) and io.stdout or io.stderr)
+  end
   return w
 end
 
