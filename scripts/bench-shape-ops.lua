@@ -304,6 +304,15 @@ local function gate_failed(g)
 end
 
 local rows, failed = {}, false
+-- the table row by row as each op is timed (a parent's; a child hands its rows up as ROW lines)
+local table_row = opts.child and function() end or w:stream {
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved"):format(
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
+    .. (opts.cols and (", rows of %d"):format(C) or "") .. (opts.stride and (", contiguize every %d-th item"):format(opts.stride) or "")),
+  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
+             "of own" },
+  widths = { 20, 11, 9, 6, 8, 8, 7, 8, 16, 8, 6 },
+}
 local all = opts.run and run_cases(cases(), opts.run) or cases()
 if opts.stride then -- every S-th item of each row: a gather along the last axis
   local S = opts.stride
@@ -329,7 +338,9 @@ local function run_child(kernel, into_rows, attempt)
     if line:sub(1, 4) == "ROW\t" then
       local row = {}
       for f in (line:sub(5) .. "\t"):gmatch("([^\t]*)\t") do row[#row + 1] = tonumber(f) or f end
+      if attempt then row[1] = ("%s (again %d)"):format(kernel, attempt) end
       into_rows[#into_rows + 1] = row
+      table_row(row)
       failed = failed or gate_failed(row[8])
     elseif line:sub(1, 1) == "{" then
       w:record(report.decode_json(line) or { bench = "shape-ops", unreadable = line })
@@ -413,6 +424,7 @@ for k, c in ipairs(list) do
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
                       ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran, own or "-",
                       own and ("%.0f%%"):format(100 * gbs / own) or "-" }
+  table_row(rows[#rows])
   w:record(report.with_stats({ kernel = c.kernel, backend = c.backend,
                                shape = main_input(case).shape, format = "f32",
                                bytes_moved = bytes, median_s = st.median, min_s = st.min, max_s = st.max,
@@ -432,7 +444,7 @@ if opts.child then
 end
 
 -- --again: each op whose process was slow, timed again in processes of its own until one is not,
--- its rows right after the first.
+-- its rows printed as they come (after the first attempts), kept right after its first in `rows`.
 if opts.again > 0 then
   local all_rows = {}
   for _, r in ipairs(rows) do
@@ -443,20 +455,11 @@ if opts.again > 0 then
       local got = #all_rows
       run_child(r[1], all_rows, k)
       if #all_rows == got then break end -- the child gave no row: its error is on stderr
-      all_rows[#all_rows][1] = ("%s (again %d)"):format(r[1], k)
     end
   end
   rows = all_rows
 end
 
-w:table {
-  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved"):format(
-    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
-    .. (opts.cols and (", rows of %d"):format(C) or "") .. (opts.stride and (", contiguize every %d-th item"):format(opts.stride) or "")),
-  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
-             "of own" },
-  rows = rows,
-}
 -- An op whose own copy ran under half the copy kernel's ceiling (report.slow_share; the own copy is a kernel): the device was
 -- slow in that process, not the op (NVIDIA's Vulkan driver now and then, at full clock, for
 -- reasons not found; docs/PERF.md). Said beside the table, so no such row passes for the op's rate.
