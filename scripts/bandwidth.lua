@@ -32,6 +32,7 @@ if not d then cli.die("bandwidth", "%s", err) end
 -- report.past_caches (four times the last-level cache, at least 256 MiB).
 local mib = opts.mib or (d.integrated and report.past_caches(d) >> 20 or math.max(1024, (d.l2_bytes * 64) >> 20))
 local bytes = mib << 20
+cli.fits("bandwidth", d, 2 * bytes, ("--mib %d (a source and a destination)"):format(mib), "give a smaller --mib")
 -- Grids per kernel, the fastest kept: 8 groups per resident slot (long chunks) and one group
 -- per 64 KiB (short chunks spread over every memory channel at once); the copy also one group
 -- per 16 KiB, as the copy op launches it (kernels/launch_shape.c: 3890 -> 4030 GB/s on the

@@ -28,6 +28,8 @@ local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
 local w = report.writer(opts.output, d, "cpu-read-pages", { "round", "pages", "bytes", "copies" })
 local bytes, copies = opts.bytes, opts.copies
+cli.fits(NAME, d, 2 * copies * bytes, ("--bytes %d --copies %d (repeated and unique copies)"):format(bytes, copies),
+  "give fewer --bytes or --copies")
 local k, s, out = d:kernel "stream_read", d:default_stream(), d:buffer(16 * 32)
 
 local function time(bufs)

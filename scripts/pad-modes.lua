@@ -48,6 +48,8 @@ end
 if not c then cli.die(NAME, "no pad_backward contract for %s", d.id) end
 
 local mib = opts.mib or report.past_caches(d) >> 20
+cli.fits(NAME, d, 4 * (mib << 20), ("--mib %d (upstream and gradient, and the gate's CPU twins)"):format(mib),
+  "give a smaller --mib")
 local W = opts.cols
 local R = math.max(1, (mib << 20) // 4 // W)
 local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))

@@ -36,6 +36,8 @@ local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
 local read = settle.reader(d)
 local w = report.writer(opts.output, d, "read-after-churn", { "t_s", "buffer" })
+cli.fits(NAME, d, 2 * (opts.mib << 20) + (opts.churn > 0 and 1 << 30 or 0),
+  ("--mib %d (buffers A and B, and a 1 GiB round of churn)"):format(opts.mib), "give a smaller --mib")
 
 local function filled(bytes, tag)
   local unit = ("xpulua read-after-churn " .. tag .. " "):rep(2048)

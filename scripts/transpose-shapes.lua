@@ -40,6 +40,7 @@ local C = {}
 for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
   if d:supports(c.code_capability) then C[c.kernel] = c end
 end
+cli.fits(NAME, d, 2 * (opts.mib << 20), ("--mib %d (a source and a destination)"):format(opts.mib), "give a smaller --mib")
 local n = (opts.mib << 20) // 4
 local unit = ("xpulua transpose "):rep(64)
 local src = d:buffer(unit:rep(n * 4 // #unit + 1):sub(1, n * 4))

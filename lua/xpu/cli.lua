@@ -38,6 +38,15 @@ function M.die(name, fmt, ...)
   os.exit(1)
 end
 
+-- Refuses (exit 2) a run whose buffers cannot fit dev's memory: bytes it needs, what (the
+-- options that set them, as given), and the way out.
+function M.fits(name, dev, bytes, what, fix)
+  local mem = dev.memory_bytes or 0
+  if mem > 0 and bytes > mem then
+    M.fail(name, "%s: needs %d MiB, more than %s's %d MiB; %s", what, bytes >> 20, dev.id, mem >> 20, fix)
+  end
+end
+
 -- "a, b or c"
 function M.either(list)
   if #list <= 1 then return list[1] or "" end
@@ -134,7 +143,7 @@ function M.help(spec)
     end
     local help = o.help or ""
     if o.unit and (o.kind == "int" or o.kind == "number") then help = help .. " (" .. o.unit .. ")" end
-    local d = default_text(o)
+    local d = default_text(o) or (o.kind == "flag" and o.name ~= "help" and o.set == nil and "off" or nil)
     if d then help = help .. "; default " .. d end
     if o.repeatable then help = help .. "; may be given more than once" end
     lines[#lines + 1] = #left <= 22 and ("  %-22s %s"):format(left, help) or ("  %s\n  %-22s %s"):format(left, "", help)
