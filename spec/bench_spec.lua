@@ -692,6 +692,19 @@ describe("ceilings", function()
     assert.equal(1, rotated)
   end)
 
+  it("bench-shape-ops: an op's ceiling is the faster of the stored copy ceiling and its own copy timed beside it", function()
+    local out = run("scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --warm-ms 0 --again 0 --ops flip,copy --jsonl",
+      { "bandwidth.copy_gbs", "0.001" })
+    assert.matches("\nexit 0\n$", out)
+    local recs = records_of(out)
+    assert.equal(2, #recs, out)
+    for _, line in ipairs(recs) do
+      local r = require("xpu.report").decode_json(line)
+      assert.equal(0.001, r.stored_ceiling_gbs)
+      assert.equal(math.max(0.001, r.own_copy_gbs), r.ceiling_gbs)
+    end
+  end)
+
   it("check_ceiling names a rate over its ceiling by more than the noise, with both figures, and not one within it", function()
     local p = assert(io.popen(BIN .. [[ -e 'local r = require "xpu.report"
       print(r.check_ceiling("bench-x", "q4_0 rotated", 30, 10), r.check_ceiling("bench-x", "q8_0", 10.9, 10))' 2>&1]]))
