@@ -25,7 +25,8 @@ local opts = cli.parse(arg, {
   example = "xpulua scripts/bench-kv-write.lua --device cpu:0 --heads 8 --ctx 1024 --dim 128 --n 50",
   options = {
     { "device", "string", "cpu:0", "the device to time", value = "ID" },
-    { "contracts", "string", "contracts/shape-ops.md", "the contract file", key = "file", value = "FILE" },
+    { "contracts", "string", cli.repo_file "contracts/shape-ops.md", "the contract file", key = "file",
+      value = "FILE", default_text = "contracts/shape-ops.md" },
     { "heads", "int", 32, "KV heads", unit = "heads" },
     { "ctx", "int", 4096, "cache positions", unit = "positions" },
     { "dim", "int", 128, "elements per head", unit = "elements" },

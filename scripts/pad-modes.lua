@@ -41,7 +41,7 @@ if not d then cli.die(NAME, "%s", tostring(why)) end
 local w = report.writer(opts.output, d, "pad-modes", { "mode", "shape", "outer" })
 local c, cpu_c
 local cpu = xpu.device "cpu:0" or cli.die(NAME, "no cpu:0 for the bit gate")
-for _, k in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+for _, k in ipairs(cli.contracts(NAME, cli.repo_file "contracts/shape-ops.md")) do
   if k.kernel == "pad_backward" and d:supports(k.code_capability) then c = k end
   if k.kernel == "pad_backward" and k.backend == "cpu" then cpu_c = k end
 end

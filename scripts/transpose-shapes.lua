@@ -37,7 +37,7 @@ local d, why = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", tostring(why)) end
 local w = report.writer(opts.output, d, "transpose-shapes", { "op", "rows", "cols" })
 local C = {}
-for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+for _, c in ipairs(cli.contracts(NAME, cli.repo_file "contracts/shape-ops.md")) do
   if d:supports(c.code_capability) then C[c.kernel] = c end
 end
 cli.fits(NAME, d, 2 * (opts.mib << 20), ("--mib %d (a source and a destination)"):format(opts.mib), "give a smaller --mib")

@@ -22,7 +22,7 @@ local opts = cli.parse(arg, {
 local d, why = xpu.device(opts.device)
 if not d then cli.die("vk-buffers-probe", "%s", tostring(why)) end
 local C = {}
-for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+for _, c in ipairs(cli.contracts("vk-buffers-probe", cli.repo_file "contracts/shape-ops.md")) do
   if d:supports(c.code_capability) then C[c.kernel] = c end
 end
 local s = d:default_stream()

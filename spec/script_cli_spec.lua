@@ -112,6 +112,8 @@ describe("inputs are validated before any work", function()
     { "cpu-matvec-probe.lua rows q9 avx2", "FMT 'q9': not a format" },
     { "bandwidth.lua --mib=1.5", "bandwidth: --mib '1.5': not a whole number of MiB\n" },
     { "bench-launch.lua --jsonl=yes", "--jsonl takes no value" },
+    { "bench-shape-ops.lua --contracts /nonexistent/c.md", "--contracts /nonexistent/c.md: " },
+    { "bench-kv-write.lua --contracts /nonexistent/c.md", "--contracts /nonexistent/c.md: " },
     { "bench-decode.lua -o xml", "--output 'xml': not table, jsonl or csv\n" },
   }
   for _, c in ipairs(cases) do
@@ -269,5 +271,17 @@ describe("deterministic output", function()
       shapes[report.json(assert(report.decode_json(out:match("^[^\n]+"))).shape)] = true
     end
     assert.same({ ["[256,1024]"] = true }, shapes) -- dest (1 MiB of f32, rows of 1024), never source
+  end)
+end)
+
+describe("a script run from another directory", function()
+  it("finds the contract file beside its scripts/ directory", function()
+    local here = io.popen("pwd"):read("l")
+    local bin = BIN:sub(1, 1) == "/" and BIN or here .. "/" .. BIN
+    local out, err, code = run(("cd /tmp && %s %s/scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64"):format(
+      bin, here))
+    assert.equal(0, code, err)
+    assert.matches("contiguize of a transposed f32 view on cpu:0", out)
+    no_traceback(err, "transpose-shapes")
   end)
 end)

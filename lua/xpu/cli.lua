@@ -47,6 +47,27 @@ function M.fits(name, dev, bytes, what, fix)
   end
 end
 
+-- A file of the source tree (e.g. "contracts/shape-ops.md"): as given where it exists from here,
+-- else beside the running script's scripts/ directory, so a script run from elsewhere finds it.
+function M.repo_file(rel)
+  local f = io.open(rel)
+  if f then f:close(); return rel end
+  local root = arg and arg[0] and arg[0]:match("^(.*)/scripts/[^/]+$")
+  if root then
+    local there = root .. "/" .. rel
+    f = io.open(there)
+    if f then f:close(); return there end
+  end
+  return rel
+end
+
+-- The contracts of a contract file, or a refusal naming the file (exit 2: it is an input).
+function M.contracts(name, path, option)
+  local list, err = require("xpu").contracts.try_load(path)
+  if not list then M.fail(name, "%s%s", option and (option .. " " .. path .. ": ") or "", err) end
+  return list
+end
+
 -- "a, b or c"
 function M.either(list)
   if #list <= 1 then return list[1] or "" end
