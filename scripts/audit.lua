@@ -28,7 +28,9 @@ local arch = g:meta("general.architecture") or "?"
 local experts = g:meta(arch .. ".expert_count") or 0
 local t
 if routes and routes:match("%.lua$") then
-  t = dofile(routes)
+  local ok, got = pcall(dofile, routes)
+  if not ok then cli.fail("audit", "ROUTES %s: %s", routes, tostring(got):match("^[^\n]*")) end
+  t = got
 else
   local ok, got = pcall(require, routes or (experts > 0 and "routes.moe" or "routes.llama"))
   if not ok then cli.fail("audit", "ROUTES '%s': not a .lua file nor a route module (e.g. routes.llama): %s", routes,
