@@ -6,12 +6,18 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local common = require "routes.common"
 
-local path, routes = arg[1], arg[2]
-if not path then
-  io.stderr:write("usage: xpulua scripts/audit.lua MODEL.gguf [ROUTES.lua | routes.name]\n")
-  os.exit(2)
-end
+local cli = require "xpu.cli"
 
+local opts = cli.parse(arg, {
+  name = "audit",
+  about = "Audits a route table against a model's weights before anything is loaded; exit 1 when a tensor is unserved.",
+  example = "xpulua scripts/audit.lua model.gguf routes.llama",
+  options = {},
+  args = { { "MODEL", "the GGUF file", required = true },
+           { "ROUTES", "a route table: a .lua file or a module name", key = "routes",
+             default_text = "routes.moe for an expert model, else routes.llama" } },
+})
+local path, routes = opts.model, opts.routes
 local g, err = xpu.gguf.try_open(path)
 if not g then
   io.stderr:write("audit: ", err, "\n")
@@ -22,9 +28,14 @@ local arch = g:meta("general.architecture") or "?"
 local experts = g:meta(arch .. ".expert_count") or 0
 local t
 if routes and routes:match("%.lua$") then
-  t = dofile(routes)
+  local ok, got = pcall(dofile, routes)
+  if not ok then cli.fail("audit", "ROUTES %s: %s", routes, tostring(got):match("^[^\n]*")) end
+  t = got
 else
-  t = require(routes or (experts > 0 and "routes.moe" or "routes.llama"))
+  local ok, got = pcall(require, routes or (experts > 0 and "routes.moe" or "routes.llama"))
+  if not ok then cli.fail("audit", "ROUTES '%s': not a .lua file nor a route module (e.g. routes.llama): %s", routes,
+    tostring(got):match("^[^\n]*")) end
+  t = got
 end
 
 local qs, ts = common.queries_of(xpu, g)

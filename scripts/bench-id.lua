@@ -2,27 +2,43 @@
 -- selection buffer, activation pack included (q8k_pack + <fmt>_q8k_id), gated first against
 -- the dense wave kernel per selected expert (==).
 --   xpulua scripts/bench-id.lua [--device cuda:0] [--experts 128] [--used 8] [--rows 768]
---                               [--cols 2048] [--format F] [--n 50] [--jsonl]
+--                               [--cols 2048] [--format F] [--n 50] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
-local opts = { device = "cpu:0", experts = 128, used = 8, rows = 768, cols = 2048, n = 50 }
-report.require_values("bench-id", arg, { "--device", "--format", "--experts", "--used", "--rows", "--cols", "--n" })
-local COUNTS = { experts = "experts", used = "experts", rows = "rows", cols = "columns", n = "timed runs" }
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--jsonl" then opts.jsonl = true; i = i - 1
-  elseif a == "--format" or a == "--device" then opts[a:sub(3)] = v
-  elseif COUNTS[a:sub(3)] then opts[a:sub(3)] = report.whole("bench-id", a, v, COUNTS[a:sub(3)])
-  else io.stderr:write("bench-id: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "bench-id"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Grouped expert mat-vec over a bank's slab through the selection buffer, gated against the dense kernel.",
+  example = "xpulua scripts/bench-id.lua --device cpu:0 --format q4_0 --experts 16 --used 4 --rows 64 --cols 512 --n 5",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "format", "choice", nil, "one format only", choices = decode.formats, default_text = "every format" },
+    { "experts", "int", 128, "experts in the bank", unit = "experts" },
+    { "used", "int", 8, "experts selected per token", unit = "experts" },
+    { "rows", "int", 768, "rows per expert", unit = "rows" },
+    { "cols", "int", 2048, "columns, a multiple of 256 and of the format's block", unit = "columns" },
+    { "n", "int", 50, "timed batches per cell", unit = "timed runs" },
+  },
+  output = true,
+})
+if opts.used > opts.experts then
+  cli.fail(NAME, "--used %d: more than the bank's %d --experts", opts.used, opts.experts)
+end
+for _, fmt in ipairs(opts.format and { opts.format } or decode.formats) do
+  local block = math.max(256, xpu.quant.info(fmt).block_elems)
+  if opts.cols % block ~= 0 then
+    cli.fail(NAME, "--cols %d: not a multiple of %d (%s's block and the activations' 256)", opts.cols, block, fmt)
+  end
 end
 
 local d, err = xpu.device(opts.device)
-if not d then io.stderr:write("bench-id: ", err, "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", err) end
+local w = report.writer(opts.output, d, "id", { "format", "experts", "used", "rows", "cols", "sel", "launch" })
 local formats = opts.format and { opts.format } or { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
 local E, used, rows, cols = opts.experts, opts.used, opts.rows, opts.cols
 local s = d:default_stream()
@@ -59,8 +75,7 @@ for _, fmt in ipairs(formats) do
     if a[j] ~= a[j] then nan = nan + 1 end
   end
   if diff > 0 or nan > 0 then
-    io.stderr:write(("bench-id: %s gate failed: %d differ, %d NaN\n"):format(fmt, diff, nan))
-    os.exit(1)
+    cli.die(NAME, "%s gate failed: %d differ, %d NaN", fmt, diff, nan)
   end
 
   -- "fixed": the same selection every pass (its experts stay in cache, as a repeated
@@ -98,17 +113,16 @@ for _, fmt in ipairs(formats) do
     local launch = st_ == s and "eager" or "deferred"
     out[#out + 1] = { fmt, ("%dx%dx%d, %d used"):format(E, rows, cols, used), mode, launch, bytes, st.median * 1e6,
                       st.min * 1e6, st.max * 1e6, bytes / st.median / 1e9 }
-    if opts.jsonl then
-      report.jsonl { bench = "id", device = d:fingerprint(), commit = report.commit(), format = fmt,
-                     kernel = fmt .. "_q8k_id", experts = E, used = used, rows = rows, cols = cols, sel = mode,
-                     launch = launch, bytes = bytes, median_s = st.median, min_s = st.min, max_s = st.max }
-    end
+    w:record(report.with_stats({ format = fmt, kernel = fmt .. "_q8k_id", experts = E, used = used, rows = rows,
+                                 cols = cols, sel = mode, launch = launch, bytes = bytes, median_s = st.median,
+                                 min_s = st.min, max_s = st.max }, st))
+    report.progress(#out, 4 * #formats, fmt .. " " .. mode .. " " .. launch)
   end
   deferred:release()
   slab:release()
 end
-print(report.table {
+w:table {
   title = ("grouped id mat-vec on %s (%s), q8k_pack + id per pass, batches of 16 passes, %s"):format(
     d.id, d.name, os.date("!%Y-%m-%d")),
   header = { "format", "bank", "selection", "launches", "weight bytes read", "median us", "min us", "max us", "GB/s" },
-  rows = out })
+  rows = out }

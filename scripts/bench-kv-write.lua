@@ -16,23 +16,38 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "cpu:0", heads = 32, ctx = 4096, dim = 128, n = 200, file = "contracts/shape-ops.md" }
-report.require_values("bench-kv-write", arg, { "--device", "--contracts", "--heads", "--ctx", "--dim", "--n" })
-local COUNTS = { heads = "heads", ctx = "positions", dim = "elements", n = "timed runs" }
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--contracts" then opts.file = v
-  elseif COUNTS[a:sub(3)] then opts[a:sub(3)] = report.whole("bench-kv-write", a, v, COUNTS[a:sub(3)])
-  else io.stderr:write("bench-kv-write: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "bench-kv-write"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "One decode step's KV-cache write through write_slice and write_slice_rotating, bit-checked, then timed.",
+  example = "xpulua scripts/bench-kv-write.lua --device cpu:0 --heads 8 --ctx 1024 --dim 128 --n 50",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "contracts", "string", cli.repo_file "contracts/shape-ops.md", "the contract file", key = "file",
+      value = "FILE", default_text = "contracts/shape-ops.md" },
+    { "heads", "int", 32, "KV heads", unit = "heads" },
+    { "ctx", "int", 4096, "cache positions", unit = "positions" },
+    { "dim", "int", 128, "elements per head", unit = "elements" },
+    { "n", "int", 200, "timed runs per figure", unit = "timed runs" },
+  },
+  output = true,
+})
+if opts.heads * opts.ctx * opts.dim * 2 > (1 << 40) then
+  cli.fail(NAME, "--heads %d --ctx %d --dim %d: a cache of %d GiB is past any device", opts.heads, opts.ctx, opts.dim,
+    opts.heads * opts.ctx * opts.dim * 2 >> 30)
 end
 
 local d, err = xpu.device(opts.device)
-if not d then io.stderr:write("bench-kv-write: ", err, "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", err) end
+if (d.memory_bytes or 0) > 0 and 4 * opts.heads * opts.ctx * opts.dim * 2 > d.memory_bytes then
+  cli.fail(NAME, "--heads %d --ctx %d --dim %d: four f16 caches of %d MiB do not fit %s's %d MiB", opts.heads, opts.ctx,
+    opts.dim, opts.heads * opts.ctx * opts.dim * 2 >> 20, d.id, d.memory_bytes >> 20)
+end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
-if not contracts then io.stderr:write("bench-kv-write: ", cerr, "\n"); os.exit(1) end
+if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
+local w = report.writer(opts.output, d, "kv-write", { "op", "launch", "timing", "heads", "ctx", "dim" })
 local function contract(dev, kernel)
   for _, c in ipairs(contracts) do
     if c.kernel == kernel and dev:supports(c.code_capability) then return c end
@@ -79,7 +94,7 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     cpu_c:launch(b)
     d:default_stream():sync()
     local same = a.inputs.dest.buffer:download() == b.inputs.dest.buffer:download()
-    if not same then io.stderr:write("bench-kv-write: ", op, " on ", d.id, " differs from the CPU\n"); os.exit(1) end
+    if not same then cli.die(NAME, "%s on %s differs from the CPU", op, d.id) end
 
     local spec = spec_of(d, op)
     local s = d:default_stream()
@@ -112,9 +127,16 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     ds:set_deferred(true)
     local checked = function(stream) spec.stream = stream; c:launch(spec) end
     local kept = function(stream) bound:launch(stream) end
-    local st, sb = end_to_end(checked), end_to_end(kept)
-    rows[#rows + 1] = { op, token_bytes, st.median * 1e6, sb.median * 1e6, batched(s, checked).median * 1e6,
-                        batched(ds, checked).median * 1e6, batched(s, kept).median * 1e6, batched(ds, kept).median * 1e6 }
+    local figs = { { "checked", "end to end", end_to_end(checked) }, { "bound", "end to end", end_to_end(kept) },
+                   { "checked", "eager", batched(s, checked) }, { "checked", "deferred", batched(ds, checked) },
+                   { "bound", "eager", batched(s, kept) }, { "bound", "deferred", batched(ds, kept) } }
+    local row = { op, token_bytes }
+    for _, f in ipairs(figs) do
+      row[#row + 1] = f[3].median * 1e6
+      w:record(report.with_stats({ op = op, launch = f[1], timing = f[2], heads = H, ctx = T, dim = D,
+                                   bytes_written = token_bytes }, f[3]))
+    end
+    rows[#rows + 1] = row
     ds:release()
     bound:release()
   end
@@ -138,19 +160,22 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
       if w0 then waits = (ds:counts().waits - w0) / 100 end
       if r > 3 then t[#t + 1] = sec end
     end
-    pairs_rows[#pairs_rows + 1] = { op, 2, report.stats(t).median * 1e6, ds:counts().waits and ("%.2f"):format(waits) or "-" }
+    local st = report.stats(t)
+    pairs_rows[#pairs_rows + 1] = { op, 2, st.median * 1e6, ds:counts().waits and ("%.2f"):format(waits) or "-" }
+    w:record(report.with_stats({ op = op, launch = "bound", timing = "K and V step", heads = H, ctx = T, dim = D,
+                                 waits_a_step = ds:counts().waits and waits or nil }, st))
     ds:release()
     k:release()
     v:release()
   end
 end
 
-print(report.table {
+w:table {
   title = ("one-token KV write on %s (%s), f16 [%d, %d, %d], %s"):format(d.id, d.name, H, T, D, os.date("!%Y-%m-%d")),
   header = { "op", "bytes written", "end to end us", "bound end to end us", "eager us", "deferred us", "bound eager us",
              "bound deferred us" },
-  rows = rows })
-print(report.table {
+  rows = rows }
+w:table {
   title = ("a decode step's K and V writes on %s, bound, deferred, 100 steps a batch"):format(d.id),
   header = { "op", "writes a step", "us a step", "waits a step" },
-  rows = pairs_rows })
+  rows = pairs_rows }

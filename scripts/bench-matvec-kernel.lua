@@ -33,39 +33,56 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 local decode = require "xpu.decode"
 
-local opts = { device = "cpu:0", n = 20, kernels = {}, shapes = {}, distinct = 256, outputs = "one" }
-report.require_values("bench-matvec-kernel", arg, { "--device", "--kernel", "--shape", "--n", "--distinct", "--grid", "--outputs", "--fixtures", "--idle", "--busy", "--copies" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--kernel" then opts.kernels[#opts.kernels + 1] = v
-  elseif a == "--shape" then
-    local r, c = (v or ""):match "^(%d+)x(%d+)$"
-    if not r then io.stderr:write("bench-matvec-kernel: --shape takes ROWSxCOLS, not '", tostring(v), "'\n"); os.exit(2) end
-    opts.shapes[#opts.shapes + 1] = { tonumber(r), tonumber(c) }
-  elseif a == "--n" then opts.n = report.whole("bench-matvec-kernel", a, v, "timed runs")
-  elseif a == "--distinct" then opts.distinct = report.whole("bench-matvec-kernel", a, v, "rows")
-  elseif a == "--copies" then opts.copies = report.whole("bench-matvec-kernel", a, v, "copies")
-  elseif a == "--grid" then opts.grid = v
-  elseif a == "--outputs" then
-    if v ~= "one" and v ~= "each" then io.stderr:write("bench-matvec-kernel: --outputs takes one or each, not '", tostring(v), "'\n"); os.exit(2) end
-    opts.outputs = v
-  elseif a == "--tsv" then opts.tsv = true; i = i - 1
-  elseif a == "--apart" then opts.apart = true; i = i - 1
-  elseif a == "--one-process" then i = i - 1 -- the default; older commands in docs/PERF.md pass it
-  elseif a == "--fixtures" then opts.fixtures = v
-  elseif a == "--idle" or a == "--busy" then
-    local sec = tonumber(v)
-    if not sec or sec < 0 then io.stderr:write("bench-matvec-kernel: ", a, " takes seconds, not '", tostring(v), "'\n"); os.exit(2) end
-    opts[a:sub(3)] = sec
-  elseif a == "--no-settle" then settle.disabled = true; i = i - 1
-  else io.stderr:write("bench-matvec-kernel: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "bench-matvec-kernel"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "One decode mat-vec kernel by name: bit gate against the CPU, then deferred batches on rotated weights.",
+  example = "xpulua scripts/bench-matvec-kernel.lua --device cpu:0 --kernel q4_0_q8k_wave --shape 64x512 --n 2 --copies 4",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "kernel", "string", nil, "a kernel to time", key = "kernels", repeatable = true, value = "K",
+      default_text = "every <fmt>_q8k_wave and _dot4 the device has" },
+    { "shape", "string", nil, "a weight shape ROWSxCOLS", key = "shape_words", repeatable = true, value = "RxC",
+      default_text = "14336x4096 and 4096x14336" },
+    { "n", "int", 20, "timed batches per cell", unit = "timed runs" },
+    { "distinct", "int", 256, "different rows the timed weights repeat", unit = "rows" },
+    { "copies", "int", nil, "rotated weight copies", unit = "copies", default_text = "enough to pass the caches" },
+    { "grid", "string", nil, "workgroups a launch: rows, resident or a count", value = "G", default_text = "rows" },
+    { "outputs", "choice", "one", "one output for every launch of a batch, or one each", choices = { "one", "each" } },
+    { "tsv", "flag", nil, "one tab-separated line per kernel and shape instead of the table" },
+    { "apart", "flag", nil, "time each kernel and shape in a process of its own" },
+    { "one-process", "flag", nil, "the default (older commands in docs/PERF.md pass it)" },
+    { "fixtures", "string", nil, "keep each fixture in this directory and read it back", value = "DIR" },
+    { "idle", "number", nil, "host sleep between building the weights and timing them", unit = "seconds", min = 0 },
+    { "busy", "number", nil, "host spin between building the weights and timing them", unit = "seconds", min = 0 },
+    { "no-settle", "flag", nil, "no xpu.settle before timing" },
+  },
+  output = true,
+})
+if opts.no_settle then settle.disabled = true end
+opts.shapes = {}
+for _, v in ipairs(opts.shape_words) do
+  local r, c = v:match "^(%d+)x(%d+)$"
+  if not r or tonumber(r) < 1 or tonumber(c) % 256 ~= 0 then
+    cli.fail(NAME, "--shape '%s': not ROWSxCOLS with COLS a multiple of 256 (e.g. 4096x14336)", v)
+  end
+  opts.shapes[#opts.shapes + 1] = { math.tointeger(tonumber(r)), math.tointeger(tonumber(c)) }
+end
+if opts.grid and not (opts.grid == "rows" or opts.grid == "resident" or (math.tointeger(tonumber(opts.grid)) or 0) >= 1) then
+  cli.fail(NAME, "--grid '%s': not rows, resident or a whole number of workgroups", opts.grid)
 end
 if #opts.shapes == 0 then opts.shapes = { { 14336, 4096 }, { 4096, 14336 } } end
 
-local d = assert(xpu.device(opts.device))
+local d, derr = xpu.device(opts.device)
+if not d then cli.die(NAME, "%s", tostring(derr)) end
+local w = report.writer(opts.output, d, "matvec-kernel", { "kernel", "rows", "cols", "grid", "outputs" })
+for _, name in ipairs(opts.kernels) do
+  if not d:kernel_available(name) then
+    cli.fail(NAME, "--kernel '%s': %s has no such kernel (e.g. q4_0_q8k_wave)", name, d.id)
+  end
+end
 if #opts.kernels == 0 then
   for _, fmt in ipairs(decode.formats) do
     for _, suffix in ipairs { "", "_dot4" } do
@@ -180,7 +197,7 @@ end
 if opts.apart and #opts.kernels > 1 then
   local exe, script = arg[-1] or "xpulua", arg[0]
   for _, name in ipairs(opts.kernels) do
-    local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv",
+    local cmd = { exe, script, "--device", opts.device, "--n", opts.n, "--distinct", opts.distinct, "--tsv", "-o", "jsonl",
                   "--outputs", opts.outputs, "--kernel", name }
     for _, w in ipairs { "fixtures", "grid", "idle", "busy", "copies" } do
       if opts[w] then cmd[#cmd + 1] = "--" .. w; cmd[#cmd + 1] = opts[w] end
@@ -189,10 +206,15 @@ if opts.apart and #opts.kernels > 1 then
     for _, sh in ipairs(opts.shapes) do cmd[#cmd + 1] = "--shape"; cmd[#cmd + 1] = sh[1] .. "x" .. sh[2] end
     local p = assert(io.popen(report.command(cmd)))
     for line in p:lines() do
+      if line:sub(1, 1) == "{" then
+        w:record(report.decode_json(line) or { unreadable = line })
+        goto next_line
+      end
       local cols = {}
       for f in (line .. "\t"):gmatch("([^\t]*)\t") do cols[#cols + 1] = tonumber(f) or f end
       failed = failed or cols[3] == "GATE FAILED"
       emit(cols)
+      ::next_line::
     end
     if not p:close() then failed = true end
   end
@@ -218,13 +240,15 @@ for _, name in ipairs(opts.kernels) do
       if opts.outputs == "each" then note = (note ~= "" and note .. "; " or "") .. (waited or "waits not counted") end
       emit { name, ("%dx%d"):format(shape[1], shape[2]), st.median * 1e6, st.min * 1e6,
              bytes / st.median / 1e9, regs, spill, note }
+      w:record(report.with_stats({ kernel = name, rows = shape[1], cols = shape[2], grid = opts.grid or "rows",
+                                   outputs = opts.outputs, bytes = bytes, gbs = bytes / st.median / 1e9,
+                                   registers = m.registers, spill_bytes = m.spill_bytes, note = note }, st))
     end
   end
 end
 if not opts.tsv then
-  print(report.table { title = ("mat-vec kernels on %s (%s), deferred, rotated, %s"):format(d.id, d.name,
-                         opts.outputs == "each" and "an output per launch" or "one output"),
-                       header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers",
-                                  "spill", "note" }, rows = rows })
+  w:table { title = ("mat-vec kernels on %s (%s), deferred, rotated, %s"):format(d.id, d.name,
+              opts.outputs == "each" and "an output per launch" or "one output"),
+            header = { "kernel", "rows x cols", "median us", "min us", "GB/s", "registers", "spill", "note" }, rows = rows }
 end
-if failed then os.exit(1) end
+if failed then cli.die(NAME, "a kernel failed its bit gate (GATE FAILED above)") end

@@ -25,7 +25,7 @@
 -- its own, up to N times, until one is not slow. Every attempt keeps its row, the later ones
 -- named "op (again k)", and its record ("attempt": k); 0 times nothing again.
 --   xpulua scripts/bench-shape-ops.lua --device cuda:0 [--mib N] [--reps N] [--launches N] [--ops a,b]
---          [--pad-mode M] [--no-gate] [--jsonl] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N] [--stride S]
+--          [--pad-mode M] [--no-gate] [-o table|jsonl|csv] [--apart] [--warm-ms N] [--run N] [--cols N] [--again N] [--stride S]
 --          [--copy-path measured|kernel|driver]
 -- --copy-path P (measured, the default; kernel; driver): the device's copy path (d:copy_path), which
 -- the copy op and write_slice's one-run slab take. measured: autotune.copy_path, the driver's copy
@@ -52,59 +52,71 @@ local report = require "xpu.report"
 local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", reps = 7, launches = 1, jsonl = false, file = "contracts/shape-ops.md", pad_mode = "constant",
-               warm_ms = 200, again = 2, copy_path = "measured" }
-local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
--- A flag's value that must be a whole number of `what`, least (1 unless given) or more; else
--- the error and exit 2 (report.whole).
-local function whole(flag, v, what, least) return report.whole("bench-shape-ops", flag, v, what, least) end
-report.require_values("bench-shape-ops", arg, { "--device", "--mib", "--reps", "--warm-ms", "--launches", "--ops", "--cols", "--run", "--pad-mode", "--contracts", "--again", "--attempt", "--copy-path", "--stride" })
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--mib" then opts.mib = whole(a, arg[i + 1], "MiB"); i = i + 1
-  elseif a == "--reps" then opts.reps = whole(a, arg[i + 1], "repetitions"); i = i + 1
-  elseif a == "--warm-ms" then opts.warm_ms = whole(a, arg[i + 1], "milliseconds", 0); i = i + 1 -- 0: no warm-up
-  elseif a == "--launches" then opts.launches = whole(a, arg[i + 1], "launches"); i = i + 1
-  elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
-  elseif a == "--cols" then opts.cols = whole(a, arg[i + 1], "columns"); i = i + 1
-  elseif a == "--run" then opts.run = whole(a, arg[i + 1], "items"); i = i + 1
-  elseif a == "--stride" then opts.stride = whole(a, arg[i + 1], "items", 2); i = i + 1
-  elseif a == "--again" then opts.again = whole(a, arg[i + 1], "attempts", 0); i = i + 1
-  elseif a == "--attempt" then opts.attempt = whole(a, arg[i + 1], "attempts"); i = i + 1 -- a child's, for its record
-  elseif a == "--pad-mode" then
-    opts.pad_mode = arg[i + 1]; i = i + 1
-    if not PAD_MODES[opts.pad_mode] then
-      io.stderr:write("bench-shape-ops: --pad-mode '", tostring(opts.pad_mode), "': not constant, reflect or replicate\n")
-      os.exit(2)
-    end
-  elseif a == "--copy-path" then
-    opts.copy_path = arg[i + 1]; i = i + 1
-    if not ({ measured = true, kernel = true, driver = true })[opts.copy_path] then
-      io.stderr:write("bench-shape-ops: --copy-path '", tostring(opts.copy_path), "': not measured, kernel or driver\n")
-      os.exit(2)
-    end
-  elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
-  elseif a == "--jsonl" then opts.jsonl = true
-  elseif a == "--no-gate" then opts.no_gate = true
-  elseif a == "--apart" then opts.apart = true
-  elseif a == "--one-process" then -- the default; older commands in docs/PERF.md pass it
-  elseif a == "--child" then opts.child = true -- one op for a parent process: rows as ROW lines
-  else io.stderr:write("bench-shape-ops: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 1
-end
+local cli = require "xpu.cli"
 
+local NAME = "bench-shape-ops"
+local PAD_MODES = { constant = 0, reflect = 1, replicate = 2 }
+local OPS = { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating",
+              "copy", "contiguize" }
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Every shape-op contract of a device's backend, timed past the caches, GB/s against the copy ceiling.",
+  example = "xpulua scripts/bench-shape-ops.lua --device cpu:0 --mib 64 --reps 3 --ops flip,copy -o jsonl",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "mib", "int", nil, "input working set", unit = "MiB", default_text = "past the caches" },
+    { "reps", "int", 7, "timed passes per op", unit = "repetitions" },
+    { "launches", "int", 1, "launches back to back per sample", unit = "launches" },
+    { "ops", "string", nil, "the ops to time, comma-separated: " .. table.concat(OPS, ","), value = "a,b",
+      default_text = "every op" },
+    { "cols", "int", nil, "the rows' length of every case", unit = "columns", default_text = "1024" },
+    { "run", "int", nil, "time the walks on runs of N items apart", unit = "items" },
+    { "stride", "int", nil, "time contiguize on every S-th item of each row", unit = "items", min = 2, value = "S" },
+    { "again", "int", 2, "times a slow-process op is timed again in a process of its own", unit = "attempts", min = 0 },
+    { "attempt", "int", nil, "the attempt number for the record (a child's)", unit = "attempts" },
+    { "pad-mode", "choice", "constant", "pad's border", choices = { "constant", "reflect", "replicate" } },
+    { "copy-path", "choice", "measured", "the device's copy path", choices = { "measured", "kernel", "driver" } },
+    { "contracts", "string", cli.repo_file "contracts/shape-ops.md", "the contract file", key = "file",
+      value = "FILE", default_text = "contracts/shape-ops.md" },
+    { "warm-ms", "int", 200, "back-to-back warm-up before each op's timed passes", unit = "milliseconds", min = 0 },
+    { "no-gate", "flag", nil, "leave the bit gate against the CPU twin out" },
+    { "apart", "flag", nil, "time each op in a process of its own" },
+    { "one-process", "flag", nil, "the default (older commands in docs/PERF.md pass it)" },
+    { "child", "flag", nil, "one op for a parent process: rows as ROW lines (internal)" },
+  },
+  output = true,
+})
+opts.jsonl = opts.output == "jsonl"
+if opts.ops then
+  local known = {}
+  for _, op in ipairs(OPS) do known[op] = true end
+  for op in (opts.ops .. ","):gmatch("([^,]*),") do
+    if not known[op] then
+      cli.fail(NAME, "--ops '%s': no op '%s' (the closest is %s; the ops: %s)", opts.ops, op, cli.closest(op, OPS),
+        table.concat(OPS, ","))
+    end
+  end
+end
+if opts.stride and (opts.cols or 1024) % opts.stride ~= 0 then
+  cli.fail(NAME, "--stride %d: does not divide the rows' %d columns (--cols)", opts.stride, opts.cols or 1024)
+end
 local d, err = xpu.device(opts.device)
-if not d then io.stderr:write("bench-shape-ops: ", err, "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", err) end
+local mib = opts.mib or report.past_caches(d) >> 20
+-- an op's input, its output and the bit gate's CPU twin of both must fit the device's memory
+if (d.memory_bytes or 0) > 0 and (mib << 20) * 3 > d.memory_bytes then
+  cli.fail(NAME, "--mib %d: an op's input, output and gate (%d MiB) do not fit %s's %d MiB; give a smaller --mib",
+    mib, 3 * mib, d.id, d.memory_bytes >> 20)
+end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
-if not contracts then io.stderr:write("bench-shape-ops: ", cerr, "\n"); os.exit(1) end
+if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
+local w = report.writer(opts.output, d, "shape-ops", { "kernel", "shape", "format", "pad_mode", "run", "copy_path", "attempt" })
 local copy_path, copy_why
 if opts.copy_path == "measured" then
   copy_path, copy_why = autotune.copy_path(d)
 else
   local ok, perr = pcall(d.copy_path, d, opts.copy_path)
-  if not ok then io.stderr:write("bench-shape-ops: --copy-path: ", perr, "\n"); os.exit(1) end
+  if not ok then cli.fail(NAME, "--copy-path %s: %s", opts.copy_path, perr) end
   copy_path, copy_why = opts.copy_path, ("%s: the %s, as --copy-path asks"):format(d.id,
     opts.copy_path == "driver" and "driver's copy" or "copy kernels")
 end
@@ -121,7 +133,6 @@ for op in (opts.ops or ""):gmatch("[^,]+") do wanted[op] = true end
 -- The working set (input bytes) past any cache (report.past_caches: on a discrete device four
 -- times the L2 and at least 1 GiB, the issue's size; on the host four times the last-level
 -- cache, at least 256 MiB).
-local mib = opts.mib or report.past_caches(d) >> 20
 local n = (mib << 20) // 4 -- f32 elements
 local C = opts.cols or 1024
 local R = n // C
@@ -184,9 +195,28 @@ end
 
 -- Buffers on device dev for a case; returns the launch spec. poison: the output starts as
 -- 0xa5 bytes (the bit gate's two sides alike, so no byte compares by chance of allocation).
+-- A case's operand names in a fixed order (pairs' order changes between processes).
+local function names_of(inputs)
+  local names = {}
+  for name in pairs(inputs) do names[#names + 1] = name end
+  table.sort(names)
+  return names
+end
+
+-- The operand a case's record and Autotune key name by shape: its largest input (ties: the
+-- first name), the same one in every process.
+local function main_input(case)
+  local best
+  for _, name in ipairs(names_of(case.inputs)) do
+    if not best or case.inputs[name].bytes > case.inputs[best].bytes then best = name end
+  end
+  return case.inputs[best]
+end
+
 local function spec_on(dev, case, out_bytes, poison)
   local spec = { inputs = {}, params = case.params }
-  for name, op in pairs(case.inputs) do
+  for _, name in ipairs(names_of(case.inputs)) do
+    local op = case.inputs[name]
     spec.inputs[name] = { dtype = op.dtype, shape = op.shape, strides = op.strides,
                           buffer = dev:buffer(op.data or pattern(op.bytes)) }
   end
@@ -274,7 +304,16 @@ local function gate_failed(g)
   return g == "DIFFERS" or g:find("^UNWRITTEN") ~= nil or g:find("^OUT OF BOUND") ~= nil
 end
 
-local rows, records, failed = {}, {}, false
+local rows, failed = {}, false
+-- the table row by row as each op is timed (a parent's; a child hands its rows up as ROW lines)
+local table_row = opts.child and function() end or w:stream {
+  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved; of copy: of the faster of the copy ceiling and its own copy"):format(
+    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
+    .. (opts.cols and (", rows of %d"):format(C) or "") .. (opts.stride and (", contiguize every %d-th item"):format(opts.stride) or "")),
+  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
+             "of own" },
+  widths = { 20, 11, 9, 6, 8, 8, 7, 8, 16, 8, 6 },
+}
 local all = opts.run and run_cases(cases(), opts.run) or cases()
 if opts.stride then -- every S-th item of each row: a gather along the last axis
   local S = opts.stride
@@ -286,7 +325,7 @@ for _, c in ipairs(mine) do
   if all[c.kernel] and (not opts.ops or wanted[c.kernel]) then list[#list + 1] = c end
 end
 -- Op `kernel` timed in a process of its own (this script again, --child): its rows and records
--- from the child's ROW and JSON lines, appended to `into_rows` and `records`; attempt (nil on
+-- from the child's ROW and JSON lines, appended to `into_rows` and written as they come; attempt (nil on
 -- the first) goes to the child for its record.
 local function run_child(kernel, into_rows, attempt)
   local exe, script = arg[-1] or "xpulua", arg[0]
@@ -294,16 +333,18 @@ local function run_child(kernel, into_rows, attempt)
                 "--warm-ms", opts.warm_ms, "--copy-path", opts.copy_path,
                 "--contracts", opts.file, "--ops", kernel, "--pad-mode", opts.pad_mode, "--child", opts.no_gate and "--no-gate" or "",
                 opts.run and "--run" or "", opts.run or "", opts.cols and "--cols" or "", opts.cols or "",
-                opts.stride and "--stride" or "", opts.stride or "", opts.jsonl and "--jsonl" or "", attempt and "--attempt" or "", attempt or "" }
+                opts.stride and "--stride" or "", opts.stride or "", "-o", "jsonl", attempt and "--attempt" or "", attempt or "" }
   local p = assert(io.popen(report.command(cmd)))
   for line in p:lines() do
     if line:sub(1, 4) == "ROW\t" then
       local row = {}
       for f in (line:sub(5) .. "\t"):gmatch("([^\t]*)\t") do row[#row + 1] = tonumber(f) or f end
+      if attempt then row[1] = ("%s (again %d)"):format(kernel, attempt) end
       into_rows[#into_rows + 1] = row
+      table_row(row)
       failed = failed or gate_failed(row[8])
     elseif line:sub(1, 1) == "{" then
-      records[#records + 1] = line
+      w:record(report.decode_json(line) or { bench = "shape-ops", unreadable = line })
     end
   end
   if not p:close() then failed = true end
@@ -327,7 +368,8 @@ end
 local function own_copy_gbs(c, case, spec, s)
   if not copier then return nil end
   local dst, src, bytes = output_of(c, spec), nil, 0
-  for name, v in pairs(case.inputs) do
+  for _, name in ipairs(names_of(case.inputs)) do
+    local v = case.inputs[name]
     if spec.inputs[name].buffer ~= dst and v.bytes > bytes then src, bytes = spec.inputs[name].buffer, v.bytes end
   end
   bytes = math.min(bytes, case.out or case.inputs.dest.bytes)
@@ -371,21 +413,28 @@ for k, c in ipairs(list) do
   local st = report.stats(times)
   local gbs = bytes / st.median / 1e9
   local own = own_copy_gbs(c, case, spec, s)
+  -- the ceiling the op is quoted against: the stored copy ceiling, or the copy between its own
+  -- buffers just now where that ran faster (a VM's bandwidth moves with its neighbours)
+  local op_ceiling = ceiling and own and math.max(ceiling, own) or ceiling
   settle.touch(d)
   -- the contract's measured cost ("judge_measured"), keyed by kernel, dtype (pad: and border
   -- mode, which changes its cost) and shape; the store itself keys it by the device
   -- fingerprint and the kernels' code hash
   local key = ("judge_measured.%s.f32"):format(c.kernel) .. (c.kernel == "pad" and "." .. opts.pad_mode or "")
-  autotune.remember_for(d, key, case.inputs[next(case.inputs)].shape, ("%.6g"):format(st.median))
+  autotune.remember_for(d, key, main_input(case).shape, ("%.6g"):format(st.median))
   rows[#rows + 1] = { c.kernel, bytes, st.median * 1e3, gbs, bytes / st.max / 1e9, bytes / st.min / 1e9,
-                      ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", gate, ran, own or "-",
+                      op_ceiling and ("%.0f%%"):format(100 * gbs / op_ceiling) or "-", gate, ran, own or "-",
                       own and ("%.0f%%"):format(100 * gbs / own) or "-" }
-  records[#records + 1] = { bench = "shape-ops", kernel = c.kernel, backend = c.backend, device = d:fingerprint(),
-                            commit = report.commit(), shape = case.inputs[next(case.inputs)].shape, format = "f32",
-                            bytes_moved = bytes, n = st.n, median_s = st.median, min_s = st.min, max_s = st.max,
-                            gbs = gbs, ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
-                            pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run, copy_path = copy_path,
-                            attempt = opts.attempt }
+  table_row(rows[#rows])
+  -- past the caches a rate over the copy ceiling is a stale or mismeasured ceiling (a smaller
+  -- --mib may be served from the cache, which the ceiling does not bound)
+  if (mib << 20) >= report.past_caches(d) then report.check_ceiling(NAME, c.kernel, gbs, op_ceiling) end
+  w:record(report.with_stats({ kernel = c.kernel, backend = c.backend,
+                               shape = main_input(case).shape, format = "f32",
+                               bytes_moved = bytes, median_s = st.median, min_s = st.min, max_s = st.max,
+                               gbs = gbs, ceiling_gbs = op_ceiling, stored_ceiling_gbs = ceiling, bit_gate = gate, ran = ran, own_copy_gbs = own,
+                               pad_mode = c.kernel == "pad" and opts.pad_mode or nil, run = opts.run, copy_path = copy_path,
+                               attempt = opts.attempt }, st))
   release(spec)
 end
 
@@ -395,14 +444,11 @@ if opts.child then
     for i, v in ipairs(r) do f[i] = tostring(v) end
     print("ROW\t" .. table.concat(f, "\t"))
   end
-  if opts.jsonl then
-    for _, r in ipairs(records) do report.jsonl(r) end
-  end
   os.exit(failed and 1 or 0)
 end
 
 -- --again: each op whose process was slow, timed again in processes of its own until one is not,
--- its rows right after the first.
+-- its rows printed as they come (after the first attempts), kept right after its first in `rows`.
 if opts.again > 0 then
   local all_rows = {}
   for _, r in ipairs(rows) do
@@ -413,20 +459,11 @@ if opts.again > 0 then
       local got = #all_rows
       run_child(r[1], all_rows, k)
       if #all_rows == got then break end -- the child gave no row: its error is on stderr
-      all_rows[#all_rows][1] = ("%s (again %d)"):format(r[1], k)
     end
   end
   rows = all_rows
 end
 
-print(report.table {
-  title = ("%s — %s, f32, %d MiB in, %d reps of %d launch(es), pad's border %s, copies by the %s%s, GB/s from each contract's bytes_moved"):format(
-    d.id, d.name, mib, opts.reps, opts.launches, opts.pad_mode, copy_path == "driver" and "driver" or "kernels", (opts.run and (", walks on runs of %d"):format(opts.run) or "")
-    .. (opts.cols and (", rows of %d"):format(C) or "") .. (opts.stride and (", contiguize every %d-th item"):format(opts.stride) or "")),
-  header = { "kernel", "bytes moved", "median ms", "GB/s", "GB/s min", "GB/s max", "of copy", "bit gate", "ran", "own copy",
-             "of own" },
-  rows = rows,
-})
 -- An op whose own copy ran under half the copy kernel's ceiling (report.slow_share; the own copy is a kernel): the device was
 -- slow in that process, not the op (NVIDIA's Vulkan driver now and then, at full clock, for
 -- reasons not found; docs/PERF.md). Said beside the table, so no such row passes for the op's rate.
@@ -434,13 +471,8 @@ for _, r in ipairs(rows) do
   local own = tonumber(r[10])
   local share = report.slow_share(own, kernel_ceiling)
   if share then
-    print(("slow copy: %s: the copy between its own buffers ran at %.0f GB/s, %.0f %% of the copy kernel's ceiling; the device, not the op, set this row's pace"):format(
+    w:print(("slow copy: %s: the copy between its own buffers ran at %.0f GB/s, %.0f %% of the copy kernel's ceiling; the device, not the op, set this row's pace"):format(
       r[1], own, 100 * share))
-  end
-end
-if opts.jsonl then
-  for _, r in ipairs(records) do
-    if type(r) == "string" then print(r) else report.jsonl(r) end -- a child's line as it came
   end
 end
 os.exit(failed and 1 or 0)

@@ -8,21 +8,29 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "cpu:0", buffers = 6, mib = 1024 }
-report.require_values("buffer-rates", arg, { "--device", "--buffers", "--mib" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--buffers" then opts.buffers = report.whole("buffer-rates", a, v, "buffers")
-  elseif a == "--mib" then opts.mib = report.whole("buffer-rates", a, v, "MiB")
-  elseif a == "--copy" then opts.copy = true; i = i - 1
-  else io.stderr:write("buffer-rates: unknown argument '", tostring(a), "'\n"); os.exit(2) end
-  i = i + 2
-end
+local cli = require "xpu.cli"
+
+local NAME = "buffer-rates"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Reads (or copies) each of N written buffers twice over: whether a rate belongs to a buffer or the process.",
+  example = "xpulua scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 64 --copy",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "D" },
+    { "buffers", "int", 6, "buffers made", unit = "buffers" },
+    { "mib", "int", 1024, "each buffer's size", unit = "MiB" },
+    { "copy", "flag", nil, "copy each buffer into the next instead of reading it" },
+  },
+  output = true,
+})
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("buffer-rates: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
+if (d.memory_bytes or 0) > 0 and opts.buffers * (opts.mib << 20) > d.memory_bytes then
+  cli.fail(NAME, "--buffers %d --mib %d: %d MiB do not fit %s's %d MiB", opts.buffers, opts.mib, opts.buffers * opts.mib,
+    d.id, d.memory_bytes >> 20)
+end
+local w = report.writer(opts.output, d, "buffer-rates", { "op", "pass", "buffer", "mib" })
 local bytes = opts.mib << 20
 local chunk = ("xpulua buffer-rates "):rep((64 << 20) // 20 + 1):sub(1, 64 << 20)
 local bufs = {}
@@ -53,7 +61,10 @@ for pass = 1, 2 do
     local st = report.stats(t)
     local moved = opts.copy and 2 * bytes or bytes
     rows[#rows + 1] = { pass, b, moved, st.median * 1e6, moved / st.median / 1e9, moved / st.max / 1e9, moved / st.min / 1e9 }
+    w:record(report.with_stats({ op = opts.copy and "copy" or "read", pass = pass, buffer = b, mib = opts.mib,
+                                 bytes_moved = moved, gbs = moved / st.median / 1e9 }, st))
+    report.progress((pass - 1) * opts.buffers + b, 2 * opts.buffers, "buffers")
   end
 end
-print(report.table { title = ((opts.copy and "copy of each buffer into the next" or "streaming read of each buffer") .. " on %s (%s): %d x %d MiB, written, the device settled"):format(d.id, d.name, opts.buffers, opts.mib),
-               header = { "pass", "buffer", "bytes moved", "median us", "GB/s", "GB/s min", "GB/s max" }, rows = rows })
+w:table { title = ((opts.copy and "copy of each buffer into the next" or "streaming read of each buffer") .. " on %s (%s): %d x %d MiB, written, the device settled"):format(d.id, d.name, opts.buffers, opts.mib),
+               header = { "pass", "buffer", "bytes moved", "median us", "GB/s", "GB/s min", "GB/s max" }, rows = rows }

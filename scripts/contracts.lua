@@ -7,20 +7,20 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 
-local path, queries_file, backend
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--queries" then queries_file = arg[i + 1]; i = i + 1
-  elseif a == "--backend" then backend = arg[i + 1]; i = i + 1
-  elseif a:sub(1, 2) == "--" then io.stderr:write("contracts: unknown option '", a, "'\n"); os.exit(2)
-  else path = a end
-  i = i + 1
-end
-if not path then
-  io.stderr:write("usage: xpulua scripts/contracts.lua FILE.md [--queries QUERIES.lua] [--backend cpu|cuda]\n")
-  os.exit(2)
-end
+local cli = require "xpu.cli"
+
+local opts = cli.parse(arg, {
+  name = "contracts",
+  about = "A contract file's contracts, the route rows they become, and an audit of a query set against them.",
+  example = "xpulua scripts/contracts.lua contracts/shape-ops.md --backend cpu",
+  options = {
+    { "queries", "string", nil, "a Lua file returning the query list", value = "QUERIES.lua",
+      default_text = "the built-in queries" },
+    { "backend", "string", nil, "one backend's contracts only, e.g. cpu or cuda", value = "B", default_text = "all" },
+  },
+  args = { { "FILE", "the contract file (.md)", required = true } },
+})
+local path, queries_file, backend = opts.file, opts.queries, opts.backend
 
 -- A bad contract or query file: one line naming where and what, exit 1, never a traceback.
 local function fail(msg)

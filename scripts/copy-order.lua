@@ -6,8 +6,19 @@
 --   xpulua scripts/copy-order.lua sd|ds [MIB]
 local xpu = require "xpu"
 local settle = require "xpu.settle"
-local d = assert(xpu.device(os.getenv("XPULUA_DEVICE") or "vulkan:0"))
-local order, half = arg[1] or "sd", (tonumber(arg[2]) or 512) << 20
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "copy-order",
+  about = "Source and dest buffers made in the order asked, then the copy between them timed: its median GB/s.",
+  example = "XPULUA_DEVICE=vulkan:0 xpulua scripts/copy-order.lua ds 512",
+  options = {},
+  args = { { "ORDER", "sd (source first) or ds (dest first)", default = "sd", kind = "choice", choices = { "sd", "ds" } },
+           { "MIB", "the source's size in MiB (the dest: twice it)", default = 512, kind = "int", unit = "MiB" } },
+  notes = "The device: $XPULUA_DEVICE, default vulkan:0.",
+})
+local d, why = xpu.device(os.getenv("XPULUA_DEVICE") or "vulkan:0")
+if not d then cli.die("copy-order", "%s", tostring(why)) end
+local order, half = opts.order, opts.mib << 20
 local k, s = d:kernel "stream_copy", d:default_stream()
 local b = {}
 for c in order:gmatch(".") do b[c] = d:buffer(c == "s" and half or 2 * half) end

@@ -4,8 +4,18 @@
 --   xpulua scripts/copy-pairs.lua [DEVICE] [PAIRS]
 local xpu = require "xpu"
 local settle = require "xpu.settle" -- each pair's upload is host time: settled before each rate
-local d = assert(xpu.device(arg[1] or "vulkan:0"))
-local bytes, npairs = 1 << 30, tonumber(arg[2] or 6)
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "copy-pairs",
+  about = "Pairs of 1 GiB buffers made one after another, each pair's copy rate timed when made and again at the end.",
+  example = "xpulua scripts/copy-pairs.lua vulkan:0 6",
+  options = {},
+  args = { { "DEVICE", "the device", default = "vulkan:0" },
+           { "PAIRS", "pairs of buffers", default = 6, kind = "int", unit = "pairs" } },
+})
+local d, why = xpu.device(opts.device)
+if not d then cli.die("copy-pairs", "%s", tostring(why)) end
+local bytes, npairs = 1 << 30, opts.pairs
 local k, s = d:kernel "stream_copy", d:default_stream()
 local chunk = ("xpulua bandwidth"):rep(1 << 22)
 local function rate(p)

@@ -4,7 +4,16 @@
 -- the rate of the rest; CUDA's first launch is at full rate (docs/PERF.md).
 --   xpulua scripts/copy-ramp.lua [DEVICE]
 local xpu = require "xpu"
-local d = assert(xpu.device(arg[1] or "vulkan:0"))
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "copy-ramp",
+  about = "A 1 GiB copy timed launch by launch from a process's start, with and without host gaps between launches.",
+  example = "xpulua scripts/copy-ramp.lua vulkan:0",
+  options = {},
+  args = { { "DEVICE", "the device", default = "vulkan:0" } },
+})
+local d, why = xpu.device(opts.device)
+if not d then cli.die("copy-ramp", "%s", tostring(why)) end
 local bytes = 1 << 30
 local k, s = d:kernel "stream_copy", d:default_stream()
 local src, dst = d:buffer(bytes), d:buffer(bytes)

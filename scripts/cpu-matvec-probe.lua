@@ -11,7 +11,23 @@
 local xpu = require "xpu"
 local decode = require "xpu.decode"
 
-local mode, a2, a3, a4 = arg[1], arg[2], arg[3], arg[4]
+local cli = require "xpu.cli"
+local NAME = "cpu-matvec-probe"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "One core's mat-vec body alone: rates [PATH] | rows [FMT] [PATH] | once FMT [PATH] [N].",
+  example = "xpulua scripts/cpu-matvec-probe.lua rows q4_K avx2",
+  options = {},
+  args = { { "MODE", "rates, rows or once", required = true, kind = "choice", choices = { "rates", "rows", "once" } },
+           { "A2", "rates: PATH; rows: FMT (q4_0); once: FMT" }, { "A3", "rows, once: PATH (avx2)" },
+           { "A4", "once: calls (1)", kind = "int", unit = "calls" } },
+})
+local mode, a2, a3, a4 = opts.mode, opts.a2, opts.a3, opts.a4
+local PATHS = { portable = true, avx2 = true, vnni = true }
+local path_arg = mode == "rates" and a2 or a3
+if path_arg and not PATHS[path_arg] then cli.fail(NAME, "PATH '%s': not portable, avx2 or vnni", path_arg) end
+local fmt_arg = mode ~= "rates" and a2 or nil
+if fmt_arg and not pcall(xpu.quant.info, fmt_arg) then cli.fail(NAME, "FMT '%s': not a format (e.g. q4_0)", fmt_arg) end
 
 -- rows x cols weights of fmt, `copies` distinct strings of them, and the activation
 local function matrix(fmt, rows, cols, copies)
@@ -54,6 +70,5 @@ elseif mode == "once" and a2 then
   local ws, x = matrix(a2, 1024, 14336, 1)
   for _ = 1, tonumber(a4) or 1 do xpu.quant.matvec_host(a2, ws[1], x, 1024, 14336, a3 or "avx2") end
 else
-  io.stderr:write("cpu-matvec-probe: rates [PATH] | rows [FMT] [PATH] | once FMT [PATH] [N]\n")
-  os.exit(2)
+  cli.fail(NAME, "once needs a FMT (usage: rates [PATH] | rows [FMT] [PATH] | once FMT [PATH] [N])")
 end

@@ -7,18 +7,29 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 
-local opts = { device = "cpu:0", bytes = 33030144, copies = 9, rounds = 4, sleep = 3 }
-for i = 1, #arg, 2 do
-  local key, v = (arg[i] or ""):match "^%-%-(.+)$", arg[i + 1]
-  if not key or opts[key] == nil or (key ~= "device" and not tonumber(v)) then
-    io.stderr:write("cpu-read-pages: unknown argument '", tostring(arg[i]), "'\n")
-    os.exit(2)
-  end
-  opts[key] = key == "device" and v or math.tointeger(tonumber(v)) or tonumber(v)
-end
+local cli = require "xpu.cli"
 
-local d = assert(xpu.device(opts.device))
+local NAME = "cpu-read-pages"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Whether this machine reads pages of repeated content faster than pages each unique.",
+  example = "xpulua scripts/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "ID" },
+    { "bytes", "int", 33030144, "bytes per copy", unit = "bytes" },
+    { "copies", "int", 9, "rotated copies", unit = "copies" },
+    { "rounds", "int", 4, "alternated rounds", unit = "rounds" },
+    { "sleep", "number", 3, "pause between rounds", unit = "seconds", min = 0 },
+  },
+  output = true,
+})
+
+local d, why = xpu.device(opts.device)
+if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "cpu-read-pages", { "round", "pages", "bytes", "copies" })
 local bytes, copies = opts.bytes, opts.copies
+cli.fits(NAME, d, 2 * copies * bytes, ("--bytes %d --copies %d (repeated and unique copies)"):format(bytes, copies),
+  "give fewer --bytes or --copies")
 local k, s, out = d:kernel "stream_read", d:default_stream(), d:buffer(16 * 32)
 
 local function time(bufs)
@@ -29,7 +40,7 @@ local function time(bufs)
     local sec = s:timer_end(m) / copies
     if r > 3 then t[#t + 1] = sec end
   end
-  return report.stats(t).median * 1e6
+  return report.stats(t)
 end
 
 local pattern = ("xpulua read "):rep(bytes // 12 + 1):sub(1, bytes)
@@ -49,8 +60,13 @@ for c = 1, copies do
 end
 local rows = {}
 for r = 1, opts.rounds do
-  rows[#rows + 1] = { r, time(repeated), time(unique) }
+  local rep, uni = time(repeated), time(unique)
+  rows[#rows + 1] = { r, rep.median * 1e6, uni.median * 1e6 }
+  for _, x in ipairs { { "repeated", rep }, { "unique", uni } } do
+    w:record(report.with_stats({ round = r, pages = x[1], bytes = bytes, copies = copies }, x[2]))
+  end
+  report.progress(r, opts.rounds, "rounds")
   if r < opts.rounds then os.execute("sleep " .. opts.sleep) end
 end
-print(report.table { title = ("stream_read on %s, %d copies of %d bytes, us a copy"):format(d.id, copies, bytes),
-                     header = { "round", "repeated pattern us", "unique pages us" }, rows = rows })
+w:table { title = ("stream_read on %s, %d copies of %d bytes, us a copy"):format(d.id, copies, bytes),
+                     header = { "round", "repeated pattern us", "unique pages us" }, rows = rows }

@@ -1,6 +1,12 @@
 # device-env.sh — sourced by the scripts run on a GPU machine (device-run.sh, vk-sweep.sh):
 # $OUT, the static binary as $X, busted from .dev/, the Autotune store under $OUT, NVIDIA's
 # driver libraries, and the Vulkan loader unpacked from .gl/ with NVIDIA's ICD.
+if [ "$(basename -- "$0")" = device-env.sh ]; then
+	case "${1:-}" in -h|--help)
+		echo 'usage: . scripts/device-env.sh   (sourced by device-run.sh and vk-sweep.sh; run alone it only sets up $OUT)'
+		sed -n '1,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	esac
+fi
 OUT=${OUT:-/tmp/xpulua-out}
 mkdir -p "$OUT"
 X=${XPULUA_BIN:-$PWD/build/static/xpulua}

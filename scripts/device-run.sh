@@ -3,6 +3,10 @@
 # the specs (inside the static xpulua, with busted carried in .dev/), then the ceilings and
 # the benchmarks, logs under $OUT. Needs: build/static/xpulua (make static), .dev/ (busted's
 # Lua files and its C modules lfs, term, system), optionally .gl/ (the Vulkan loader .deb).
+case "${1:-}" in -h|--help)
+	echo 'usage: [SPECS=none] [OUT=DIR] sh scripts/device-run.sh'
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 set -u
 . "$(dirname "$0")/device-env.sh"
 stage() { printf '\n=== %s\n' "$*"; }

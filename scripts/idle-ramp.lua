@@ -9,19 +9,24 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "cpu:0", idle = 10, load = 2 }
-report.require_values("idle-ramp", arg, { "--device", "--idle", "--load" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], tonumber(arg[i + 1])
-  if a == "--device" then opts.device = arg[i + 1]
-  elseif (a == "--idle" or a == "--load") and v and v >= 0 then opts[a:sub(3)] = v
-  else io.stderr:write("idle-ramp: unknown or bad argument '", tostring(a), " ", tostring(arg[i + 1]), "'\n"); os.exit(2) end
-  i = i + 2
-end
+local cli = require "xpu.cli"
+
+local NAME = "idle-ramp"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "A device's read rate after it sat idle: windows of back-to-back reads, and when 90 % of the settled rate came.",
+  example = "xpulua scripts/idle-ramp.lua --device cpu:0 --idle 2 --load 1",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "D" },
+    { "idle", "number", 10, "idle time before the reads", unit = "seconds", min = 0 },
+    { "load", "number", 2, "time spent reading", unit = "seconds", min = 0 },
+  },
+  output = true,
+})
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("idle-ramp: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "idle-ramp", { "t_s" })
 local bytes = 128 << 20
 local buf = d:buffer(("xpulua idle-ramp "):rep(bytes // 17 + 1):sub(1, bytes))
 local read = settle.reader(d)
@@ -38,6 +43,8 @@ while true do
   all[#all + 1] = { t, gbs }
   if t <= 0.1 or t >= next_t then
     rows[#rows + 1] = { ("%.3f"):format(t), gbs }
+    w:record(report.with_stats({ t_s = tonumber(("%.3f"):format(t)), idle_s = opts.idle, reads = n, gbs = gbs },
+      report.stats { gbs }, "GB/s")) -- one window: one sample
     if t > 0.1 then next_t = next_t + 0.25 end
   end
   if t >= opts.load then break end
@@ -47,5 +54,5 @@ for _, w in ipairs(all) do if w[1] >= opts.load - 1 then tail[#tail + 1] = w[2] 
 local settled = report.stats(tail).median
 local reached = "-"
 for _, w in ipairs(all) do if w[2] >= 0.9 * settled then reached = ("%.3f s"):format(w[1]); break end end
-print(report.table { title = ("read rate on %s after %g s idle, windows of %d x 128 MiB; 90 %% of the last second's median (%.0f GB/s) first at %s"):format(
-  d.id, opts.idle, n, settled, reached), header = { "s since load began", "GB/s" }, rows = rows })
+w:table { title = ("read rate on %s after %g s idle, windows of %d x 128 MiB; 90 %% of the last second's median (%.0f GB/s) first at %s"):format(
+  d.id, opts.idle, n, settled, reached), header = { "s since load began", "GB/s" }, rows = rows }

@@ -4,24 +4,27 @@
 -- CPU are asked through a present device, and say why not when there is none. --file reads any
 -- AMDGPU code object (an offload bundle from hipcc --genco, or a bare ELF).
 --   xpulua scripts/manifest.lua [--backend hip|cuda|cpu|vulkan] [--file CODE_OBJECT] [--arch gfx90a]
---                               [--kernel NAME] [--jsonl]
+--                               [--kernel NAME] [-o table|jsonl]
 local xpu = require "xpu"
 local report = require "xpu.report"
 
-local opts = { backend = "hip" }
-report.require_values("manifest", arg, { "--backend", "--arch", "--kernel", "--file" })
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--backend" then opts.backend = arg[i + 1]; i = i + 1
-  elseif a == "--arch" then opts.arch = arg[i + 1]; i = i + 1
-  elseif a == "--kernel" then opts.kernel = arg[i + 1]; i = i + 1
-  elseif a == "--file" then opts.file = arg[i + 1]; i = i + 1
-  elseif a == "--jsonl" then opts.jsonl = true
-  else io.stderr:write("manifest: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 1
-end
+local cli = require "xpu.cli"
 
+local NAME = "manifest"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "What the compiler measured per kernel (registers, spills, scratch, LDS), before anything is timed.",
+  example = "xpulua scripts/manifest.lua --backend cpu --kernel q4_0_q8k_wave -o jsonl",
+  options = {
+    { "backend", "choice", "hip", "whose kernels", choices = { "hip", "cuda", "cpu", "vulkan" } },
+    { "arch", "string", nil, "one AMDGPU architecture only, e.g. gfx90a", value = "ARCH", default_text = "all" },
+    { "kernel", "string", nil, "one kernel only", value = "NAME", default_text = "all" },
+    { "file", "string", nil, "an AMDGPU code object to read (an offload bundle or a bare ELF)", value = "CODE_OBJECT" },
+  },
+  output = true,
+})
+opts.jsonl = opts.output == "jsonl"
+if opts.output == "csv" then cli.fail(NAME, "-o csv: manifest prints a table or JSON lines (-o table or -o jsonl)") end
 local function wanted(kernel, arch)
   return (not opts.kernel or kernel == opts.kernel) and (not opts.arch or arch == opts.arch)
 end

@@ -4,7 +4,15 @@
 --   xpulua scripts/ncu-decode.lua
 local xpu = require "xpu"
 local decode = require "xpu.decode"
-local d = assert(xpu.device "cuda:0")
+local cli = require "xpu.cli"
+cli.parse(arg, {
+  name = "ncu-decode",
+  about = "Two launches of each CUDA decode mat-vec at 14336x4096, for a profiler (ncu).",
+  example = "ncu -k regex:q8k_wave --launch-count 10 --section SpeedOfLight xpulua scripts/ncu-decode.lua",
+  options = {},
+})
+local d, why = xpu.device "cuda:0"
+if not d then cli.die("ncu-decode", "%s", tostring(why)) end
 for _, fmt in ipairs(decode.formats) do
   local rows, cols = 14336, 4096
   local fx = decode.fixture(fmt, 256, cols, 5)

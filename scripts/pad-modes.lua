@@ -9,44 +9,47 @@
 -- is bit-gated first: the gradient, written over a poisoned buffer, against the CPU's bytes on
 -- the same upstream ("bit gate": ok, DIFFERS or UNWRITTEN with the count of such elements; either
 -- fails the run); --no-gate leaves it out.
---   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [--jsonl]
+--   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 local autotune = require "xpu.autotune"
 
-local opts = { device = "cpu:0", cols = 1024, outer = 1, reps = 7 }
-report.require_values("pad-modes", arg, { "--device", "--mib", "--cols", "--outer", "--reps" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v; i = i + 1
-  elseif a == "--mib" then opts.mib = report.whole("pad-modes", a, v, "MiB"); i = i + 1
-  elseif a == "--cols" then
-    opts.cols = report.whole("pad-modes", a, v, "columns"); i = i + 1
-    if opts.cols < 17 then -- reflect's border must be shorter than the axis
-      io.stderr:write("pad-modes: --cols ", opts.cols, ": rows must be longer than the 16-column border (17 or more)\n")
-      os.exit(2)
-    end
-  elseif a == "--outer" then opts.outer = report.whole("pad-modes", a, v, "rows", 0); i = i + 1
-  elseif a == "--reps" then opts.reps = report.whole("pad-modes", a, v, "repetitions"); i = i + 1
-  elseif a == "--jsonl" then opts.jsonl = true
-  elseif a == "--no-gate" then opts.no_gate = true
-  else io.stderr:write("pad-modes: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 1
+local cli = require "xpu.cli"
+
+local NAME = "pad-modes"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "pad_backward in each border mode, bit-gated, timed past the caches against the copy ceiling.",
+  example = "xpulua scripts/pad-modes.lua --device cpu:0 --mib 16 --cols 1024 --outer 1 --reps 3 -o jsonl",
+  options = {
+    { "device", "string", "cpu:0", "the device to time", value = "D" },
+    { "mib", "int", nil, "the gradient's size", unit = "MiB", default_text = "past the caches" },
+    { "cols", "int", 1024, "the gradient's rows' length, 17 or more (past the 16-column border)", unit = "columns" },
+    { "outer", "int", 1, "upstream rows padded a side", unit = "rows", min = 0 },
+    { "reps", "int", 7, "timed launches per mode", unit = "repetitions" },
+    { "no-gate", "flag", nil, "leave the bit gate against the CPU out" },
+  },
+  output = true,
+})
+if opts.cols < 17 then -- reflect's border must be shorter than the axis
+  cli.fail(NAME, "--cols %d: rows must be longer than the 16-column border (17 or more)", opts.cols)
 end
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("pad-modes: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "pad-modes", { "mode", "shape", "outer" })
 local c, cpu_c
-local cpu = assert(xpu.device "cpu:0")
-for _, k in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+local cpu = xpu.device "cpu:0" or cli.die(NAME, "no cpu:0 for the bit gate")
+for _, k in ipairs(cli.contracts(NAME, cli.repo_file "contracts/shape-ops.md")) do
   if k.kernel == "pad_backward" and d:supports(k.code_capability) then c = k end
   if k.kernel == "pad_backward" and k.backend == "cpu" then cpu_c = k end
 end
-if not c then io.stderr:write("pad-modes: no pad_backward contract for ", d.id, "\n"); os.exit(1) end
+if not c then cli.die(NAME, "no pad_backward contract for %s", d.id) end
 
 local mib = opts.mib or report.past_caches(d) >> 20
+cli.fits(NAME, d, 4 * (mib << 20), ("--mib %d (upstream and gradient, and the gate's CPU twins)"):format(mib),
+  "give a smaller --mib")
 local W = opts.cols
 local R = math.max(1, (mib << 20) // 4 // W)
 local ceiling = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
@@ -55,7 +58,7 @@ report.log("pad-modes: %s (%s), gradient f32 %dx%d, copy ceiling %s", d.id, d.na
 
 local unit = ("xpulua pad modes "):rep(64)
 local P = opts.outer
-if P >= R then io.stderr:write("pad-modes: --outer ", P, ": the rows axis (", R, ") must be longer\n"); os.exit(2) end
+if P >= R then cli.fail(NAME, "--outer %d: the rows axis (%d) must be longer; give a smaller --outer or a larger --mib", P, R) end
 local up_bytes = (R + 2 * P) * (W + 32) * 4
 local up_data = unit:rep(up_bytes // #unit + 1):sub(1, up_bytes)
 local up = d:buffer(up_data)
@@ -120,21 +123,15 @@ for k, mode in ipairs { "constant", "reflect", "replicate" } do
   rows[#rows + 1] = { mode, res.kernel or "-", ("%.3f"):format(st.median * 1e3), ("%.3f"):format(st.min * 1e3),
                       ("%.3f"):format(st.max * 1e3), ("%.0f"):format(gbs),
                       ceiling and ("%.0f%%"):format(100 * gbs / ceiling) or "-", g }
-  records[#records + 1] = { bench = "pad-modes", device = d:fingerprint(), commit = report.commit(), mode = mode,
-                            ran = res.kernel, shape = { R, W }, outer = P, bytes_moved = res.bytes_moved, n = st.n,
-                            median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling,
-                            bit_gate = g }
+  w:record(report.with_stats({ mode = mode, ran = res.kernel, shape = { R, W }, outer = P, bytes_moved = res.bytes_moved,
+                               median_s = st.median, min_s = st.min, max_s = st.max, gbs = gbs, ceiling_gbs = ceiling,
+                               bit_gate = g }, st))
+  if (mib << 20) >= report.past_caches(d) then report.check_ceiling(NAME, "pad_backward " .. mode, gbs, ceiling) end
 end
-print(report.table {
+w:table {
   title = ("pad_backward by border mode on %s (%s), f32 gradient %dx%d, padding ((%d, %d), (16, 16)), %d reps"):format(
     d.id, d.name, R, W, P, P, opts.reps),
   header = { "mode", "ran", "median ms", "min ms", "max ms", "GB/s", "of copy", "bit gate" },
   rows = rows,
-})
-if opts.jsonl then
-  for _, r in ipairs(records) do report.jsonl(r) end
-end
-if failed then
-  io.stderr:write("pad-modes: a mode's gradient differs from the CPU's (the bit gate column)\n")
-  os.exit(1)
-end
+}
+if failed then cli.die(NAME, "a mode's gradient differs from the CPU's (the bit gate column)") end

@@ -16,22 +16,28 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "vulkan:0", churn = 8, seconds = 20, mib = 1024 }
-report.require_values("read-after-churn", arg, { "--device", "--churn", "--seconds", "--mib" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], tonumber(arg[i + 1])
-  if a == "--device" then opts.device = arg[i + 1]
-  elseif a == "--churn" and v and v >= 0 then opts.churn = math.floor(v)
-  elseif a == "--seconds" and v and v > 0 then opts.seconds = v
-  elseif a == "--mib" and v and v >= 8 then opts.mib = math.floor(v)
-  else io.stderr:write("read-after-churn: bad argument '", tostring(a), "' (see the header)\n"); os.exit(2) end
-  i = i + 2
-end
+local cli = require "xpu.cli"
+
+local NAME = "read-after-churn"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Reads buffers made before and after bulk allocate-fill-free churn, a row per half second.",
+  example = "xpulua scripts/read-after-churn.lua --device cpu:0 --churn 1 --seconds 2 --mib 64",
+  options = {
+    { "device", "string", "vulkan:0", "the device to time", value = "D" },
+    { "churn", "int", 8, "rounds of 1 GiB churn (0: a baseline)", unit = "GiB", min = 0 },
+    { "seconds", "number", 20, "time read after the churn", unit = "seconds", min = 0.001 },
+    { "mib", "int", 1024, "each read buffer's size", unit = "MiB", min = 8 },
+  },
+  output = true,
+})
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("read-after-churn: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
 local read = settle.reader(d)
+local w = report.writer(opts.output, d, "read-after-churn", { "t_s", "buffer" })
+cli.fits(NAME, d, 2 * (opts.mib << 20) + (opts.churn > 0 and 1 << 30 or 0),
+  ("--mib %d (buffers A and B, and a 1 GiB round of churn)"):format(opts.mib), "give a smaller --mib")
 
 local function filled(bytes, tag)
   local unit = ("xpulua read-after-churn " .. tag .. " "):rep(2048)
@@ -79,9 +85,13 @@ for k = 0, math.floor(opts.seconds * 2) do
   local bk = bucket[k]
   if bk then
     local m = {}
-    for c = 1, 3 do m[c] = report.stats(bk[c]).median end
+    for c, name in ipairs { "A", "B", "B8" } do
+      local st = report.stats(bk[c])
+      m[c] = st.median
+      w:record(report.with_stats({ t_s = k / 2, buffer = name, churn_gib = opts.churn, mib = opts.mib }, st, "GB/s"))
+    end
     rows[#rows + 1] = { ("%.1f"):format(k / 2), #bk[1], ("%.0f"):format(m[1]), ("%.0f"):format(m[2]), ("%.0f"):format(m[3]) }
   end
 end
-print(report.table { title = ("streaming reads on %s (%s) after %d GiB of churn, %d MiB buffers; GB/s, median of each half second"):format(
-  d.id, d.name, opts.churn, opts.mib), header = { "s after", "samples", "A (before)", "B (after)", "B8 (an eighth, 8x)" }, rows = rows })
+w:table { title = ("streaming reads on %s (%s) after %d GiB of churn, %d MiB buffers; GB/s, median of each half second"):format(
+  d.id, d.name, opts.churn, opts.mib), header = { "s after", "samples", "A (before)", "B (after)", "B8 (an eighth, 8x)" }, rows = rows }

@@ -1,6 +1,10 @@
 #!/bin/sh
 # setup.sh PKG... — installs the Debian packages that are missing; `apt-get update` once,
 # only when something is missing. Safe to run again.
+case "${1:-}" in -h|--help)
+	echo 'usage: sh scripts/setup.sh PKG...'
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 set -eu
 missing=""
 for p in "$@"; do

@@ -12,29 +12,44 @@
 -- differs that is not NaN on both sides, or the two indexes do not list the same cases.
 local report = require "xpu.report"
 
-local opts = { file = "contracts/shape-ops.md" }
-report.require_values("shape-ops-dump", arg, { "--device", "--out", "--ops", "--contracts" })
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  if a == "--device" then opts.device = arg[i + 1]; i = i + 1
-  elseif a == "--out" then opts.out = arg[i + 1]; i = i + 1
-  elseif a == "--ops" then opts.ops = arg[i + 1]; i = i + 1
-  elseif a == "--contracts" then opts.file = arg[i + 1]; i = i + 1
-  elseif a == "--compare" then
-    if not arg[i + 1] or not arg[i + 2] then
-      io.stderr:write("shape-ops-dump: --compare takes two dump files\n")
-      os.exit(2)
-    end
-    opts.compare = { arg[i + 1], arg[i + 2] }; i = i + 2
-  else io.stderr:write("shape-ops-dump: unknown argument '", a, "'\n"); os.exit(2) end
-  i = i + 1
+local cli = require "xpu.cli"
+
+local NAME = "shape-ops-dump"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "Dumps every shape kernel's output over a fixed case set, or compares two dumps element by element.",
+  example = "xpulua scripts/shape-ops-dump.lua --device cpu:0 --out before.bin --ops flip,copy  (then --compare before.bin after.bin)",
+  options = {
+    { "device", "string", nil, "the device whose kernels to dump (with --out)", value = "D" },
+    { "out", "string", nil, "the dump file to write (its index beside it, FILE.idx)", value = "FILE" },
+    { "ops", "string", nil, "the ops to dump, comma-separated", value = "a,b", default_text = "every op" },
+    { "contracts", "string", cli.repo_file "contracts/shape-ops.md", "the contract file", key = "file",
+      value = "FILE", default_text = "contracts/shape-ops.md" },
+    { "compare", "string", nil, "compare dump A with dump B (the next argument)", value = "A B" },
+  },
+  args = { { "B", "with --compare: the second dump" } },
+  output = true,
+})
+if opts.compare then
+  if not opts.b then cli.fail(NAME, "--compare takes two dump files (--compare A B)") end
+  opts.compare = { opts.compare, opts.b }
+elseif opts.b then
+  cli.fail(NAME, "unexpected argument '%s' (--help lists the options)", opts.b)
 end
 if not opts.compare and not (opts.device and opts.out) then
-  io.stderr:write("shape-ops-dump: give --device D --out FILE, or --compare A B\n")
-  os.exit(2)
+  cli.fail(NAME, "give --device D --out FILE, or --compare A B")
 end
-
+local ORDER = { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating", "copy", "contiguize" }
+if opts.ops then
+  for op in (opts.ops .. ","):gmatch("([^,]*),") do
+    local known = false
+    for _, k in ipairs(ORDER) do known = known or k == op end
+    if not known then
+      cli.fail(NAME, "--ops '%s': no op '%s' (the closest is %s; the ops: %s)", opts.ops, op, cli.closest(op, ORDER),
+        table.concat(ORDER, ","))
+    end
+  end
+end
 local BYTES = { f32 = 4, f64 = 8, f16 = 2, bf16 = 2, i8 = 1, i16 = 2, i32 = 4, i64 = 8, u8 = 1, u16 = 2, u32 = 4, u64 = 8 }
 
 -- ---- compare ------------------------------------------------------------------------------------
@@ -73,6 +88,7 @@ local function compare(pa, pb)
   local ia, ib = read_index(pa), read_index(pb)
   local a, b = read_all(pa), read_all(pb)
   local rows, bad, nan_only, same = {}, false, 0, 0
+  local w = report.writer(opts.output, nil, "shape-ops-dump", { "kernel", "dtype", "case" })
   if #ia ~= #ib then
     io.stderr:write(("shape-ops-dump: %s lists %d cases, %s %d\n"):format(pa, #ia, pb, #ib))
     os.exit(1)
@@ -104,13 +120,15 @@ local function compare(pa, pb)
       end
       if first then bad = true else nan_only = nan_only + 1 end
       rows[#rows + 1] = { x.kernel, x.dtype, x.case, differ, nans, first or "NaN payloads only" }
+      w:record { kernel = x.kernel, dtype = x.dtype, case = x.case, items_differ = differ, nan_both = nans,
+                 first_other = first, a = pa, b = pb }
     end
   end
   if #rows > 0 then
-    print(report.table { title = ("%s against %s: the cases that differ"):format(pa, pb),
-      header = { "kernel", "dtype", "case", "items differ", "NaN both", "first other difference" }, rows = rows })
+    w:table { title = ("%s against %s: the cases that differ"):format(pa, pb),
+      header = { "kernel", "dtype", "case", "items differ", "NaN both", "first other difference" }, rows = rows }
   end
-  print(("%d cases: %d identical, %d NaN payloads only, %d differ"):format(#ia, same, nan_only, #rows - nan_only))
+  w:print(("%d cases: %d identical, %d NaN payloads only, %d differ"):format(#ia, same, nan_only, #rows - nan_only))
   os.exit(bad and 1 or 0)
 end
 
@@ -122,7 +140,7 @@ local xpu = require "xpu"
 local d, derr = xpu.device(opts.device)
 if not d then io.stderr:write("shape-ops-dump: ", derr, "\n"); os.exit(1) end
 local contracts, cerr = xpu.contracts.try_load(opts.file)
-if not contracts then io.stderr:write("shape-ops-dump: ", cerr, "\n"); os.exit(1) end
+if not contracts then cli.fail(NAME, "--contracts %s: %s", opts.file, cerr) end
 local wanted
 if opts.ops then
   wanted = {}
@@ -245,7 +263,6 @@ function CASES.contiguize()
   return t
 end
 
-local ORDER = { "pad", "pad_backward", "flip", "roll", "cumsum", "triu", "tril", "write_slice", "write_slice_rotating", "copy", "contiguize" }
 local backend = d.backend
 local by_kernel = {}
 for _, c in ipairs(contracts) do

@@ -5,6 +5,10 @@
 # the reports are kept under reports/ beside the binary. Leaks inside the Vulkan driver and its loader (lavapipe keeps its
 # compiler's state to exit) are not ours and are suppressed (scripts/lsan.supp). Prints a line
 # per file and exits non-zero if any failed.
+case "${1:-}" in -h|--help)
+	echo 'usage: sh scripts/test-sanitized.sh XPULUA'
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 set -u
 X=$1
 R=$(dirname "$X")/reports

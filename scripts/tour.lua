@@ -3,6 +3,12 @@
 -- bit-gated run of the decode kernels on the CPU.
 local xpu = require "xpu"
 local report = require "xpu.report"
+require("xpu.cli").parse(arg, {
+  name = "tour",
+  about = "The devices on this box, the example route table and its audit, a refusal, and a bit-gated decode run on the CPU.",
+  example = "xpulua scripts/tour.lua",
+  options = {},
+})
 
 print("xpulua " .. xpu.version .. " — devices")
 local rows = {}

@@ -10,25 +10,37 @@ local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
 
-local opts = { device = "vulkan:0", mib = 1024, reps = 7, cols = "64,256,1024,4096,16384,65536,262144" }
-report.require_values("transpose-shapes", arg, { "--device", "--mib", "--reps", "--cols" })
-local i = 1
-while i <= #arg do
-  local a, v = arg[i], arg[i + 1]
-  if a == "--device" then opts.device = v
-  elseif a == "--mib" and tonumber(v) then opts.mib = math.floor(tonumber(v))
-  elseif a == "--reps" and tonumber(v) then opts.reps = math.max(1, math.floor(tonumber(v)))
-  elseif a == "--cols" and v then opts.cols = v
-  else io.stderr:write("transpose-shapes: bad argument '", tostring(a), "' (see the header)\n"); os.exit(2) end
-  i = i + 2
+local cli = require "xpu.cli"
+
+local NAME = "transpose-shapes"
+local opts = cli.parse(arg, {
+  name = NAME,
+  about = "contiguize of a transposed f32 view at one size and several shapes, each beside a plain copy.",
+  example = "xpulua scripts/transpose-shapes.lua --device cpu:0 --mib 16 --reps 3 --cols 64,1024",
+  options = {
+    { "device", "string", "vulkan:0", "the device to time", value = "D" },
+    { "mib", "int", 1024, "the input's size", unit = "MiB" },
+    { "reps", "int", 7, "timed launches per shape", unit = "repetitions" },
+    { "cols", "string", "64,256,1024,4096,16384,65536,262144", "the input rows' lengths, comma-separated",
+      value = "c1,c2" },
+  },
+  output = true,
+})
+for c in (opts.cols .. ","):gmatch("([^,]*),") do
+  local v = math.tointeger(tonumber(c))
+  if not v or v < 1 then
+    cli.fail(NAME, "--cols '%s': '%s' is not a whole number of columns (give e.g. 64,1024)", opts.cols, c)
+  end
 end
 
 local d, why = xpu.device(opts.device)
-if not d then io.stderr:write("transpose-shapes: ", tostring(why), "\n"); os.exit(1) end
+if not d then cli.die(NAME, "%s", tostring(why)) end
+local w = report.writer(opts.output, d, "transpose-shapes", { "op", "rows", "cols" })
 local C = {}
-for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+for _, c in ipairs(cli.contracts(NAME, cli.repo_file "contracts/shape-ops.md")) do
   if d:supports(c.code_capability) then C[c.kernel] = c end
 end
+cli.fits(NAME, d, 2 * (opts.mib << 20), ("--mib %d (a source and a destination)"):format(opts.mib), "give a smaller --mib")
 local n = (opts.mib << 20) // 4
 local unit = ("xpulua transpose "):rep(64)
 local src = d:buffer(unit:rep(n * 4 // #unit + 1):sub(1, n * 4))
@@ -48,7 +60,8 @@ local function time(c, spec)
     ts[#ts + 1] = s:timer_end(m)
   end
   settle.touch(d)
-  return 2 * n * 4 / report.stats(ts).median / 1e9, ran
+  local st = report.stats(ts)
+  return 2 * n * 4 / st.median / 1e9, ran, st
 end
 
 local rows, cols = {}, {}
@@ -58,12 +71,14 @@ for k, c in ipairs(cols) do
     report.log("transpose-shapes: %d columns do not divide %d elements; shape left out", c, n)
   else
     local r = n // c
-    local t, ran = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
+    local t, ran, st = time(C.contiguize, { inputs = { input = { dtype = "f32", shape = { c, r }, strides = { 1, c }, buffer = src } },
                                           params = {}, out = dst })
-    local cp = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
+    local cp, _, cst = time(C.copy, { inputs = { src = { dtype = "f32", shape = { n }, buffer = src } }, params = {}, out = dst })
+    w:record(report.with_stats({ op = "contiguize", rows = r, cols = c, ran = ran, bytes_moved = 2 * n * 4, gbs = t }, st))
+    w:record(report.with_stats({ op = "copy", rows = r, cols = c, bytes_moved = 2 * n * 4, gbs = cp }, cst))
     rows[#rows + 1] = { ("%dx%d"):format(r, c), c * 4, r * 4, ("%.0f"):format(t), ("%.0f"):format(cp), ("%.0f%%"):format(100 * t / cp), ran }
     report.progress(k, #cols, "shapes")
   end
 end
-print(report.table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),
-                     header = { "A (rows x cols)", "input row bytes", "output row bytes", "GB/s", "copy GB/s", "of copy", "ran" }, rows = rows })
+w:table { title = ("contiguize of a transposed f32 view on %s (%s), %d MiB; GB/s of read + write bytes"):format(d.id, d.name, opts.mib),
+                     header = { "A (rows x cols)", "input row bytes", "output row bytes", "GB/s", "copy GB/s", "of copy", "ran" }, rows = rows }

@@ -10,7 +10,21 @@
 --   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"
-local d = assert(xpu.device(arg[1] or "vulkan:0"))
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "vk-alloc-history",
+  about = "The same mat-vec timed on fresh weight allocations, trial after trial in one process.",
+  example = "SPACER=0 xpulua scripts/vk-alloc-history.lua vulkan:0 iq4_nl_q8k_wave_dot4 q8_0_q8k_wave",
+  options = {},
+  args = { { "DEVICE", "the device", default = "vulkan:0" },
+           { "KERNEL", "the first kernel", default = "iq4_nl_q8k_wave_dot4", key = "kernel1" },
+           { "KERNEL2", "the second kernel", default = "q8_0_q8k_wave", key = "kernel2" } },
+})
+local d, why = xpu.device(opts.device)
+if not d then cli.die("vk-alloc-history", "%s", tostring(why)) end
+for _, name in ipairs { opts.kernel1, opts.kernel2 } do
+  if not d:kernel_available(name) then cli.fail("vk-alloc-history", "KERNEL '%s': %s has no such kernel", name, d.id) end
+end
 local rows, cols = 4096, 14336
 local spacers = {}
 local function weights(fmt)
@@ -49,7 +63,7 @@ local function per_buffer(k, ws, x)
   y:release()
   return table.concat(out, " ")
 end
-for _, name in ipairs { arg[2] or "iq4_nl_q8k_wave_dot4", arg[3] or "q8_0_q8k_wave" } do
+for _, name in ipairs { opts.kernel1, opts.kernel2 } do
   local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
   for trial = 1, 4 do
     local ws, x, bytes = weights(fmt)

@@ -11,9 +11,18 @@
 --   xpulua scripts/vk-buffers-probe.lua [DEVICE]
 local xpu = require "xpu"
 local settle = require "xpu.settle"
-local d = assert(xpu.device(arg[1] or "vulkan:0"))
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "vk-buffers-probe",
+  about = "One roll over the same 1 GiB buffers, timed before and after the process makes and frees 1.5 GiB more.",
+  example = "xpulua scripts/vk-buffers-probe.lua vulkan:0",
+  options = {},
+  args = { { "DEVICE", "the device", default = "vulkan:0" } },
+})
+local d, why = xpu.device(opts.device)
+if not d then cli.die("vk-buffers-probe", "%s", tostring(why)) end
 local C = {}
-for _, c in ipairs(xpu.contracts.load "contracts/shape-ops.md") do
+for _, c in ipairs(cli.contracts("vk-buffers-probe", cli.repo_file "contracts/shape-ops.md")) do
   if d:supports(c.code_capability) then C[c.kernel] = c end
 end
 local s = d:default_stream()

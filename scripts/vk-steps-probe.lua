@@ -8,8 +8,19 @@
 --   xpulua scripts/vk-steps-probe.lua [DEVICE] [KERNEL]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"
-local d = assert(xpu.device(arg[1] or "vulkan:0"))
-local name = arg[2] or "q6_K_q8k_wave_dot4"
+local cli = require "xpu.cli"
+local opts = cli.parse(arg, {
+  name = "vk-steps-probe",
+  about = "Which earlier work in a process slows a Vulkan mat-vec: the same weights timed again after each step.",
+  example = "xpulua scripts/vk-steps-probe.lua vulkan:0 q6_K_q8k_wave_dot4",
+  options = {},
+  args = { { "DEVICE", "the device", default = "vulkan:0" },
+           { "KERNEL", "the mat-vec kernel", default = "q6_K_q8k_wave_dot4" } },
+})
+local d, why = xpu.device(opts.device)
+if not d then cli.die("vk-steps-probe", "%s", tostring(why)) end
+local name = opts.kernel
+if not d:kernel_available(name) then cli.fail("vk-steps-probe", "KERNEL '%s': %s has no such kernel", name, d.id) end
 local k, fmt = d:kernel(name), name:match "^(.-)_q8k"
 local rows, cols = 4096, 14336
 local fx = decode.fixture(fmt, 64, cols, 5)

@@ -8,6 +8,10 @@
 # the driver reports. Raw lines: $OUT/sweep.tsv. About 1-2 minutes.
 # The environment is scripts/device-run.sh's; needs build/static/xpulua (make static), .dev/
 # and .gl/ carried. N=15 timed batches per shape by default; SHAPES overrides the two shapes.
+case "${1:-}" in -h|--help)
+	echo 'usage: [N=15] [SHAPES="RxC ..."] sh scripts/vk-sweep.sh'
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+esac
 set -u
 . "$(dirname "$0")/device-env.sh"
 

@@ -6,7 +6,8 @@ local xpu = require "xpu"
 local BIN = os.getenv("XPULUA") or "build/xpulua"
 
 -- A script's stdout (with its stderr where with_stderr) and "exit N", in a fresh Autotune
--- cache; stored: a key and value for cpu:0 (a ceiling) remembered there first; env: more
+-- cache (with --jsonl the people's table goes to stderr, stdout holding the records alone, so
+-- a call that reads both passes with_stderr); stored: a key and value for cpu:0 (a ceiling) remembered there first; env: more
 -- VAR=value words before the command.
 local function run(args, stored, with_stderr, env)
   local cache = os.tmpname()
@@ -48,7 +49,7 @@ end
 -- gate run and passed off the CPU ("-" on it: the CPU is its own twin).
 local function shape_bench(dev, args)
   local out = run(("scripts/bench-shape-ops.lua --device %s --mib 1 --reps 1 --jsonl %s%s"):format(
-    dev, args, dev == "vulkan:0" and " --apart" or ""))
+    dev, args, dev == "vulkan:0" and " --apart" or ""), nil, true)
   assert.matches("\nexit 0\n$", out)
   local recs = records_of(out)
   for _, line in ipairs(recs) do
@@ -99,7 +100,7 @@ describe("bench-shape-ops", function()
     assert(os.execute(("glslc --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan -O %s/broken.comp -o %s/vk_pad_backward_rows.spv"):format(
       dir, dir)))
     local args = "scripts/bench-shape-ops.lua --device vulkan:0 --mib 1 --reps 1 --ops pad_backward --jsonl"
-    local bad, good = run(args, nil, false, "XPULUA_VULKAN_SPV=" .. dir), run(args)
+    local bad, good = run(args, nil, true, "XPULUA_VULKAN_SPV=" .. dir), run(args, nil, true)
     os.execute("rm -rf " .. dir)
     assert.matches("\nexit 1\n$", bad)
     assert.matches('"bit_gate":"UNWRITTEN %d+%+?"', bad)
@@ -130,7 +131,7 @@ describe("bench-shape-ops", function()
       f:close()
       assert(os.execute(("cp kernels/vulkan/cumsum_vec4.comp %s/ && glslc --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan -O %s/cumsum_vec4.comp -o %s/vk_cumsum_vec4.spv"):format(
         dir, dir, dir)))
-      local out = run(args, nil, false, "XPULUA_VULKAN_SPV=" .. dir)
+      local out = run(args, nil, true, "XPULUA_VULKAN_SPV=" .. dir)
       os.execute("rm -rf " .. dir)
       assert.matches('"ran":"cumsum_vec4"', out)
       return out
@@ -204,7 +205,7 @@ describe("bench-shape-ops", function()
   on_devices("pad-modes: a row and a record per border mode, the kernel that ran named, bit-gated off the CPU; a bad --cols or --outer refused", function(dev)
     local gate = dev == "cpu:0" and "%-" or "ok" -- the CPU is the reference
     for _, outer in ipairs { 1, 0, 3 } do
-      local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --outer %d --jsonl"):format(dev, outer))
+      local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --outer %d --jsonl"):format(dev, outer), nil, true)
       assert.matches("\nexit 0\n$", out)
       assert.matches("padding %(%(" .. outer .. ", " .. outer .. "%), %(16, 16%)%)", out)
       local recs = records_of(out)
@@ -252,8 +253,8 @@ describe("bench-shape-ops", function()
   it("--again N: an op whose process was slow is timed again in processes of its own, up to N, each attempt a row "
     .. "and a record; an op that was not slow is not", function()
     local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy --jsonl"
-    local slow = run(args, { "bandwidth.copy_gbs", "1e9" }) -- every attempt slow: the default 2 more each
-    local fast = run(args, { "bandwidth.copy_gbs", "1e-3" })
+    local slow = run(args, { "bandwidth.copy_gbs", "1e9" }, true) -- every attempt slow: the default 2 more each
+    local fast = run(args, { "bandwidth.copy_gbs", "1e-3" }, true)
     assert.matches("\nexit 0\n$", slow)
     for _, op in ipairs { "pad", "copy" } do
       assert.matches("\n" .. op .. " +%d+", slow) -- the first attempt's row stays
@@ -271,7 +272,7 @@ describe("bench-shape-ops", function()
     assert.same({ first = 2, ["1"] = 2, ["2"] = 2 }, attempts)
     assert.not_matches("again", fast)
     assert.equal(2, #records_of(fast))
-    local once = run(args .. " --again 1", { "bandwidth.copy_gbs", "1e9" })
+    local once = run(args .. " --again 1", { "bandwidth.copy_gbs", "1e9" }, true)
     assert.matches("\npad %(again 1%)", once)
     assert.not_matches("again 2", once)
   end)
@@ -283,7 +284,7 @@ describe("bandwidth", function()
   on_devices("times the read, the copy kernel and the driver's copy, and stores the faster copy as the ceiling", function(dev)
     local cache = os.tmpname()
     os.remove(cache)
-    local p = assert(io.popen(("XPULUA_CACHE=%s %s scripts/bandwidth.lua --device %s --mib 8 --reps 2 --jsonl 2>/dev/null; echo \"exit $?\""):format(
+    local p = assert(io.popen(("XPULUA_CACHE=%s %s scripts/bandwidth.lua --device %s --mib 8 --reps 2 --jsonl 2>&1; echo \"exit $?\""):format(
       cache, BIN, dev)))
     local out = p:read("a")
     p:close()
@@ -295,9 +296,9 @@ describe("bandwidth", function()
     os.execute("rm -rf " .. cache)
     assert.matches("\nexit 0\n$", out)
     local recs = records_of(out)
-    assert.equal(3, #recs, out)
+    assert.equal(4, #recs, out)
     local gbs = {}
-    for i, kernel in ipairs { "read", "copy %(r%+w%)", "copy %(driver%)" } do
+    for i, kernel in ipairs { "read", "copy %(r%+w%)", "copy %(driver%)", "read %(rotated%)" } do
       assert.matches('"kernel":"' .. kernel .. '"', recs[i])
       gbs[i] = tonumber(recs[i]:match('"gbs":([%d.e+-]+)'))
       assert.is_true(gbs[i] > 0, recs[i])
@@ -311,6 +312,9 @@ describe("bandwidth", function()
     local faster = gbs[2] >= gbs[3] and 2 or 3
     assert.matches('"copy_ceiling":true', recs[faster])
     assert.not_matches("copy_ceiling", recs[5 - faster])
+    -- the read ceiling: the faster of the buffer read whole and the rotated slices
+    assert.matches('"read_ceiling":true', recs[gbs[1] >= gbs[4] and 1 or 4])
+    assert.not_matches("read_ceiling", recs[gbs[1] >= gbs[4] and 4 or 1])
   end)
 end)
 
@@ -596,7 +600,7 @@ describe("bench-decode", function()
 
   on_devices("times every format's rotated and resident cells (on Vulkan with --apart, each in a process of its own), JSONL and a table", function(dev)
     local apart = dev == "vulkan:0"
-    local out = run(("scripts/bench-decode.lua --device %s --rows 64 --cols 512 --n 2 --copies 2 --jsonl%s"):format(dev, apart and " --apart" or ""))
+    local out = run(("scripts/bench-decode.lua --device %s --rows 64 --cols 512 --n 2 --copies 2 --jsonl%s"):format(dev, apart and " --apart" or ""), nil, true)
     assert.matches("\nexit 0\n$", out)
     local got = records(out)
     assert.equal(10, #got, out)
@@ -614,7 +618,7 @@ describe("bench-decode", function()
   it("names each cell whose weights' plain read ran under half the read ceiling, in the table's notes and the JSONL", function()
     -- a ceiling no read reaches: every rotated cell's read is "slow"; resident cells have no read
     local out = run("scripts/bench-decode.lua --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --jsonl",
-      { "bandwidth.read_gbs", "1e9" })
+      { "bandwidth.read_gbs", "1e9" }, true)
     assert.matches("\nexit 0\n$", out)
     assert.matches("\nslow read: q4_0 64x512 rotated: the plain read of its weights ran at [%d.]+ GB/s, 0 %% of the read ceiling", out)
     assert.not_matches("slow read: q4_0 64x512 resident", out)
@@ -627,7 +631,7 @@ describe("bench-decode", function()
   it("puts devices side by side: each device's table, then one row a rotated cell with the share of the last device's rate", function()
     local vk = xpu.device "vulkan:0"
     local first = vk and "vulkan:0" or "cpu:0"
-    local out = run(("scripts/bench-decode.lua --device %s --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --dot4 --jsonl"):format(first))
+    local out = run(("scripts/bench-decode.lua --device %s --device cpu:0 --format q4_0 --rows 64 --cols 512 --n 2 --copies 2 --dot4 --jsonl"):format(first), nil, true)
     assert.matches("\nexit 0\n$", out)
     local _, titles = out:gsub("\ndecode mat%-vec %(", "")
     assert.equal(2, titles, out)
@@ -654,12 +658,59 @@ describe("bench-decode", function()
 
   on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)
     local out = run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --n 2 --copies 3 --cell rotated"):format(dev))
-    local copies, bytes, n, median, read = out:match("^cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t[^\t]+\t[^\t]+\t([^\n]+)\nexit 0\n$")
+    local copies, bytes, n, median, read, best = out:match("^cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t[^\t]+\t[^\t]+\t([^\t]+)\t([^\n]+)\nexit 0\n$")
     assert.is_truthy(copies, out)
     assert.same({ 3, 64 * xpu.quant.row_bytes("q8_0", 512 // 32) }, { tonumber(copies), tonumber(bytes) })
     assert.equal(2, tonumber(n))
-    assert.is_true(tonumber(median) > 0 and tonumber(read) > 0, out)
+    assert.is_true(tonumber(median) > 0 and tonumber(read) > 0 and tonumber(best) <= tonumber(read), out)
     assert.matches("exit 2\n$", run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --cell some"):format(dev)))
     assert.matches("exit 2\n$", run(("scripts/bench-decode.lua --device %s --cell rotated"):format(dev)))
+  end)
+end)
+
+-- A ceiling bounds the rates quoted against it: a stale or slow stored ceiling (here one no
+-- kernel can miss, 0.001 GB/s) gives way to the plain read of the same bytes timed beside the
+-- cell, so no rotated cell reads at more than the noise over its ceiling; a rate that still does
+-- is named on stderr with both figures.
+describe("ceilings", function()
+  it("bench-decode: every rotated cell within 10 % of its ceiling, even against a stale stored one", function()
+    local out = run("scripts/bench-decode.lua --device cpu:0 --format q4_0 --rows 512 --cols 4096 --n 3 --copies 8 --jsonl",
+      { "bandwidth.read_gbs", "0.001" })
+    assert.matches("\nexit 0\n$", out)
+    local rotated = 0
+    for _, line in ipairs(records_of(out)) do
+      local r = require("xpu.report").decode_json(line)
+      if r.mode == "rotated" then
+        rotated = rotated + 1
+        assert.is_true(r.ceiling_gbs >= r.bytes / r.read_same_bytes_s / 1e9 * 0.999, line)
+        assert.is_true(r.gbs <= 1.10 * r.ceiling_gbs, line)
+        assert.equal(0.001, r.stored_ceiling_gbs)
+      else
+        assert.is_nil(r.ceiling_gbs, line) -- one buffer, maybe cached: no streaming ceiling bounds it
+      end
+    end
+    assert.equal(1, rotated)
+  end)
+
+  it("bench-shape-ops: an op's ceiling is the faster of the stored copy ceiling and its own copy timed beside it", function()
+    local out = run("scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --warm-ms 0 --again 0 --ops flip,copy --jsonl",
+      { "bandwidth.copy_gbs", "0.001" })
+    assert.matches("\nexit 0\n$", out)
+    local recs = records_of(out)
+    assert.equal(2, #recs, out)
+    for _, line in ipairs(recs) do
+      local r = require("xpu.report").decode_json(line)
+      assert.equal(0.001, r.stored_ceiling_gbs)
+      assert.equal(math.max(0.001, r.own_copy_gbs), r.ceiling_gbs)
+    end
+  end)
+
+  it("check_ceiling names a rate over its ceiling by more than the noise, with both figures, and not one within it", function()
+    local p = assert(io.popen(BIN .. [[ -e 'local r = require "xpu.report"
+      print(r.check_ceiling("bench-x", "q4_0 rotated", 30, 10), r.check_ceiling("bench-x", "q8_0", 10.9, 10))' 2>&1]]))
+    local out = p:read("a")
+    p:close()
+    assert.equal("bench-x: warning: q4_0 rotated ran at 30.0 GB/s, over the device's ceiling of 10.0 GB/s (300 %): "
+      .. "the ceiling was measured another way or is stale (run scripts/bandwidth.lua again)\ntrue\tfalse\n", out)
   end)
 end)
