@@ -2,6 +2,13 @@
 # api-doc.sh — prints docs/API.md from the binary's xpu.api(), the entries compiled from
 # src/lua/l_api.c that help() prints too; spec/api_doc_spec.lua checks the page against it.
 #   scripts/api-doc.sh [build/xpulua] > docs/API.md
+case "${1:-}" in
+-h|--help)
+	echo "usage: scripts/api-doc.sh [XPULUA] > docs/API.md"
+	echo "Prints docs/API.md from XPULUA's xpu.api() (default build/xpulua)."
+	exit 0;;
+-*)	echo "api-doc.sh: unknown option '$1' (only --help)" >&2; exit 2;;
+esac
 bin=${1:-build/xpulua}
 if [ ! -x "$bin" ]; then
 	echo "api-doc.sh: no xpulua binary at '$bin' (build it with make, or name one)" >&2

@@ -7,7 +7,8 @@
 set -eu
 case "${1:-}" in
 -h|--help)
-	sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+	echo "usage: scripts/device-pack.sh [--help]"
+	sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0;;
 "") ;;
 *)	echo "device-pack.sh: unknown option '$1' (only --help)" >&2; exit 2;;
