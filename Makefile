@@ -22,7 +22,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all setup test run static asan tsan check-asan check-tsan install clean help
+.PHONY: all setup test test-long run static asan tsan check-asan check-tsan install clean help
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -32,7 +32,8 @@ EMBED_CODE :=
 help:
 	@echo "make setup    install the Debian packages the project needs (idempotent)"
 	@echo "make          build build/xpulua and build/xpu.so"
-	@echo "make test     run every busted spec inside build/xpulua"
+	@echo "make test     run the busted specs inside build/xpulua, soaks and sweeps aside"
+	@echo "make test-long  the soaks, sweeps and repeated sizes (specs tagged #long)"
 	@echo "make run      run the tour (scripts/tour.lua) on the CPU"
 	@echo "make static   build/static/xpulua with Lua and libyaml linked in (to carry)"
 	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
@@ -95,6 +96,9 @@ $(B)/static/xpulua: $(CORE_OBJ) src/main.c
 
 test: all
 	@scripts/test.sh $(B)/xpulua
+
+test-long: all
+	@scripts/test.sh $(B)/xpulua long
 
 # The same sources under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan), or
 # ThreadSanitizer (build/tsan: the worker pool, the Vulkan backend's lock), objects of their
