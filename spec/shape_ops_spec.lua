@@ -6,6 +6,9 @@
 -- bounds, the empty fast paths, and misaligned or short buffers refused before a launch.
 local xpu = require "xpu"
 local fixture = xpu.fixture
+-- Globals read in a spec file go through busted's environment, a function call each: the hot
+-- loops (references, checks a element) read these locals instead.
+local ipairs, pairs, error, select, math, string, table = ipairs, pairs, error, select, math, string, table
 local fx = require "spec.support.fixtures"
 
 local contracts = xpu.contracts.load("contracts/shape-ops.md")
@@ -38,25 +41,19 @@ local function elements(s, e)
   return t
 end
 
+-- elements(s, e), split on the first call only (a case's references share its input's elements)
+local function lazy_elements(s, e)
+  local t
+  return function()
+    t = t or elements(s, e)
+    return t
+  end
+end
+
 local function prod(shape, from, to)
   local n = 1
   for k = from or 1, to or #shape do n = n * shape[k] end
   return n
-end
-
-local function unflatten(i, shape) -- 0-based linear index to 0-based coordinates
-  local idx = {}
-  for k = #shape, 1, -1 do
-    idx[k] = shape[k] > 0 and i % shape[k] or 0
-    i = shape[k] > 0 and i // shape[k] or 0
-  end
-  return idx
-end
-
-local function flatten(idx, shape)
-  local i = 0
-  for k = 1, #shape do i = i * shape[k] + idx[k] end
-  return i
 end
 
 -- Elements of a float dtype as Lua numbers (xpu.fixture.decode: halves and bf16 exact).
@@ -110,44 +107,64 @@ end
 
 local ref = {}
 
-function ref.pad(x, shape, padding, mode, fill)
+-- The next 0-based coordinates of idx in shape, in row-major order: the last axis steps, a
+-- full axis carries into the one before.
+local function step_index(idx, shape)
+  for k = #shape, 1, -1 do
+    idx[k] = idx[k] + 1
+    if idx[k] < shape[k] then return end
+    idx[k] = 0
+  end
+end
+
+local function zeros(n)
+  local t = {}
+  for k = 1, n do t[k] = 0 end
+  return t
+end
+
+local function padded_shape(shape, padding)
   local out_shape = {}
   for k = 1, #shape do out_shape[k] = shape[k] + padding[k][1] + padding[k][2] end
-  local out = {}
-  for o = 0, prod(out_shape) - 1 do
-    local idx, src, border = unflatten(o, out_shape), {}, false
-    for k = 1, #shape do
-      local q, d = idx[k] - padding[k][1], shape[k]
-      if q < 0 or q >= d then
-        if mode == 0 then border = true
-        elseif mode == 2 then q = q < 0 and 0 or d - 1
-        else q = q < 0 and -q or 2 * (d - 1) - q end
-      end
-      src[k] = q
+  return out_shape
+end
+
+-- The 0-based input index an output element of pad at coordinates idx reads, or nil where
+-- it is constant mode's border (mode 0 constant, 1 reflect, 2 replicate).
+local function pad_source(idx, shape, padding, mode)
+  local src = 0
+  for k = 1, #shape do
+    local q, d = idx[k] - padding[k][1], shape[k]
+    if q < 0 or q >= d then
+      if mode == 0 then return nil
+      elseif mode == 2 then q = q < 0 and 0 or d - 1
+      else q = q < 0 and -q or 2 * (d - 1) - q end
     end
-    out[o + 1] = border and fill or x[flatten(src, shape) + 1]
+    src = src * d + q
+  end
+  return src
+end
+
+function ref.pad(x, shape, padding, mode, fill)
+  local out_shape = padded_shape(shape, padding)
+  local out, idx = {}, zeros(#shape)
+  for o = 1, prod(out_shape) do
+    local src = pad_source(idx, shape, padding, mode)
+    out[o] = src and x[src + 1] or fill
+    step_index(idx, out_shape)
   end
   return table.concat(out), out_shape
 end
 
 -- the terms (as upstream indices) folded into every gradient element
 function ref.pad_terms(in_shape, padding, mode)
-  local out_shape = {}
-  for k = 1, #in_shape do out_shape[k] = in_shape[k] + padding[k][1] + padding[k][2] end
-  local terms = {}
+  local out_shape = padded_shape(in_shape, padding)
+  local terms, idx = {}, zeros(#in_shape)
   for i = 1, prod(in_shape) do terms[i] = {} end
-  for o = 0, prod(out_shape) - 1 do
-    local idx, src, border = unflatten(o, out_shape), {}, false
-    for k = 1, #in_shape do
-      local q, d = idx[k] - padding[k][1], in_shape[k]
-      if q < 0 or q >= d then
-        if mode == 0 then border = true
-        elseif mode == 2 then q = q < 0 and 0 or d - 1
-        else q = q < 0 and -q or 2 * (d - 1) - q end
-      end
-      src[k] = q
-    end
-    if not border then table.insert(terms[flatten(src, in_shape) + 1], o + 1) end
+  for o = 1, prod(out_shape) do
+    local src = pad_source(idx, in_shape, padding, mode)
+    if src then table.insert(terms[src + 1], o) end
+    step_index(idx, out_shape)
   end
   return terms, out_shape
 end
@@ -180,23 +197,29 @@ end
 function ref.slab(dest, dest_shape, src, ranges, axis, modulus, pos)
   local w = {}
   for k = 1, #dest_shape do w[k] = ranges[k][2] - ranges[k][1] end
-  local out = { table.unpack(dest) }
-  for e = 0, prod(w) - 1 do
-    local idx, d = unflatten(e, w), {}
+  local out, idx = { table.unpack(dest) }, zeros(#w)
+  for e = 1, prod(w) do
+    local at = 0
     for k = 1, #w do
-      d[k] = (k - 1 == axis) and (pos % modulus + idx[k]) % modulus or ranges[k][1] + idx[k]
+      local dk = (k - 1 == axis) and (pos % modulus + idx[k]) % modulus or ranges[k][1] + idx[k]
+      at = at * dest_shape[k] + dk
     end
-    out[flatten(d, dest_shape) + 1] = src[e + 1]
+    out[at + 1] = src[e]
+    step_index(idx, w)
   end
   return table.concat(out)
 end
 
 function ref.view(x, shape, strides, offset)
-  local out = {}
-  for e = 0, prod(shape) - 1 do
-    local idx, at = unflatten(e, shape), offset
-    for k = 1, #shape do at = at + idx[k] * strides[k] end
-    out[e + 1] = x[at + 1]
+  local out, rank, idx, at = {}, #shape, {}, offset
+  for k = 1, rank do idx[k] = 0 end
+  for e = 1, prod(shape) do
+    out[e] = x[at + 1]
+    for k = rank, 1, -1 do -- the next coordinates: the last axis steps, a full one carries
+      idx[k], at = idx[k] + 1, at + strides[k]
+      if idx[k] < shape[k] then break end
+      idx[k], at = 0, at - strides[k] * shape[k]
+    end
   end
   return table.concat(out)
 end
@@ -266,11 +289,12 @@ cases.pad = function(c, d, dt)
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local data = random_bytes(prod(case.shape) * e)
+    local xs = lazy_elements(data, e)
     for mode = 0, 2 do
       local fill_bits = 0x1122334455667788 & ((1 << (8 * e)) - 1)
       if e == 8 then fill_bits = 0x1122334455667788 end
       local want, out_shape = reference(("pad %s %d %d"):format(dt, ci, mode), data, function()
-        return ref.pad(elements(data, e), case.shape, case.padding, mode, string.pack("<i8", fill_bits):sub(1, e))
+        return ref.pad(xs(), case.shape, case.padding, mode, string.pack("<i8", fill_bits):sub(1, e))
       end)
       local got, r = run(c, d, { input = { dtype = dt, shape = case.shape, data = data } },
         { padding = case.padding, mode_tag = mode, fill_bits = fill_bits }, #want)
@@ -289,12 +313,13 @@ local function scan_case(c, d, dt, extra, want_of)
   -- items, so a thread's later items (256 apart) carry across every axis
   for si, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 }, { 37, 5, 29 } } do
     local data = random_bytes(prod(shape) * e)
+    local xs = lazy_elements(data, e)
     for axis = 0, #shape - 1 do
       for pi, p in ipairs(extra) do
         local params = { axis = axis }
         for k, v in pairs(p) do params[k] = v end
         local want = reference(("%s %s %d %d %d"):format(c.kernel, dt, si, axis, pi), data, function()
-          return want_of(elements(data, e), shape, axis, p)
+          return want_of(xs(), shape, axis, p)
         end)
         local got, r = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, params, #want)
         assert.same(shape, r.shape)
@@ -325,9 +350,10 @@ local function tri_case(upper)
     -- shorter than a group's 256-item step
     for si, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 }, { 3, 41, 53 } } do
       local data = random_bytes(prod(shape) * e)
+      local xs = lazy_elements(data, e)
       for _, diag in ipairs { -2, 0, 3 } do
         local want = reference(("%s %s %d %d"):format(c.kernel, dt, si, diag), data, function()
-          return ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
+          return ref.tri(xs(), shape, diag, upper, ("\0"):rep(e))
         end)
         local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { diagonal = diag }, #want)
         same_bytes(want, got, e, ("%s %s %s diagonal %d"):format(c.kernel, dt, table.concat(shape, "x"), diag))
@@ -413,7 +439,7 @@ end
 cases.contiguize = function(c, d, dt)
   local e, out = BYTES[dt], {}
   local data = random_bytes(82000 * e)
-  local xs -- the elements, split once a call and only where a reference is computed
+  local xs = lazy_elements(data, e)
   for vi, v in ipairs {
     { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
     { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
@@ -444,8 +470,7 @@ cases.contiguize = function(c, d, dt)
     { shape = { 1024, 80 }, strides = { 1, 1024 }, offset = 0 },
   } do
     local want = reference(("contiguize %s %d"):format(dt, vi), data, function()
-      xs = xs or elements(data, e)
-      return ref.view(xs, v.shape, v.strides, v.offset)
+      return ref.view(xs(), v.shape, v.strides, v.offset)
     end)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
     assert.same(v.shape, r.shape)
