@@ -6,6 +6,9 @@
 -- test is reported skipped with the reason.
 local xpu = require "xpu"
 local q = xpu.quant
+-- Globals read in a spec file go through busted's environment, a function call each: the
+-- element loops read these locals instead.
+local ipairs, error, string, table = ipairs, error, string, table
 local fx = require "spec.support.fixtures"
 local lcg, values, f32s, unf32, pattern, POISON, formats, sync, weights, activation = fx.lcg, fx.values, fx.f32s, fx.unf32, fx.pattern, fx.POISON, fx.formats, fx.sync, fx.weights, fx.activation
 
@@ -300,7 +303,8 @@ describe("vulkan mat-vec modules", function()
   -- grouped kernel with one expert; together the settings reach every U register set, both
   -- load widths, both q8_0 lane maps, the four iq4_nl codebook lookups and both reload forms. Here the
   -- shared-memory module runs them (lavapipe's subgroups are 8 wide); bench-matvec-kernel
-  -- gates the subgroup module the same way before it times a setting on the GPU.
+  -- gates the subgroup module the same way before it times a setting on the GPU. A sweep of
+  -- eleven settings, a child process each: make test-long.
   local tuning_gate = [[
     local xpu, decode = require "xpu", require "xpu.decode"
     local vk = assert(xpu.device "vulkan:0")
@@ -346,7 +350,7 @@ describe("vulkan mat-vec modules", function()
     { "U=2 F16=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
   } do
     local env, fmts, id = case[1], case[2], case[3]
-    vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()
+    vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ") #long", function()
       local out = child(("XPULUA_VULKAN_MATVEC_SPEC='%s'"):format(env),
         ("local FMTS, ID = %q, %s\n"):format(fmts, id) .. tuning_gate)
       assert.not_matches("FAILED", out)
@@ -445,9 +449,9 @@ local function pack_input()
   for i = 1, 256 do t[#t + 1] = 0 end
   for i = 1, 256 do t[#t + 1] = (i - 128) * 1e-41 end
   for i = 1, 256 do t[#t + 1] = (i % 17 - 8) * 3.3e37 end
-  local s = f32s(t) .. f32s(values(256, 22)):sub(1, 400) .. string.pack("<I4", 0x7fc00000) ..
-    f32s(values(256, 22)):sub(405)
-  s = s .. f32s(values(255, 23)) .. string.pack("<I4", 0x7f800000)
+  local s = f32s(t) .. fx.f32_values(256, 22):sub(1, 400) .. string.pack("<I4", 0x7fc00000) ..
+    fx.f32_values(256, 22):sub(405)
+  s = s .. fx.f32_values(255, 23) .. string.pack("<I4", 0x7f800000)
   local one = {}
   for i = 1, 256 do one[i] = i == 77 and -2.5 or 0 end
   return s .. f32s(one)
@@ -468,7 +472,7 @@ describe("vulkan quant kernels == cpu:0", function()
   local function split_case(fmt, bpr, chunks, dword_scales)
     local f = q.info(fmt)
     local nrows = 5
-    local blocks = q.quantize(fmt, f32s(values(nrows * bpr * f.block_elems, 600)))
+    local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))
     local want = q.resident(fmt, blocks, bpr)
     local rb = q.row_bytes(fmt, bpr)
     local prefix = rb - bpr * f.payload_bytes
@@ -660,7 +664,7 @@ describe("vulkan streams", function()
     assert.is_true(s.deferred)
     local before = k.wave.launches
     for rep = 1, 3 do
-      local x = f32s(values(cols, 100 + rep))
+      local x = fx.f32_values(cols, 100 + rep)
       eager.x:upload(x)
       step(nil, k, eager, rows, cols)
       sync(vk)
