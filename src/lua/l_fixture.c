@@ -114,7 +114,7 @@ static int f_normal(lua_State *L)
 		lua_getfield(L, 3, "nan_every");
 		nan_every = luaL_optinteger(L, -1, 0);
 		lua_pop(L, 2);
-		luaL_argcheck(L, cols >= 0 && nan_every >= 0, 3, "rows_of and nan_every are counts of 1 or more");
+		luaL_argcheck(L, cols >= 0 && nan_every >= 0, 3, "rows_of and nan_every are counts, 0 (none) or more");
 	}
 	luaL_Buffer b;
 	char *p = luaL_buffinitsize(L, &b, n * 4);
