@@ -7,7 +7,7 @@
 local xpu = require "xpu"
 local fixture = xpu.fixture
 -- Globals read in a spec file go through busted's environment, a function call each: the hot
--- loops (references, checks a element) read these locals instead.
+-- loops (references, per-element checks) read these locals instead.
 local ipairs, pairs, error, select, math, string, table = ipairs, pairs, error, select, math, string, table
 local fx = require "spec.support.fixtures"
 
