@@ -535,26 +535,35 @@ describe("vulkan decode mat-vecs == cpu:0", function()
   -- cols: 9 q8_K blocks (partial laps of 32 lanes); 40 (the lanes wrap for 256-element blocks)
   local shapes = { { 37, 2304 }, { 11, 10240 } }
 
-  for _, fmt in ipairs(formats) do
-    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, any whole-wave block", function()
-      for si, shape in ipairs(shapes) do
-        local rows, cols = shape[1], shape[2]
-        local w, x = weights(fmt, rows, cols, 40 + si), activation(cols, 50 + si)
-        for _, kernel in ipairs(variants(fmt, "wave")) do
-          for _, block in ipairs { 32, 64, 256 } do
-            local per = block // 32
-            local want, got = on_both(kernel, (rows + per - 1) // per, block,
-              { y = { POISON:rep(rows + 5), at = 8 }, w = { w, at = 4 }, x = x }, { "y", "w", "x", rows, cols, 3 }, { "y" })
-            -- the allocation: 8 bytes before the view, 3 poisoned before y_off, the rows, 2 more
-            local g, pre = got[1]:sub(9), got[1]:sub(1, 8)
-            same_bytes(("\171"):rep(8), pre, kernel .. " before the view")
-            same_bytes(POISON:rep(3), g:sub(1, 12), kernel .. " before y_off")
-            same_bytes(POISON:rep(2) .. ("\171"):rep(13), g:sub(13 + 4 * rows), kernel .. " past the rows")
-            same_floats(want[1]:sub(21, 20 + 4 * rows), g:sub(13, 12 + 4 * rows),
-              ("%s %dx%d block %d"):format(kernel, rows, cols, block))
-          end
+  -- Each block size is a pipeline of its own, which lavapipe compiles (over a second for
+  -- iq4_nl): blocks of one and eight waves in make test, of two in make test-long.
+  local function wave_case(fmt, blocks)
+    for si, shape in ipairs(shapes) do
+      local rows, cols = shape[1], shape[2]
+      local w, x = weights(fmt, rows, cols, 40 + si), activation(cols, 50 + si)
+      for _, kernel in ipairs(variants(fmt, "wave")) do
+        for _, block in ipairs(blocks) do
+          local per = block // 32
+          local want, got = on_both(kernel, (rows + per - 1) // per, block,
+            { y = { POISON:rep(rows + 5), at = 8 }, w = { w, at = 4 }, x = x }, { "y", "w", "x", rows, cols, 3 }, { "y" })
+          -- the allocation: 8 bytes before the view, 3 poisoned before y_off, the rows, 2 more
+          local g, pre = got[1]:sub(9), got[1]:sub(1, 8)
+          same_bytes(("\171"):rep(8), pre, kernel .. " before the view")
+          same_bytes(POISON:rep(3), g:sub(1, 12), kernel .. " before y_off")
+          same_bytes(POISON:rep(2) .. ("\171"):rep(13), g:sub(13 + 4 * rows), kernel .. " past the rows")
+          same_floats(want[1]:sub(21, 20 + 4 * rows), g:sub(13, 12 + 4 * rows),
+            ("%s %dx%d block %d"):format(kernel, rows, cols, block))
         end
       end
+    end
+  end
+
+  for _, fmt in ipairs(formats) do
+    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, blocks of one and eight waves", function()
+      wave_case(fmt, { 32, 256 })
+    end)
+    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, blocks of two waves #long", function()
+      wave_case(fmt, { 64 })
     end)
   end
 end)
