@@ -274,8 +274,9 @@ describe("vulkan mat-vec modules", function()
   -- subgroup module, at a required size of 32 with full subgroups; its values cannot be
   -- checked there (Mesa 22.3's lavapipe returns garbage from shuffles that read lanes 16..31,
   -- past its widest vectors), so NVIDIA's run of this spec is what gates them. The shared-
-  -- memory module must give the CPU's bits at that width too.
-  vk_it("on lavapipe with 32-lane subgroups: the subgroup module is chosen, the shared one passes the bit gate", function()
+  -- memory module must give the CPU's bits at that width too. Two child processes that make
+  -- every mat-vec pipeline again: make test-long.
+  vk_it("on lavapipe with 32-lane subgroups: the subgroup module is chosen, the shared one passes the bit gate #long", function()
     if not vk.name:find("llvmpipe", 1, true) then return pending("lavapipe only: " .. vk.name) end
     local out = child("LP_NATIVE_VECTOR_WIDTH=1024", [[
       local vk = assert(require("xpu").device "vulkan:0")
@@ -630,13 +631,8 @@ describe("vulkan grouped experts", function()
               ("%s slot %d (expert %d) vs %s"):format(kernel, kk, e, dense))
           end
         end
-        -- one group of 2 waves for every slot's rows: each wave walks several
-        local want, got = on_both(kernel, 1, 64,
-          { y = POISON:rep(#sel * rows), slab = slab, x = activation(cols, 85), sel = string.pack("<i4i4i4", table.unpack(sel)) },
-          { "y", "slab", "x", "sel", experts, #sel, rows, cols, 0, 0 }, { "y" })
-        same_floats(want[1], got[1], kernel .. " one group")
         -- an expert outside [0, experts): that slot's rows are NaN, the others computed
-        want, got = on_both(kernel, 2 * rows // 8, 256,
+        local want, got = on_both(kernel, 2 * rows // 8, 256,
           { y = POISON:rep(2 * rows), slab = slab, x = activation(cols, 90),
             sel = string.pack("<i4i4", 2, experts) },
           { "y", "slab", "x", "sel", experts, 2, rows, cols, 0, 0 }, { "y" })
@@ -644,6 +640,18 @@ describe("vulkan grouped experts", function()
         local bad = unf32(got[1]:sub(4 * rows + 1))
         for i = 1, rows do assert.is_true(bad[i] ~= bad[i], kernel .. " bad slot row " .. i) end
         same_bytes(want[1]:sub(4 * rows + 1), got[1]:sub(4 * rows + 1), kernel .. " NaN bits")
+      end
+    end)
+
+    -- one group of 2 waves for every slot's rows: each wave walks several (a block size of
+    -- its own, so pipelines of their own for lavapipe to compile: make test-long)
+    vk_it(fmt .. "_q8k_id: one group of two waves walks every slot's rows, == cpu:0 #long", function()
+      local slab = expert_slab(fmt, experts, rows, cols)
+      for _, kernel in ipairs(variants(fmt, "id")) do
+        local want, got = on_both(kernel, 1, 64,
+          { y = POISON:rep(#sel * rows), slab = slab, x = activation(cols, 85), sel = string.pack("<i4i4i4", table.unpack(sel)) },
+          { "y", "slab", "x", "sel", experts, #sel, rows, cols, 0, 0 }, { "y" })
+        same_floats(want[1], got[1], kernel .. " one group")
       end
     end)
   end
