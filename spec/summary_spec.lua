@@ -48,7 +48,7 @@ end)
 
 describe("scripts/test.sh", function()
   -- `echo` for the binary: the busted command line test.sh would run, printed, nothing run
-  it("runs every spec but #long by default, only #long with long, and refuses another set by name, exit 2", function()
+  it("runs the specs not tagged long by default, only those tagged with long, and refuses another set by name, exit 2", function()
     local out, code = run("scripts/test.sh echo")
     assert.equal("0", code)
     assert.equal("/usr/bin/busted --output=spec/summary.lua --exclude-tags=long spec/\n", out)
