@@ -17,7 +17,7 @@ endif
 
 # Goals that need the build have it made first on every core (unless -j was given: then as
 # asked), and only then run, one after another, so `make test run` never interleaves.
-NEEDS_ALL := $(filter all test run install,$(BUILD_GOALS))
+NEEDS_ALL := $(filter all test test-long run install,$(BUILD_GOALS))
 build: $(filter setup,$(MAKECMDGOALS))
 	@jobs=-j$$(nproc 2>/dev/null || echo 1); case " $(MAKEFLAGS) " in *" -j"*) jobs=;; esac; \
 	$(if $(NEEDS_ALL),$(MAKE) --no-print-directory $$jobs -f build.mk all &&) \
@@ -32,7 +32,8 @@ setup:
 help:
 	@echo "make setup       install the Debian packages the project needs (idempotent)"
 	@echo "make             build build/xpulua and build/xpu.so"
-	@echo "make test        run every busted spec inside build/xpulua"
+	@echo "make test        the busted specs inside build/xpulua, soaks and sweeps aside"
+	@echo "make test-long   the soaks, sweeps and repeated sizes (specs tagged #long)"
 	@echo "make run         run the tour (scripts/tour.lua) on the CPU"
 	@echo "make static      build/static/xpulua with Lua and libyaml linked in (to carry)"
 	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"

@@ -23,7 +23,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all test run static asan tsan check-asan check-tsan install clean
+.PHONY: all test test-long run static asan tsan check-asan check-tsan install clean
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -89,6 +89,9 @@ $(B)/static/xpulua: $(CORE_OBJ) src/main.c
 
 test: all
 	@scripts/test.sh $(B)/xpulua
+
+test-long: all
+	@scripts/test.sh $(B)/xpulua long
 
 # The same sources under AddressSanitizer and UndefinedBehaviorSanitizer (build/asan), or
 # ThreadSanitizer (build/tsan: the worker pool, the Vulkan backend's lock), objects of their

@@ -25,9 +25,10 @@ local function run(args, stored, with_stderr, env)
 end
 
 -- it() on cpu:0 and vulkan:0 (lavapipe in CI), pending with the reason where the device is absent.
+-- The vulkan:0 runs (lavapipe, a process per op with --apart) are tagged #long: make test-long.
 local function on_devices(title, body)
   for _, dev in ipairs { "cpu:0", "vulkan:0" } do
-    it(dev .. ": " .. title, function()
+    it(dev .. ": " .. title .. (dev == "vulkan:0" and " #long" or ""), function()
       local d, why = xpu.device(dev)
       if not d then return pending("skipped: " .. tostring(why)) end
       body(dev)
@@ -83,7 +84,7 @@ describe("bench-shape-ops", function()
   -- The gate of a contract held to a bound (pad_backward: same_hardware_bitwise) still fails a
   -- kernel that leaves output elements at the poison: pad_backward_rows built here without its
   -- border chunks, read through XPULUA_VULKAN_SPV, against the built module.
-  it("vulkan:0: fails an op whose kernel leaves output elements unwritten, where the built kernel passes", function()
+  it("vulkan:0: fails an op whose kernel leaves output elements unwritten, where the built kernel passes #long", function()
     local d, why = xpu.device "vulkan:0"
     if not d then return pending("skipped: " .. tostring(why)) end
     if not os.execute("glslc --version >/dev/null 2>&1") then return pending("skipped: no glslc to build the broken module") end
@@ -112,7 +113,7 @@ describe("bench-shape-ops", function()
   -- where the bytes differ: cumsum_vec4 built here storing each sum scaled by 1 + 1e-6 (within
   -- the bound, 1.55e-5 for 256 terms) passes as "bounded", scaled by 1.001 fails as OUT OF BOUND
   -- with the worst element, read through XPULUA_VULKAN_SPV.
-  it("vulkan:0: passes a cumsum whose sums differ within the contract's bound, fails one out of it", function()
+  it("vulkan:0: passes a cumsum whose sums differ within the contract's bound, fails one out of it #long", function()
     local d, why = xpu.device "vulkan:0"
     if not d then return pending("skipped: " .. tostring(why)) end
     if not os.execute("glslc --version >/dev/null 2>&1") then return pending("skipped: no glslc to build the altered modules") end
@@ -251,7 +252,7 @@ describe("bench-shape-ops", function()
   end)
 
   it("--again N: an op whose process was slow is timed again in processes of its own, up to N, each attempt a row "
-    .. "and a record; an op that was not slow is not", function()
+    .. "and a record; an op that was not slow is not #long", function()
     local args = "scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 --ops pad,copy --jsonl"
     local slow = run(args, { "bandwidth.copy_gbs", "1e9" }, true) -- every attempt slow: the default 2 more each
     local fast = run(args, { "bandwidth.copy_gbs", "1e-3" }, true)
@@ -367,7 +368,7 @@ describe("bench-matvec-kernel --fixtures", function()
 end)
 
 describe("bench-matvec-kernel --idle, --busy and --no-settle", function()
-  it("pauses the host before timing, with and without settling, and refuses a bad pause", function()
+  it("pauses the host before timing, with and without settling, and refuses a bad pause #long", function()
     for _, extra in ipairs { "--idle 0.2", "--idle 0.2 --no-settle", "--busy 0.2 --no-settle" } do
       local t0 = xpu.now()
       local out = run("scripts/bench-matvec-kernel.lua --device cpu:0 --kernel q4_0_q8k_wave --shape 64x512 --n 1 --distinct 8 --copies 4 --tsv " .. extra)
@@ -382,7 +383,7 @@ describe("bench-matvec-kernel --idle, --busy and --no-settle", function()
 end)
 
 describe("idle-ramp", function()
-  it("prints the windows' rates after the idle time and when 90 % of the settled rate came", function()
+  it("prints the windows' rates after the idle time and when 90 % of the settled rate came #long", function()
     local out = run("scripts/idle-ramp.lua --device cpu:0 --idle 0 --load 0.2")
     assert.matches("\nexit 0\n$", out)
     assert.matches("read rate on cpu:0 after 0 s idle, windows of %d+ x 128 MiB; 90 %% of the last second's median %(%d+ GB/s%) first at [%d.]+ s", out)
@@ -393,7 +394,7 @@ describe("idle-ramp", function()
 end)
 
 describe("distinct-rows.sh", function()
-  it("builds each fixture once, then times repeated and all-distinct rows a process each, three rounds", function()
+  it("builds each fixture once, then times repeated and all-distinct rows a process each, three rounds #long", function()
     local dir = os.tmpname()
     os.remove(dir)
     local bin = BIN:sub(1, 1) == "/" and BIN or os.getenv("PWD") .. "/" .. BIN
@@ -421,7 +422,7 @@ describe("distinct-rows.sh", function()
 end)
 
 describe("read-after-churn", function()
-  it("reads the buffers made before and after the churn, a row per half second, and refuses a bad count", function()
+  it("reads the buffers made before and after the churn, a row per half second, and refuses a bad count #long", function()
     local out = run("scripts/read-after-churn.lua --device cpu:0 --churn 1 --seconds 0.6 --mib 8")
     assert.matches("\nexit 0\n$", out)
     assert.matches("streaming reads on cpu:0 %b() after 1 GiB of churn, 8 MiB buffers", out)
@@ -656,7 +657,7 @@ describe("bench-decode", function()
     assert.matches("bench%-decode: %-%-device needs a value\nexit 2\n$", out)
   end)
 
-  on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused", function(dev)
+  on_devices("--cell times one cell and prints one machine line; a wrong --cell is refused #long", function(dev)
     local out = run(("scripts/bench-decode.lua --device %s --format q8_0 --rows 64 --cols 512 --n 2 --copies 3 --cell rotated"):format(dev))
     local copies, bytes, n, median, read, best = out:match("^cell\t(%d+)\t(%d+)\t(%d+)\t([^\t]+)\t[^\t]+\t[^\t]+\t([^\t]+)\t([^\n]+)\nexit 0\n$")
     assert.is_truthy(copies, out)

@@ -89,7 +89,7 @@ describe("bind split through its row", function()
   -- rows x bpr blocks of fmt, split in the given chunks of blocks; returns the resident bytes
   local function split(d, fmt, nrows, bpr, chunks)
     local info = q.info(fmt)
-    local blocks = q.quantize(fmt, fx.f32s(fx.values(nrows * bpr * info.block_elems, 41)))
+    local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * info.block_elems, 41))
     local want = q.resident(fmt, blocks, bpr)
     local out = d:buffer(("\171"):rep(#want))
     for _, ch in ipairs(chunks) do

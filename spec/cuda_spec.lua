@@ -168,7 +168,7 @@ describe("quant kernels on cuda:0 == cpu:0", function()
       local f = q.info(fmt)
       local bpr = cols // f.block_elems
       -- six experts: the same rows with their blocks rotated by e, so every expert differs
-      local base = q.quantize(fmt, f32s(values(rows * cols, 77)))
+      local base = q.quantize(fmt, fx.f32_values(rows * cols, 77))
       local slab_blocks = {}
       for e = 0, experts - 1 do
         for r = 0, rows - 1 do
@@ -219,7 +219,7 @@ describe("quant kernels on cuda:0 == cpu:0", function()
       local fmt, bpr = case[1], case[2]
       local f = q.info(fmt)
       local nrows = 5
-      local blocks = q.quantize(fmt, f32s(values(nrows * bpr * f.block_elems, 600)))
+      local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))
       local want = q.resident(fmt, blocks, bpr)
       local rb = q.row_bytes(fmt, bpr)
       local prefix = rb - bpr * f.payload_bytes

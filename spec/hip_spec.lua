@@ -741,7 +741,7 @@ describe("kernels on hip:0 == cpu:0", function()
     hip_it(fmt .. "_q8k_wave == the CPU, element by element, at any row count, block and alignment", function()
       for _, shape in ipairs { { 37, 2304 }, { 64, 4096 }, { 9, 256 } } do
         local rows, cols = shape[1], shape[2]
-        local w, x = weights(fmt, rows, cols, 400 + cols), q.q8k_pack(f32s(values(cols, 401)))
+        local w, x = weights(fmt, rows, cols, 400 + cols), q.q8k_pack(fx.f32_values(cols, 401))
         for _, block in ipairs { 256, 64, 32 } do
           for _, shift in ipairs { 0, 4 } do
             local per, res = block // 32, {}
@@ -767,7 +767,7 @@ describe("kernels on hip:0 == cpu:0", function()
       for _, sel in ipairs { { 4, 0, 3 }, { 4, 9, 3 } } do
         for _, xrb in ipairs { 0, cols // 256 } do
           local used = #sel
-          local x = q.q8k_pack(f32s(values(cols * (xrb == 0 and 1 or used), 88 + xrb)))
+          local x = q.q8k_pack(fx.f32_values(cols * (xrb == 0 and 1 or used), 88 + xrb))
           local g, c = on_both(fmt .. "_q8k_id", (used * rows + 7) // 8, 256,
             { y = POISON:rep(used * rows + 2), slab = slab, x = x, sel = string.pack("<i4i4i4", table.unpack(sel)) },
             { "y", "slab", "x", "sel", experts, used, rows, cols, xrb, 1 }, { "y" })
@@ -787,7 +787,7 @@ describe("kernels on hip:0 == cpu:0", function()
       local fmt, bpr = case[1], case[2]
       local f = q.info(fmt)
       local nrows = 5
-      local blocks = q.quantize(fmt, f32s(values(nrows * bpr * f.block_elems, 600)))
+      local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))
       local want = q.resident(fmt, blocks, bpr)
       local rb = q.row_bytes(fmt, bpr)
       local prefix = rb - bpr * f.payload_bytes

@@ -18,7 +18,7 @@ local function q4_0_rows(rows, cols)
 end
 
 describe("scripts/tour.lua (make run)", function()
-  it("lists the devices, then bit-gates and times every decode format on the CPU, saying where the weights sat", function()
+  it("lists the devices, then bit-gates and times every decode format on the CPU, saying where the weights sat #long", function()
     local out, code = run(exe .. " scripts/tour.lua")
     assert.equal(0, code, out)
     assert.matches("cpu:0  [^\n]+, last%-level cache [%w ]+, %d+ MiB, integrated\n", out)

@@ -5,6 +5,10 @@
 -- `bitwise` as identical bytes across backends, cumsum and pad_backward within their stated
 -- bounds, the empty fast paths, and misaligned or short buffers refused before a launch.
 local xpu = require "xpu"
+local fixture = xpu.fixture
+-- Globals read in a spec file go through busted's environment, a function call each: the hot
+-- loops (references, per-element checks) read these locals instead.
+local ipairs, pairs, error, select, math, string, table = ipairs, pairs, error, select, math, string, table
 local fx = require "spec.support.fixtures"
 
 local contracts = xpu.contracts.load("contracts/shape-ops.md")
@@ -21,15 +25,12 @@ local function reseed(...)
   seed = 7
   for _, c in ipairs { string.byte(table.concat({ ... }, "/"), 1, -1) } do seed = (seed * 31 + c) % 2147483648 end
 end
-local function rand(n) -- deterministic, never all one value
-  seed = (seed * 1103515245 + 12345) % 2147483648
-  return seed % n
-end
-
+-- n bytes, deterministic, never all one value (xpu.fixture.bytes: the LCG's next state mod
+-- 251, plus 1, a byte each)
 local function random_bytes(n)
-  local t = {}
-  for i = 1, n do t[i] = string.char(rand(251) + 1) end
-  return table.concat(t)
+  local s
+  s, seed = fixture.bytes(n, seed)
+  return s
 end
 
 local function poison(n) return ("\xa5\x5a"):rep(n // 2 + 1):sub(1, n) end
@@ -40,74 +41,33 @@ local function elements(s, e)
   return t
 end
 
+-- elements(s, e), split on the first call only (a case's references share its input's elements)
+local function lazy_elements(s, e)
+  local t
+  return function()
+    t = t or elements(s, e)
+    return t
+  end
+end
+
 local function prod(shape, from, to)
   local n = 1
   for k = from or 1, to or #shape do n = n * shape[k] end
   return n
 end
 
-local function unflatten(i, shape) -- 0-based linear index to 0-based coordinates
-  local idx = {}
-  for k = #shape, 1, -1 do
-    idx[k] = shape[k] > 0 and i % shape[k] or 0
-    i = shape[k] > 0 and i // shape[k] or 0
-  end
-  return idx
-end
+-- Elements of a float dtype as Lua numbers (xpu.fixture.decode: halves and bf16 exact).
+local function decode(dt, s) return fixture.decode(dt, s) end
 
-local function flatten(idx, shape)
-  local i = 0
-  for k = 1, #shape do i = i * shape[k] + idx[k] end
-  return i
-end
-
--- halves: encode values k/8 exactly, decode any bits
-local function f16_bits(v)
-  if v == 0 then return 0 end
-  local sign = v < 0 and 0x8000 or 0
-  local a, e = math.abs(v), 0
-  while a >= 2 do a, e = a / 2, e + 1 end
-  while a < 1 do a, e = a * 2, e - 1 end
-  return sign | ((e + 15) << 10) | math.floor((a - 1) * 1024 + 0.5)
-end
-
-local function f16_value(b)
-  local e, m = (b >> 10) & 31, b & 1023
-  local s = (b & 0x8000 ~= 0) and -1 or 1
-  if e == 0 then return s * m * 2.0 ^ -24 end
-  if e == 31 then return m == 0 and s * math.huge or 0 / 0 end
-  return s * (1 + m / 1024) * 2.0 ^ (e - 15)
-end
-
-local codec = {
-  f32 = { function(v) return string.pack("<f", v) end, function(s) return (string.unpack("<f", s)) end },
-  f64 = { function(v) return string.pack("<d", v) end, function(s) return (string.unpack("<d", s)) end },
-  f16 = { function(v) return string.pack("<I2", f16_bits(v)) end, function(s) return f16_value((string.unpack("<I2", s))) end },
-  bf16 = { function(v) return string.pack("<f", v):sub(3, 4) end,
-           function(s) return (string.unpack("<f", "\0\0" .. s)) end },
-}
-
-local function encode(dt, values)
-  local t = {}
-  for i, v in ipairs(values) do t[i] = codec[dt][1](v) end
-  return table.concat(t)
-end
-
-local function decode(dt, s)
-  local t = {}
-  for i, e in ipairs(elements(s, BYTES[dt])) do t[i] = codec[dt][2](e) end
-  return t
-end
-
--- values k/8 (exact in every float dtype), plus an f32/f64 tail that makes rounding happen
+-- n values k/8 (exact in every float dtype), plus an f32/f64 tail that makes rounding happen
+-- (xpu.fixture.eighths): the values the kernel will see, rounded to the dtype, and their bytes.
 local function random_values(n, dt)
-  local t = {}
-  for i = 1, n do
-    t[i] = (rand(129) - 64) / 8
-    if dt == "f32" or dt == "f64" then t[i] = t[i] + (rand(1000) - 500) * 1e-4 end
-  end
-  return decode(dt, encode(dt, t)) -- what the kernel will see, rounded to the dtype
+  local s
+  s, seed = fixture.eighths(dt, n, seed)
+  return decode(dt, s), s
 end
+
+local function random_data(n, dt) return select(2, random_values(n, dt)) end
 
 -- One step of a sum in the accumulator of dtype dt: f64 adds in Lua's doubles; f32 rounds the
 -- double sum of two f32 values to f32, which is f32's own correctly rounded sum (53 >= 2 * 24
@@ -115,6 +75,28 @@ end
 -- bound instead.
 local ORDERED = { f32 = function(s, v) return (string.unpack("<f", string.pack("<f", s + v))) end,
                   f64 = function(s, v) return s + v end }
+
+-- f32 or f64 values as the dtype's bytes
+local function packed(dt, t)
+  local p, fmt = {}, dt == "f32" and "<f" or "<d"
+  for i = 1, #t do p[i] = string.pack(fmt, t[i]) end
+  return table.concat(p)
+end
+
+-- The in-order sums held to a contract's bound |sum in order - exact sum| <= bound * sum of
+-- magnitudes, once per case and bound: an output that is those sums byte for byte passes or
+-- fails with them. what names the case for the message.
+local within_checked = {}
+local function ordered_within(key, bound, ordered, sum, mag, what)
+  local k = key .. " " .. bound
+  if within_checked[k] then return end
+  for at = 1, #ordered do
+    if not (math.abs(ordered[at] - sum[at]) <= bound * mag[at]) then
+      error(("%s at %d: %.9g vs %.9g, bound %.3g"):format(what, at, ordered[at], sum[at], bound * mag[at]))
+    end
+  end
+  within_checked[k] = true
+end
 
 local function hex(s) return (s:gsub(".", function(c) return ("%02x"):format(c:byte()) end)) end
 
@@ -130,48 +112,81 @@ local function same_bytes(want, got, e, what)
   end
 end
 
+-- A case's reference is computed once: a kernel's case gets the same data on every device and
+-- in the second run (reseed), so later runs are checked against what the first computed. The
+-- data is kept with it and compared, so data that differed would get a reference of its own.
+local memo = {}
+local function reference(key, data, compute)
+  local m = memo[key]
+  if not (m and m.data == data) then
+    m = { data = data, values = table.pack(compute()) }
+    memo[key] = m
+  end
+  return table.unpack(m.values, 1, m.values.n)
+end
+
 -- ---- references (on elements: byte strings) ------------------------------------------------------
 
 local ref = {}
 
-function ref.pad(x, shape, padding, mode, fill)
+-- The next 0-based coordinates of idx in shape, in row-major order: the last axis steps, a
+-- full axis carries into the one before.
+local function step_index(idx, shape)
+  for k = #shape, 1, -1 do
+    idx[k] = idx[k] + 1
+    if idx[k] < shape[k] then return end
+    idx[k] = 0
+  end
+end
+
+local function zeros(n)
+  local t = {}
+  for k = 1, n do t[k] = 0 end
+  return t
+end
+
+local function padded_shape(shape, padding)
   local out_shape = {}
   for k = 1, #shape do out_shape[k] = shape[k] + padding[k][1] + padding[k][2] end
-  local out = {}
-  for o = 0, prod(out_shape) - 1 do
-    local idx, src, border = unflatten(o, out_shape), {}, false
-    for k = 1, #shape do
-      local q, d = idx[k] - padding[k][1], shape[k]
-      if q < 0 or q >= d then
-        if mode == 0 then border = true
-        elseif mode == 2 then q = q < 0 and 0 or d - 1
-        else q = q < 0 and -q or 2 * (d - 1) - q end
-      end
-      src[k] = q
+  return out_shape
+end
+
+-- The 0-based input index an output element of pad at coordinates idx reads, or nil where
+-- it is constant mode's border (mode 0 constant, 1 reflect, 2 replicate).
+local function pad_source(idx, shape, padding, mode)
+  local src = 0
+  for k = 1, #shape do
+    local q, d = idx[k] - padding[k][1], shape[k]
+    if q < 0 or q >= d then
+      if mode == 0 then return nil
+      elseif mode == 2 then q = q < 0 and 0 or d - 1
+      else q = q < 0 and -q or 2 * (d - 1) - q end
     end
-    out[o + 1] = border and fill or x[flatten(src, shape) + 1]
+    src = src * d + q
+  end
+  return src
+end
+
+function ref.pad(x, shape, padding, mode, fill)
+  local out_shape = padded_shape(shape, padding)
+  local out, idx = {}, zeros(#shape)
+  for o = 1, prod(out_shape) do
+    local src = pad_source(idx, shape, padding, mode)
+    out[o] = src and x[src + 1] or fill
+    step_index(idx, out_shape)
   end
   return table.concat(out), out_shape
 end
 
 -- the terms (as upstream indices) folded into every gradient element
 function ref.pad_terms(in_shape, padding, mode)
-  local out_shape = {}
-  for k = 1, #in_shape do out_shape[k] = in_shape[k] + padding[k][1] + padding[k][2] end
-  local terms = {}
+  local out_shape = padded_shape(in_shape, padding)
+  local terms, idx = {}, zeros(#in_shape)
   for i = 1, prod(in_shape) do terms[i] = {} end
-  for o = 0, prod(out_shape) - 1 do
-    local idx, src, border = unflatten(o, out_shape), {}, false
-    for k = 1, #in_shape do
-      local q, d = idx[k] - padding[k][1], in_shape[k]
-      if q < 0 or q >= d then
-        if mode == 0 then border = true
-        elseif mode == 2 then q = q < 0 and 0 or d - 1
-        else q = q < 0 and -q or 2 * (d - 1) - q end
-      end
-      src[k] = q
-    end
-    if not border then table.insert(terms[flatten(src, in_shape) + 1], o + 1) end
+  for o = 1, prod(out_shape) do
+    local src = pad_source(idx, in_shape, padding, mode)
+    if src then table.insert(terms[src + 1], o) end
+    step_index(idx, out_shape)
   end
   return terms, out_shape
 end
@@ -204,23 +219,29 @@ end
 function ref.slab(dest, dest_shape, src, ranges, axis, modulus, pos)
   local w = {}
   for k = 1, #dest_shape do w[k] = ranges[k][2] - ranges[k][1] end
-  local out = { table.unpack(dest) }
-  for e = 0, prod(w) - 1 do
-    local idx, d = unflatten(e, w), {}
+  local out, idx = { table.unpack(dest) }, zeros(#w)
+  for e = 1, prod(w) do
+    local at = 0
     for k = 1, #w do
-      d[k] = (k - 1 == axis) and (pos % modulus + idx[k]) % modulus or ranges[k][1] + idx[k]
+      local dk = (k - 1 == axis) and (pos % modulus + idx[k]) % modulus or ranges[k][1] + idx[k]
+      at = at * dest_shape[k] + dk
     end
-    out[flatten(d, dest_shape) + 1] = src[e + 1]
+    out[at + 1] = src[e]
+    step_index(idx, w)
   end
   return table.concat(out)
 end
 
 function ref.view(x, shape, strides, offset)
-  local out = {}
-  for e = 0, prod(shape) - 1 do
-    local idx, at = unflatten(e, shape), offset
-    for k = 1, #shape do at = at + idx[k] * strides[k] end
-    out[e + 1] = x[at + 1]
+  local out, rank, idx, at = {}, #shape, {}, offset
+  for k = 1, rank do idx[k] = 0 end
+  for e = 1, prod(shape) do
+    out[e] = x[at + 1]
+    for k = rank, 1, -1 do -- the next coordinates: the last axis steps, a full one carries
+      idx[k], at = idx[k] + 1, at + strides[k]
+      if idx[k] < shape[k] then break end
+      idx[k], at = 0, at - strides[k] * shape[k]
+    end
   end
   return table.concat(out)
 end
@@ -271,7 +292,7 @@ local cases = {}
 cases.pad = function(c, d, dt)
   local e = BYTES[dt]
   local out = {}
-  for _, case in ipairs {
+  for ci, case in ipairs {
     { shape = { 3, 4, 5 }, padding = { { 1, 2 }, { 0, 3 }, { 2, 0 } } },
     { shape = { 40, 70 }, padding = { { 3, 5 }, { 7, 2 } } },
     { shape = {}, padding = {} },
@@ -290,10 +311,13 @@ cases.pad = function(c, d, dt)
   } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local data = random_bytes(prod(case.shape) * e)
+    local xs = lazy_elements(data, e)
     for mode = 0, 2 do
       local fill_bits = 0x1122334455667788 & ((1 << (8 * e)) - 1)
       if e == 8 then fill_bits = 0x1122334455667788 end
-      local want, out_shape = ref.pad(elements(data, e), case.shape, case.padding, mode, string.pack("<i8", fill_bits):sub(1, e))
+      local want, out_shape = reference(("pad %s %d %d"):format(dt, ci, mode), data, function()
+        return ref.pad(xs(), case.shape, case.padding, mode, string.pack("<i8", fill_bits):sub(1, e))
+      end)
       local got, r = run(c, d, { input = { dtype = dt, shape = case.shape, data = data } },
         { padding = case.padding, mode_tag = mode, fill_bits = fill_bits }, #want)
       assert.same(out_shape, r.shape)
@@ -309,13 +333,16 @@ local function scan_case(c, d, dt, extra, want_of)
   local e, out = BYTES[dt], {}
   -- { 3, 96 } and { 2, 5, 24 }: whole 16-byte runs; { 37, 5, 29 }: more than a group's 4096
   -- items, so a thread's later items (256 apart) carry across every axis
-  for _, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 }, { 37, 5, 29 } } do
+  for si, shape in ipairs { { 3, 4, 5 }, { 3, 96 }, { 2, 5, 24 }, { 37, 5, 29 } } do
     local data = random_bytes(prod(shape) * e)
+    local xs = lazy_elements(data, e)
     for axis = 0, #shape - 1 do
-      for _, p in ipairs(extra) do
+      for pi, p in ipairs(extra) do
         local params = { axis = axis }
         for k, v in pairs(p) do params[k] = v end
-        local want = want_of(elements(data, e), shape, axis, p)
+        local want = reference(("%s %s %d %d %d"):format(c.kernel, dt, si, axis, pi), data, function()
+          return want_of(xs(), shape, axis, p)
+        end)
         local got, r = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, params, #want)
         assert.same(shape, r.shape)
         same_bytes(want, got, e, ("%s %s %s axis %d"):format(c.kernel, dt, table.concat(shape, "x"), axis))
@@ -343,10 +370,13 @@ local function tri_case(upper)
     local e, out = BYTES[dt], {}
     -- { 2, 20, 64 }: whole 16-byte zero and kept runs; { 3, 41, 53 }: several groups, rows
     -- shorter than a group's 256-item step
-    for _, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 }, { 3, 41, 53 } } do
+    for si, shape in ipairs { { 2, 5, 7 }, { 2, 20, 64 }, { 3, 41, 53 } } do
       local data = random_bytes(prod(shape) * e)
+      local xs = lazy_elements(data, e)
       for _, diag in ipairs { -2, 0, 3 } do
-        local want = ref.tri(elements(data, e), shape, diag, upper, ("\0"):rep(e))
+        local want = reference(("%s %s %d %d"):format(c.kernel, dt, si, diag), data, function()
+          return ref.tri(xs(), shape, diag, upper, ("\0"):rep(e))
+        end)
         local got = run(c, d, { input = { dtype = dt, shape = shape, data = data } }, { diagonal = diag }, #want)
         same_bytes(want, got, e, ("%s %s %s diagonal %d"):format(c.kernel, dt, table.concat(shape, "x"), diag))
         out[#out + 1] = got
@@ -359,7 +389,7 @@ cases.triu, cases.tril = tri_case(true), tri_case(false)
 
 cases.write_slice = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  for _, case in ipairs {
+  for ci, case in ipairs {
     { dest = { 4, 6, 5 }, ranges = { { 1, 3 }, { 2, 6 }, { 0, 5 } } },
     { dest = { 2, 8, 32 }, ranges = { { 0, 2 }, { 5, 6 }, { 0, 32 } } }, -- one token into a cache: 16-byte runs
     { dest = { 2, 8, 32 }, ranges = { { 1, 2 }, { 2, 7 }, { 0, 32 } } }, -- one contiguous span
@@ -382,7 +412,9 @@ cases.write_slice = function(c, d, dt)
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
     local src, dest = random_bytes(prod(w) * e), poison(prod(case.dest) * e)
-    local want = ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges)
+    local want = reference(("write_slice %s %d"):format(dt, ci), src, function()
+      return ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges)
+    end)
     local got, r = run(c, d, { source = { dtype = dt, shape = w, data = src }, dest = { dtype = dt, shape = case.dest, data = dest } },
       { ranges = case.ranges }, nil, "dest")
     assert.equal("dest", r.in_place)
@@ -394,7 +426,7 @@ end
 
 cases.write_slice_rotating = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  for _, case in ipairs {
+  for ci, case in ipairs {
     { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 0, 4 } }, pos = 3 },  -- splits: rows 3, 4, 0
     { dest = { 6, 4 }, axis = 0, modulus = 5, ranges = { { 0, 3 }, { 1, 3 } }, pos = 7 },  -- no split: rows 2..4
     { dest = { 3, 8 }, axis = 1, modulus = 8, ranges = { { 1, 3 }, { 0, 5 } }, pos = 6 },  -- splits on the last axis
@@ -412,7 +444,9 @@ cases.write_slice_rotating = function(c, d, dt)
     local w = {}
     for k = 1, #case.dest do w[k] = case.ranges[k][2] - case.ranges[k][1] end
     local src, dest = random_bytes(prod(w) * e), poison(prod(case.dest) * e)
-    local want = ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges, case.axis, case.modulus, case.pos)
+    local want = reference(("write_slice_rotating %s %d"):format(dt, ci), src, function()
+      return ref.slab(elements(dest, e), case.dest, elements(src, e), case.ranges, case.axis, case.modulus, case.pos)
+    end)
     local got = run(c, d, {
       source = { dtype = dt, shape = w, data = src },
       position = { dtype = "u32", shape = { 1 }, data = string.pack("<I4", case.pos) },
@@ -427,7 +461,8 @@ end
 cases.contiguize = function(c, d, dt)
   local e, out = BYTES[dt], {}
   local data = random_bytes(82000 * e)
-  for _, v in ipairs {
+  local xs = lazy_elements(data, e)
+  for vi, v in ipairs {
     { shape = { 4, 6 }, strides = { 1, 4 }, offset = 0 },      -- a transpose
     { shape = { 3, 5 }, strides = { 0, 2 }, offset = 7 },      -- broadcast rows, every other element
     { shape = { 2, 3, 4 }, strides = { -24, 4, -1 }, offset = 50 }, -- reversed, offset
@@ -456,7 +491,9 @@ cases.contiguize = function(c, d, dt)
     -- beside partial ones (kernels/cpu/shape_ops.c's transpose_rows)
     { shape = { 1024, 80 }, strides = { 1, 1024 }, offset = 0 },
   } do
-    local want = ref.view(elements(data, e), v.shape, v.strides, v.offset)
+    local want = reference(("contiguize %s %d"):format(dt, vi), data, function()
+      return ref.view(xs(), v.shape, v.strides, v.offset)
+    end)
     local got, r = run(c, d, { input = { dtype = dt, shape = v.shape, strides = v.strides, offset = v.offset, data = data } }, {}, #want)
     assert.same(v.shape, r.shape)
     same_bytes(want, got, e, "contiguize " .. dt .. " " .. table.concat(v.strides, ","))
@@ -482,32 +519,46 @@ cases.cumsum = function(c, d, dt)
   local e, out = BYTES[dt], {}
   -- { 2, 140001 } along axis 0: more lanes side by side than the CPU's 64 KiB of sums hold in a
   -- worker's share (16384 f32, 8192 f64), and a last run that is no whole eight lanes
-  for _, case in ipairs { { shape = { 3, 50, 4 } }, { shape = { 2, 3000 } }, { shape = { 2, 140001 }, big = true } } do
+  for ci, case in ipairs { { shape = { 3, 50, 4 } }, { shape = { 2, 3000 } }, { shape = { 2, 140001 }, big = true } } do
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
-    local x = random_values(prod(case.shape), dt)
-    local data = encode(dt, x)
+    local x, data = random_values(prod(case.shape), dt)
     for axis = 0, #case.shape - 1 do
       local params = { axis = axis }
       local got = run(c, d, { input = { dtype = dt, shape = case.shape, data = data } }, params, #data)
       local bound = c:precision { inputs = { { dtype = dt, shape = case.shape } }, params = params }.max_relative
-      local y = decode(dt, got)
-      local outer, dim, inner = outer_dim_inner(case.shape, axis)
       local step = ORDERED[dt]
-      for o = 0, outer - 1 do
-        for i = 0, inner - 1 do
-          local sum, mag, ordered = 0, 0, nil
-          for j = 0, dim - 1 do
-            local at = (o * dim + j) * inner + i + 1
-            sum, mag = sum + x[at], mag + math.abs(x[at])
-            if not (math.abs(y[at] - sum) <= bound * mag) then -- (a message only for a failure: lanes are many)
-              error(("cumsum %s axis %d at %d: %.9g vs %.9g, bound %.3g"):format(dt, axis, at, y[at], sum, bound * mag))
-            end
-            if step then -- the lane adds in order, in its accumulator: exactly that sum
-              ordered = ordered and step(ordered, x[at]) or x[at]
-              if y[at] ~= ordered then
-                error(("cumsum %s axis %d at %d: %.9g, in order %.9g"):format(dt, axis, at, y[at], ordered))
+      -- per element: the exact running sum, the sum of magnitudes, and (f32, f64) the sum the
+      -- lane makes adding in order in its accumulator
+      local key = ("cumsum %s %d %d"):format(dt, ci, axis)
+      local sum, mag, ordered, ordered_bytes = reference(key, data, function()
+        local outer, dim, inner = outer_dim_inner(case.shape, axis)
+        local sum, mag, ordered = {}, {}, {}
+        for o = 0, outer - 1 do
+          for i = 0, inner - 1 do
+            local s, m, ord = 0, 0, nil
+            for j = 0, dim - 1 do
+              local at = (o * dim + j) * inner + i + 1
+              s, m = s + x[at], m + math.abs(x[at])
+              sum[at], mag[at] = s, m
+              if step then
+                ord = ord and step(ord, x[at]) or x[at]
+                ordered[at] = ord
               end
             end
+          end
+        end
+        return sum, mag, ordered, step and packed(dt, ordered)
+      end)
+      if step and got == ordered_bytes then -- every lane's in-order sum, bit for bit
+        ordered_within(key, bound, ordered, sum, mag, ("cumsum %s axis %d"):format(dt, axis))
+      else
+        local y = decode(dt, got)
+        for at = 1, #y do
+          if not (math.abs(y[at] - sum[at]) <= bound * mag[at]) then -- (a message only for a failure: lanes are many)
+            error(("cumsum %s axis %d at %d: %.9g vs %.9g, bound %.3g"):format(dt, axis, at, y[at], sum[at], bound * mag[at]))
+          end
+          if step and y[at] ~= ordered[at] then -- the lane adds in order, in its accumulator: exactly that sum
+            error(("cumsum %s axis %d at %d: %.9g, in order %.9g"):format(dt, axis, at, y[at], ordered[at]))
           end
         end
       end
@@ -520,7 +571,7 @@ end
 
 cases.pad_backward = function(c, d, dt)
   local e, out = BYTES[dt], {}
-  for _, case in ipairs {
+  for ci, case in ipairs {
     { in_shape = { 3, 4 }, padding = { { 1, 2 }, { 2, 1 } } },
     { in_shape = { 5, 64 }, padding = { { 1, 2 }, { 8, 4 } } }, -- single-term interiors as 16-byte copies
     { in_shape = { 4, 3 }, padding = { { 0, 2 }, { 1, 0 } } },  -- a side with no padding: its edge one term
@@ -560,30 +611,45 @@ cases.pad_backward = function(c, d, dt)
     if case.big and dt ~= "f32" and dt ~= "f64" then goto next end -- the reference's time: two sizes
     local in_shape, padding = case.in_shape, case.padding
     for mode = 0, 2 do
-      local terms, out_shape = ref.pad_terms(in_shape, padding, mode)
-      local x = random_values(prod(out_shape), dt)
-      local data = encode(dt, x)
+      -- the terms (upstream indices) of every gradient element: the same in every dtype
+      local terms, out_shape = reference(("pad_backward terms %d %d"):format(ci, mode), "", function()
+        return ref.pad_terms(in_shape, padding, mode)
+      end)
+      local x, data = random_values(prod(out_shape), dt)
       local params = { padding = padding, mode_tag = mode }
       local got, r = run(c, d, { upstream = { dtype = dt, shape = out_shape, data = data } }, params, prod(in_shape) * e)
       assert.same(in_shape, r.shape)
       local bound = c:precision { inputs = { { dtype = dt, shape = out_shape } }, params = params }.max_relative or 0
-      local y, xs = decode(dt, got), elements(data, e)
       local step = ORDERED[dt]
-      for g = 1, prod(in_shape) do
-        local sum, mag, ordered = 0, 0, nil
-        for _, t in ipairs(terms[g]) do
-          sum, mag = sum + x[t], mag + math.abs(x[t])
-          if step then ordered = ordered and step(ordered, x[t]) or x[t] end -- ascending upstream index
+      -- per gradient element: the exact sum of its terms, of their magnitudes, and (f32, f64)
+      -- the sum in ascending upstream index in the accumulator; constant mode: the one term's bytes
+      local key = ("pad_backward %s %d %d"):format(dt, ci, mode)
+      local sum, mag, ordered, copies, ordered_bytes = reference(key, data, function()
+        local xs, sum, mag, ordered, copies = elements(data, e), {}, {}, {}, {}
+        for g = 1, prod(in_shape) do
+          local s, m, ord = 0, 0, nil
+          for _, t in ipairs(terms[g]) do
+            s, m = s + x[t], m + math.abs(x[t])
+            if step then ord = ord and step(ord, x[t]) or x[t] end -- ascending upstream index
+          end
+          sum[g], mag[g], ordered[g], copies[g] = s, m, ord, xs[terms[g][1]]
         end
-        if step then
-          assert.is_true(y[g] == ordered, ("pad_backward %s mode %d at %d: %.9g, in order %.9g"):format(dt, mode, g, y[g], ordered))
-        end
-        if mode == 0 then
-          same_bytes(xs[terms[g][1]], got:sub((g - 1) * e + 1, g * e), e, "pad_backward constant mode copies exactly")
-        else
-          assert.is_true(math.abs(y[g] - sum) <= bound * mag, ("pad_backward %s mode %d at %d"):format(dt, mode, g))
+        return sum, mag, ordered, mode == 0 and table.concat(copies) or nil, step and packed(dt, ordered)
+      end)
+      if step and got == ordered_bytes then -- every element's in-order sum, bit for bit
+        if mode ~= 0 then ordered_within(key, bound, ordered, sum, mag, ("pad_backward %s mode %d"):format(dt, mode)) end
+      else
+        local y = decode(dt, got)
+        for g = 1, prod(in_shape) do
+          if step and y[g] ~= ordered[g] then
+            error(("pad_backward %s mode %d at %d: %.9g, in order %.9g"):format(dt, mode, g, y[g], ordered[g]))
+          end
+          if mode ~= 0 and not (math.abs(y[g] - sum[g]) <= bound * mag[g]) then
+            error(("pad_backward %s mode %d at %d: %.9g vs %.9g, bound %.3g"):format(dt, mode, g, y[g], sum[g], bound * mag[g]))
+          end
         end
       end
+      if mode == 0 then same_bytes(copies, got, e, ("pad_backward %s constant mode copies exactly"):format(dt)) end
       out[#out + 1] = got
     end
     ::next::
@@ -1038,7 +1104,7 @@ describe("pad_rows and pad_backward_rows", function()
           input = random_bytes(prod(shape) * 4)
           want = ref.pad(elements(input, 4), shape, padding, 0, string.pack("<I4", 0x3f800000))
         else
-          input = encode("f32", random_values(prod(out_shape), "f32"))
+          input = random_data(prod(out_shape), "f32")
           want = one_term_grad(input, shape, padding)
         end
         local what = ("%s rows of %d"):format(kn, len)
@@ -1062,7 +1128,7 @@ describe("pad_rows and pad_backward_rows", function()
       local c = C[kn .. "." .. backend]
       local padding, shape = { { 1, 2 }, { 4, 8 } }, kn == "pad" and { 3, 140 } or { 3, 152 }
       local out_shape = { 6, kn == "pad" and 152 or 164 }
-      local input = encode("f32", random_values(prod(kn == "pad" and shape or out_shape), "f32"))
+      local input = random_data(prod(kn == "pad" and shape or out_shape), "f32")
       local want = kn == "pad" and ref.pad(elements(input, 4), shape, padding, 1, string.pack("<I4", 0))
         or one_term_grad(input, shape, padding)
       local bytes = #want
@@ -1090,7 +1156,7 @@ describe("pad_rows and pad_backward_rows", function()
     local d = devs[1]
     local shape, padding = { 700, 4 }, { { 1, 1 }, { 2, 1 } }
     local out_shape = { 702, 7 }
-    local up = encode("f32", random_values(prod(out_shape), "f32"))
+    local up = random_data(prod(out_shape), "f32")
     local want = run(C["pad_backward.vulkan"], d, { upstream = { dtype = "f32", shape = out_shape, data = up } },
       { padding = padding, mode_tag = 1 }, prod(shape) * 4)
     local out = d:buffer(poison(#want))
@@ -1104,8 +1170,9 @@ describe("pad_rows and pad_backward_rows", function()
   -- (XPULUA_VULKAN_SPV) in a child process: the quads (-DPBW_CHUNKS=0) and the chunk walk with
   -- 4 or 16 chunks in flight write the built module's bytes on the same device, for f32 rows on
   -- 16 bytes in every mode: reflect's mirrors, replicate's edges, rows of several terms, a rows
-  -- group that starts mid-row, and border chunks whose invocation has no interior chunk.
-  it("vulkan: pad_backward_rows' compile-time forms (-DPBW_CHUNKS=0, -DPBW_CB=4u and 16u) write the built module's bytes", function()
+  -- group that starts mid-row, and border chunks whose invocation has no interior chunk. A sweep
+-- of three builds and four processes: make test-long.
+  it("vulkan: pad_backward_rows' compile-time forms (-DPBW_CHUNKS=0, -DPBW_CB=4u and 16u) write the built module's bytes #long", function()
     local devs, why = devices_of("vulkan")
     if not devs then return pending("skipped: " .. why) end
     if not os.execute("glslc --version >/dev/null 2>&1") then return pending("skipped: no glslc to build the forms") end
@@ -1172,7 +1239,7 @@ describe("item kernels", function()
     elseif kn == "pad_backward" then -- constant mode: each gradient element is its one upstream term
       local shape, padding = { 3, cols }, { { 1, 1 }, { 4, 4 } }
       local terms, up_shape = ref.pad_terms(shape, padding, 0)
-      local x = encode("f32", random_values(prod(up_shape), "f32"))
+      local x = random_data(prod(up_shape), "f32")
       local ups, want = elements(x, 4), {}
       for g = 1, prod(shape) do want[g] = ups[terms[g][1]] end
       return "upstream", { dtype = "f32", shape = up_shape, data = x }, { padding = padding, mode_tag = 0 }, table.concat(want)
@@ -1297,7 +1364,7 @@ describe("cumsum_vec4", function()
       { dt = "f32", shape = { 3, 19, 21 }, axis = 1, fires = false }, -- inner 21
       { dt = "f16", shape = { 3, 19, 20 }, axis = 1, fires = false },
     } do
-      local data = encode(v.dt, random_values(prod(v.shape), v.dt))
+      local data = random_data(prod(v.shape), v.dt)
       local inputs, params = { input = { dtype = v.dt, shape = v.shape, data = data } }, { axis = v.axis }
       local want = run(C["cumsum.cpu"], cpu, inputs, params, #data)
       local what = ("%s %s axis %d"):format(v.dt, table.concat(v.shape, "x"), v.axis)
@@ -1313,7 +1380,7 @@ describe("cumsum_vec4", function()
   on_each_backend("launched straight on inner 5, walks its lanes one by one", function(d, backend)
     if not d:kernel_available "cumsum_vec4" then return pending("cumsum_vec4 is not built for " .. backend) end
     local shape = { 3, 11, 5 }
-    local data = encode("f32", random_values(prod(shape), "f32"))
+    local data = random_data(prod(shape), "f32")
     local want = run(C["cumsum.cpu"], cpu, { input = { dtype = "f32", shape = shape, data = data } }, { axis = 1 }, #data)
     local out = d:buffer(poison(#data))
     d:kernel("cumsum_vec4"):launch(nil, 1, 256, out, d:buffer(data), 3, 11, 5, 0)
@@ -1330,7 +1397,7 @@ describe("bound launches", function()
       local devs, why = devices_of(backend)
       if not devs then return pending("skipped: " .. why) end
       local d, c = devs[1], C["write_slice_rotating." .. backend]
-      local token = encode("f16", random_values(2 * 64, "f16"))
+      local token = random_data(2 * 64, "f16")
       local function call(dest, pos)
         return { inputs = { source = { dtype = "f16", shape = { 2, 1, 64 }, buffer = d:buffer(token) },
                             position = { dtype = "u32", shape = { 1 }, buffer = pos },

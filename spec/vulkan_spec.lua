@@ -6,6 +6,9 @@
 -- test is reported skipped with the reason.
 local xpu = require "xpu"
 local q = xpu.quant
+-- Globals read in a spec file go through busted's environment, a function call each: the
+-- element loops read these locals instead.
+local ipairs, error, string, table = ipairs, error, string, table
 local fx = require "spec.support.fixtures"
 local lcg, values, f32s, unf32, pattern, POISON, formats, sync, weights, activation = fx.lcg, fx.values, fx.f32s, fx.unf32, fx.pattern, fx.POISON, fx.formats, fx.sync, fx.weights, fx.activation
 
@@ -271,8 +274,9 @@ describe("vulkan mat-vec modules", function()
   -- subgroup module, at a required size of 32 with full subgroups; its values cannot be
   -- checked there (Mesa 22.3's lavapipe returns garbage from shuffles that read lanes 16..31,
   -- past its widest vectors), so NVIDIA's run of this spec is what gates them. The shared-
-  -- memory module must give the CPU's bits at that width too.
-  vk_it("on lavapipe with 32-lane subgroups: the subgroup module is chosen, the shared one passes the bit gate", function()
+  -- memory module must give the CPU's bits at that width too. Two child processes that make
+  -- every mat-vec pipeline again: make test-long.
+  vk_it("on lavapipe with 32-lane subgroups: the subgroup module is chosen, the shared one passes the bit gate #long", function()
     if not vk.name:find("llvmpipe", 1, true) then return pending("lavapipe only: " .. vk.name) end
     local out = child("LP_NATIVE_VECTOR_WIDTH=1024", [[
       local vk = assert(require("xpu").device "vulkan:0")
@@ -300,7 +304,8 @@ describe("vulkan mat-vec modules", function()
   -- grouped kernel with one expert; together the settings reach every U register set, both
   -- load widths, both q8_0 lane maps, the four iq4_nl codebook lookups and both reload forms. Here the
   -- shared-memory module runs them (lavapipe's subgroups are 8 wide); bench-matvec-kernel
-  -- gates the subgroup module the same way before it times a setting on the GPU.
+  -- gates the subgroup module the same way before it times a setting on the GPU. A sweep of
+  -- eleven settings, a child process each: make test-long.
   local tuning_gate = [[
     local xpu, decode = require "xpu", require "xpu.decode"
     local vk = assert(xpu.device "vulkan:0")
@@ -346,7 +351,7 @@ describe("vulkan mat-vec modules", function()
     { "U=2 F16=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
   } do
     local env, fmts, id = case[1], case[2], case[3]
-    vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ")", function()
+    vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ") #long", function()
       local out = child(("XPULUA_VULKAN_MATVEC_SPEC='%s'"):format(env),
         ("local FMTS, ID = %q, %s\n"):format(fmts, id) .. tuning_gate)
       assert.not_matches("FAILED", out)
@@ -445,9 +450,9 @@ local function pack_input()
   for i = 1, 256 do t[#t + 1] = 0 end
   for i = 1, 256 do t[#t + 1] = (i - 128) * 1e-41 end
   for i = 1, 256 do t[#t + 1] = (i % 17 - 8) * 3.3e37 end
-  local s = f32s(t) .. f32s(values(256, 22)):sub(1, 400) .. string.pack("<I4", 0x7fc00000) ..
-    f32s(values(256, 22)):sub(405)
-  s = s .. f32s(values(255, 23)) .. string.pack("<I4", 0x7f800000)
+  local s = f32s(t) .. fx.f32_values(256, 22):sub(1, 400) .. string.pack("<I4", 0x7fc00000) ..
+    fx.f32_values(256, 22):sub(405)
+  s = s .. fx.f32_values(255, 23) .. string.pack("<I4", 0x7f800000)
   local one = {}
   for i = 1, 256 do one[i] = i == 77 and -2.5 or 0 end
   return s .. f32s(one)
@@ -468,7 +473,7 @@ describe("vulkan quant kernels == cpu:0", function()
   local function split_case(fmt, bpr, chunks, dword_scales)
     local f = q.info(fmt)
     local nrows = 5
-    local blocks = q.quantize(fmt, f32s(values(nrows * bpr * f.block_elems, 600)))
+    local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))
     local want = q.resident(fmt, blocks, bpr)
     local rb = q.row_bytes(fmt, bpr)
     local prefix = rb - bpr * f.payload_bytes
@@ -531,26 +536,35 @@ describe("vulkan decode mat-vecs == cpu:0", function()
   -- cols: 9 q8_K blocks (partial laps of 32 lanes); 40 (the lanes wrap for 256-element blocks)
   local shapes = { { 37, 2304 }, { 11, 10240 } }
 
-  for _, fmt in ipairs(formats) do
-    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, any whole-wave block", function()
-      for si, shape in ipairs(shapes) do
-        local rows, cols = shape[1], shape[2]
-        local w, x = weights(fmt, rows, cols, 40 + si), activation(cols, 50 + si)
-        for _, kernel in ipairs(variants(fmt, "wave")) do
-          for _, block in ipairs { 32, 64, 256 } do
-            local per = block // 32
-            local want, got = on_both(kernel, (rows + per - 1) // per, block,
-              { y = { POISON:rep(rows + 5), at = 8 }, w = { w, at = 4 }, x = x }, { "y", "w", "x", rows, cols, 3 }, { "y" })
-            -- the allocation: 8 bytes before the view, 3 poisoned before y_off, the rows, 2 more
-            local g, pre = got[1]:sub(9), got[1]:sub(1, 8)
-            same_bytes(("\171"):rep(8), pre, kernel .. " before the view")
-            same_bytes(POISON:rep(3), g:sub(1, 12), kernel .. " before y_off")
-            same_bytes(POISON:rep(2) .. ("\171"):rep(13), g:sub(13 + 4 * rows), kernel .. " past the rows")
-            same_floats(want[1]:sub(21, 20 + 4 * rows), g:sub(13, 12 + 4 * rows),
-              ("%s %dx%d block %d"):format(kernel, rows, cols, block))
-          end
+  -- Each block size is a pipeline of its own, which lavapipe compiles (over a second for
+  -- iq4_nl): blocks of one and eight waves in make test, of two in make test-long.
+  local function wave_case(fmt, blocks)
+    for si, shape in ipairs(shapes) do
+      local rows, cols = shape[1], shape[2]
+      local w, x = weights(fmt, rows, cols, 40 + si), activation(cols, 50 + si)
+      for _, kernel in ipairs(variants(fmt, "wave")) do
+        for _, block in ipairs(blocks) do
+          local per = block // 32
+          local want, got = on_both(kernel, (rows + per - 1) // per, block,
+            { y = { POISON:rep(rows + 5), at = 8 }, w = { w, at = 4 }, x = x }, { "y", "w", "x", rows, cols, 3 }, { "y" })
+          -- the allocation: 8 bytes before the view, 3 poisoned before y_off, the rows, 2 more
+          local g, pre = got[1]:sub(9), got[1]:sub(1, 8)
+          same_bytes(("\171"):rep(8), pre, kernel .. " before the view")
+          same_bytes(POISON:rep(3), g:sub(1, 12), kernel .. " before y_off")
+          same_bytes(POISON:rep(2) .. ("\171"):rep(13), g:sub(13 + 4 * rows), kernel .. " past the rows")
+          same_floats(want[1]:sub(21, 20 + 4 * rows), g:sub(13, 12 + 4 * rows),
+            ("%s %dx%d block %d"):format(kernel, rows, cols, block))
         end
       end
+    end
+  end
+
+  for _, fmt in ipairs(formats) do
+    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, blocks of one and eight waves", function()
+      wave_case(fmt, { 32, 256 })
+    end)
+    vk_it(fmt .. "_q8k_wave (and its packed-dot twin): == per element at y_off, blocks of two waves #long", function()
+      wave_case(fmt, { 64 })
     end)
   end
 end)
@@ -617,13 +631,8 @@ describe("vulkan grouped experts", function()
               ("%s slot %d (expert %d) vs %s"):format(kernel, kk, e, dense))
           end
         end
-        -- one group of 2 waves for every slot's rows: each wave walks several
-        local want, got = on_both(kernel, 1, 64,
-          { y = POISON:rep(#sel * rows), slab = slab, x = activation(cols, 85), sel = string.pack("<i4i4i4", table.unpack(sel)) },
-          { "y", "slab", "x", "sel", experts, #sel, rows, cols, 0, 0 }, { "y" })
-        same_floats(want[1], got[1], kernel .. " one group")
         -- an expert outside [0, experts): that slot's rows are NaN, the others computed
-        want, got = on_both(kernel, 2 * rows // 8, 256,
+        local want, got = on_both(kernel, 2 * rows // 8, 256,
           { y = POISON:rep(2 * rows), slab = slab, x = activation(cols, 90),
             sel = string.pack("<i4i4", 2, experts) },
           { "y", "slab", "x", "sel", experts, 2, rows, cols, 0, 0 }, { "y" })
@@ -631,6 +640,18 @@ describe("vulkan grouped experts", function()
         local bad = unf32(got[1]:sub(4 * rows + 1))
         for i = 1, rows do assert.is_true(bad[i] ~= bad[i], kernel .. " bad slot row " .. i) end
         same_bytes(want[1]:sub(4 * rows + 1), got[1]:sub(4 * rows + 1), kernel .. " NaN bits")
+      end
+    end)
+
+    -- one group of 2 waves for every slot's rows: each wave walks several (a block size of
+    -- its own, so pipelines of their own for lavapipe to compile: make test-long)
+    vk_it(fmt .. "_q8k_id: one group of two waves walks every slot's rows, == cpu:0 #long", function()
+      local slab = expert_slab(fmt, experts, rows, cols)
+      for _, kernel in ipairs(variants(fmt, "id")) do
+        local want, got = on_both(kernel, 1, 64,
+          { y = POISON:rep(#sel * rows), slab = slab, x = activation(cols, 85), sel = string.pack("<i4i4i4", table.unpack(sel)) },
+          { "y", "slab", "x", "sel", experts, #sel, rows, cols, 0, 0 }, { "y" })
+        same_floats(want[1], got[1], kernel .. " one group")
       end
     end)
   end
@@ -660,7 +681,7 @@ describe("vulkan streams", function()
     assert.is_true(s.deferred)
     local before = k.wave.launches
     for rep = 1, 3 do
-      local x = f32s(values(cols, 100 + rep))
+      local x = fx.f32_values(cols, 100 + rep)
       eager.x:upload(x)
       step(nil, k, eager, rows, cols)
       sync(vk)

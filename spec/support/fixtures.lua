@@ -5,6 +5,8 @@ local xpu = require "xpu"
 local q = xpu.quant
 local assert = require "luassert" -- busted's assert lives in the spec files' environment
 
+local fixture = xpu.fixture
+
 local M = {}
 
 M.POISON = ("\255"):rep(4) -- a NaN: every element a kernel must write starts as one
@@ -27,17 +29,16 @@ function M.values(n, seed)
   return t
 end
 
+-- fx.f32s(fx.values(n, seed)), made in C (xpu.fixture.normal: the same LCG, the same bytes).
+function M.f32_values(n, seed) return fixture.normal(n, seed) end
+
 function M.f32s(t)
   local p = {}
   for i = 1, #t do p[i] = string.pack("<f", t[i]) end
   return table.concat(p)
 end
 
-function M.unf32(s)
-  local t = {}
-  for i = 1, #s // 4 do t[i] = string.unpack("<f", s, 4 * i - 3) end
-  return t
-end
+function M.unf32(s) return fixture.decode("f32", s:sub(1, #s - #s % 4)) end
 
 -- Bytes that are never all one value.
 function M.pattern(n, seed)
@@ -65,18 +66,15 @@ end
 
 -- Resident rows x cols weights; rows differ in scale by eight orders of magnitude, the
 -- smallest two so small that every format's f16 block scales there are subnormal.
+-- (row r's values M.values' scaled by 10 ^ (r % 9 - 5), made in C: xpu.fixture.normal rows_of)
 function M.weights(fmt, rows, cols, seed)
-  local w = M.values(rows * cols, seed)
-  for r = 0, rows - 1 do
-    local s = 10.0 ^ ((r % 9) - 5)
-    for i = r * cols + 1, (r + 1) * cols do w[i] = w[i] * s end
-  end
+  local w = fixture.normal(rows * cols, seed, { rows_of = cols })
   local bpr = cols // q.info(fmt).block_elems
-  return q.resident(fmt, q.quantize(fmt, M.f32s(w)), bpr), bpr
+  return q.resident(fmt, q.quantize(fmt, w), bpr), bpr
 end
 
 function M.activation(cols, seed)
-  return q.q8k_pack(M.f32s(M.values(cols, seed)))
+  return q.q8k_pack(fixture.normal(cols, seed))
 end
 
 -- The bit gate: == per element against the CPU's floats, NaN counted, something non-zero;

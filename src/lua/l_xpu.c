@@ -213,5 +213,6 @@ int luaopen_xpu(lua_State *L)
 	xpu_lua_open_contract(L, t);
 	xpu_lua_open_compare(L, t);
 	xpu_lua_open_api(L, t);
+	xpu_lua_open_fixture(L, t);
 	return 1;
 }

@@ -33,5 +33,6 @@ void xpu_lua_open_hip(lua_State *L, int t);
 void xpu_lua_open_contract(lua_State *L, int t);
 void xpu_lua_open_compare(lua_State *L, int t);
 void xpu_lua_open_api(lua_State *L, int t);
+void xpu_lua_open_fixture(lua_State *L, int t); /* seeded test data (l_fixture.c) */
 
 #endif
