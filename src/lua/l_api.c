@@ -239,6 +239,18 @@ static const struct api_entry quant_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry fixture_entries[] = {
+	{ "xpu.fixture.bytes", "xpu.fixture.bytes(n, seed) -> string, seed",
+	  "n seeded bytes, never zero: the specs' data, made in C" },
+	{ "xpu.fixture.eighths", "xpu.fixture.eighths(dtype, n, seed) -> string, seed",
+	  "n values k / 8 (exact in every float dtype; f32 and f64 with a small offset)" },
+	{ "xpu.fixture.normal", "xpu.fixture.normal(n, seed [, opts]) -> string",
+	  "f32 Gaussians scaled by block; opts.rows_of, opts.nan_every" },
+	{ "xpu.fixture.decode", "xpu.fixture.decode(dtype, s) -> { values }",
+	  "every element of a string of dtype elements as a Lua number" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry gguf_entries[] = {
 	{ "xpu.gguf.open", "xpu.gguf.open(path) -> GGUF",
 	  "reads a GGUF file's header; a malformed file raises its message" },
@@ -407,6 +419,8 @@ static const struct api_section sections[] = {
 	  quant_entries, NULL },
 	{ "gguf", "GGUF files (xpu.gguf); GGUF fields: version, alignment, size, path, "
 	  "data_offset, tensor_count, key_count.", gguf_entries, "GGUF" },
+	{ "fixture", "Seeded test data (xpu.fixture): the bytes the specs' Lua helpers made, made in C.",
+	  fixture_entries, NULL },
 	{ "xpu.autotune", "Measured settings per device (`require \"xpu.autotune\"`).",
 	  autotune_entries, NULL },
 	{ "xpu.decode", "Decode mat-vec fixtures, gates and timings (`require \"xpu.decode\"`).",
