@@ -60,3 +60,47 @@ describe("route tables refuse re-entry from a row's own half", function()
     assert.is_true(#env.T:rows() >= 2)
   end)
 end)
+
+describe("buffers: sizes and offsets at the edges of lua_Integer", function()
+  local cpu = xpu.device "cpu:0"
+
+  -- Under UBSan (make check-asan, or build/fuzz/xpulua) the old code aborted here: the default
+  -- length bytes - offset overflowed before the offset was checked.
+  it("b:download / b:slice with offset math.mininteger and no length are refused as negative", function()
+    local b = cpu:buffer(16)
+    local ok, err = pcall(b.download, b, math.mininteger)
+    assert.is_false(ok)
+    assert.matches("offset is negative", err)
+    ok, err = pcall(b.slice, b, math.mininteger)
+    assert.is_false(ok)
+    assert.matches("must not be negative", err)
+    -- past the end, the default length is 0 and the range error names the offset
+    ok, err = pcall(b.download, b, 20)
+    assert.is_false(ok)
+    assert.matches("at offset 20 is outside the 16%-byte buffer", err)
+    assert.equal(12, #b:slice(4))
+    assert.equal(4, #b:download(12))
+  end)
+
+  it("d:buffer refuses a size beyond the device's memory, naming the device and its memory", function()
+    for _, n in ipairs { math.maxinteger, 1 << 62, cpu.memory_bytes + 1 } do
+      local ok, err = pcall(cpu.buffer, cpu, n)
+      assert.is_false(ok)
+      assert.equal(("d:buffer(%d): %d bytes is more than cpu:0 has (%d bytes of memory)"):format(n, n, cpu.memory_bytes),
+        err:gsub("^.-: d:buffer", "d:buffer"))
+    end
+  end)
+
+  it("sizes and offsets of 2^31 and more print whole in __tostring and range errors", function()
+    -- 4 GiB + 5 bytes, never touched: the host maps the pages only when they are written
+    local big = cpu:buffer((1 << 32) + 5)
+    assert.equal("buffer 4294967301 bytes at +0 on cpu:0", tostring(big))
+    local view = big:slice(1 << 32)
+    assert.equal("buffer 5 bytes at +4294967296 on cpu:0", tostring(view))
+    local ok, err = pcall(big.download, big, 1 << 32, 10)
+    assert.is_false(ok)
+    assert.matches("download of 10 bytes at offset 4294967296 is outside the 4294967301%-byte buffer", err)
+    view:release()
+    big:release()
+  end)
+end)
