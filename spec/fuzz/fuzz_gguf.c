@@ -5,9 +5,36 @@
 #include "model/gguf.h"
 #include "core/xpu.h"
 
+#include <sanitizer/allocator_interface.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* Bytes the reader may allocate for a file of n bytes: every count and length is checked
+ * against the bytes that remain before anything is allocated for it, so what it holds is a
+ * small multiple of the file (a key or tensor entry in memory is a few times its least size
+ * on disk, and the tables grow by doubling). Past this the target traps: an over-allocation. */
+#define ALLOC_BOUND(n) (32 * (uint64_t)(n) + (64 << 10))
+
+static bool counting;
+static uint64_t allocated;
+
+static void on_malloc(const volatile void *p, size_t n)
+{
+	if (counting)
+		allocated += n;
+}
+
+static void on_free(const volatile void *p)
+{
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	__sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+	return 0;
+}
 
 static void walk_value(const struct gguf_value *v, int depth)
 {
@@ -65,7 +92,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	char path[64];
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	allocated = 0;
+	counting = true;
 	struct gguf *g = gguf_open(path);
+	counting = false;
+	if (getenv("FUZZ_GGUF_ALLOC"))
+		fprintf(stderr, "gguf_open: %zu bytes in, %llu allocated\n", size, (unsigned long long)allocated);
+	if (allocated > ALLOC_BOUND(size)) {
+		fprintf(stderr, "gguf_open allocated %llu bytes for a %zu-byte file\n",
+			(unsigned long long)allocated, size);
+		abort();
+	}
 	if (g) {
 		walk(g);
 		gguf_close(g);
