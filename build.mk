@@ -170,7 +170,7 @@ $(B)/seeds/.done: $(B)/xpulua spec/fuzz/seeds.lua $(wildcard contracts/*.md spec
 	ASAN_OPTIONS=detect_leaks=1 $(B)/xpulua spec/fuzz/seeds.lua $(B)/seeds
 	cp contracts/*.md spec/fixtures/contracts/*.md $(B)/seeds/contract/
 	@for t in $(FUZZ_TARGETS); do for f in spec/fixtures/fuzz/$$t-*; do \
-	  [ -e "$$f" ] && cp "$$f" $(B)/seeds/$$t/; done; done; true
+	  case "$$f" in *.lua) ;; *) [ -e "$$f" ] && cp "$$f" $(B)/seeds/$$t/;; esac; done; done; true
 	@touch $@
 
 # One target after another, one job and one worker each (-jobs=1 writes fuzz-0.log, moved to
