@@ -125,3 +125,69 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# ---- fuzzing -------------------------------------------------------------------------------
+# `make fuzz` builds the libFuzzer targets of spec/fuzz/ (fuzz_<target>.c) with clang under
+# AddressSanitizer and UndefinedBehaviorSanitizer (build/fuzz: the sources instrumented for
+# coverage, objects of their own), makes the seed corpora (spec/fuzz/seeds.lua, the contracts,
+# the specs' bad inputs and the minimized findings in spec/fixtures/fuzz/) and runs each target
+# FUZZ_TIME seconds, one at a time, on one core. Any crash, leak, sanitizer report, timeout or
+# allocation past FUZZ_RSS_MB fails it; the input lands in build/fuzz/<target>-crash-*.
+# clang and its runtimes are not in `make setup`: `make fuzz-setup` installs them.
+FUZZ_TARGETS := gguf contract expr route
+FUZZ_TIME    ?= 60
+FUZZ_RSS_MB  ?= 2048
+FUZZ_B       := build/fuzz
+FUZZ_PKGS    := clang libclang-rt-14-dev
+FUZZ_CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -fno-omit-frame-pointer -fsanitize=fuzzer-no-link
+FUZZ_PROBE   := int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }
+.PHONY: fuzz fuzz-setup fuzz-build fuzz-check fuzz-bins
+
+fuzz-setup:
+	@scripts/setup.sh $(FUZZ_PKGS)
+
+# Says which Debian package is missing rather than failing deep inside the build.
+fuzz-check:
+	@command -v clang >/dev/null 2>&1 || { echo "make fuzz: clang not found: install the" \
+	  "Debian package clang (or run make fuzz-setup)" >&2; exit 1; }
+	@echo '$(FUZZ_PROBE)' | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null \
+	  2>/dev/null || { echo "make fuzz: clang cannot link libFuzzer and the sanitizers:" \
+	  "install the Debian package libclang-rt-14-dev (or run make fuzz-setup)" >&2; exit 1; }
+
+fuzz-build: fuzz-check
+	@$(MAKE) --no-print-directory -f build.mk B=$(FUZZ_B) CC=clang CFLAGS="$(FUZZ_CFLAGS)" \
+	  NVCC= HIPCC= fuzz-bins
+
+# Inside the sub-make (B=build/fuzz): the targets, and the seeds written by this build's own
+# xpulua (xpu.gguf.write under the sanitizers too).
+fuzz-bins: $(FUZZ_TARGETS:%=$(B)/fuzz_%) $(B)/seeds/.done
+
+$(B)/fuzz_%: spec/fuzz/fuzz_%.c $(CORE_OBJ)
+	$(CC) $(XCFLAGS) -DXPU_FUZZ_CONTRACTS='"$(CURDIR)/contracts/shape-ops.md"' \
+	  -fsanitize=fuzzer $< $(CORE_OBJ) -o $@ -llua5.4 $(LIBS)
+
+$(B)/seeds/.done: $(B)/xpulua spec/fuzz/seeds.lua $(wildcard contracts/*.md spec/fixtures/contracts/*.md spec/fixtures/fuzz/*)
+	@rm -rf $(B)/seeds
+	@mkdir -p $(FUZZ_TARGETS:%=$(B)/seeds/%)
+	ASAN_OPTIONS=detect_leaks=1 $(B)/xpulua spec/fuzz/seeds.lua $(B)/seeds
+	cp contracts/*.md spec/fixtures/contracts/*.md $(B)/seeds/contract/
+	@for t in $(FUZZ_TARGETS); do for f in spec/fixtures/fuzz/$$t-*; do \
+	  case "$$f" in *.lua) ;; *) [ -e "$$f" ] && cp "$$f" $(B)/seeds/$$t/;; esac; done; done; true
+	@touch $@
+
+# One target after another, one job and one worker each (-jobs=1 writes fuzz-0.log, moved to
+# build/fuzz/<target>.log); the last line of each log carries its execs, cov and ft figures.
+fuzz: fuzz-build
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_B)/corpus/$$t; rm -f fuzz-0.log; \
+	  echo "fuzz: $$t for $(FUZZ_TIME) s"; \
+	  $(FUZZ_B)/fuzz_$$t -jobs=1 -workers=1 -max_total_time=$(FUZZ_TIME) \
+	    -rss_limit_mb=$(FUZZ_RSS_MB) -malloc_limit_mb=$(FUZZ_RSS_MB) -timeout=10 \
+	    $$([ -f spec/fuzz/$$t.dict ] && echo -dict=spec/fuzz/$$t.dict) -artifact_prefix=$(FUZZ_B)/$$t- \
+	    $(FUZZ_B)/corpus/$$t $(FUZZ_B)/seeds/$$t >/dev/null 2>&1 || true; \
+	  mv fuzz-0.log $(FUZZ_B)/$$t.log; grep -E '^#[0-9]+' $(FUZZ_B)/$$t.log | tail -1; \
+	  if grep -qE '^(==[0-9]+==ERROR|SUMMARY: |.*runtime error:)|-(crash|leak|timeout|oom)-' $(FUZZ_B)/$$t.log; then \
+	    grep -E 'ERROR|SUMMARY|runtime error|Test unit written' $(FUZZ_B)/$$t.log >&2; \
+	    echo "fuzz: $$t found a fault; build/fuzz/$$t.log has the report" >&2; exit 1; fi; \
+	done

@@ -9,6 +9,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static const int8_t iq4nl_kv[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
 				     1, 13, 25, 38, 53, 69, 89, 113 };
@@ -209,10 +212,19 @@ const struct xpu_mv_impl xpu_mv_portable[] = {
 static const char *const path_names[XPU_MV_PATHS] = { "portable", "avx2", "vnni" };
 static atomic_int chosen_path = -1;
 
+#if defined(__x86_64__) || defined(__i386__)
+/* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports knows no "f16c". */
+static bool cpu_has_f16c(void)
+{
+	unsigned eax, ebx, ecx, edx;
+	return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+}
+#endif
+
 bool xpu_matvec_path_available(int path)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+	bool avx2 = __builtin_cpu_supports("avx2") && cpu_has_f16c();
 	if (path == XPU_MV_AVX2)
 		return avx2;
 	if (path == XPU_MV_VNNI)

@@ -155,6 +155,9 @@ static uint64_t cpu_dispatch_blocks(struct xpu_device *d, uint32_t waves)
 static int cpu_alloc(struct xpu_device *d, uint64_t bytes, void **handle, void **host)
 {
 	/* 64-byte aligned, like a device allocation's 256: kernels may read vectors. */
+	if (bytes > d->geo.memory_bytes)
+		return xpu_fail("%llu bytes is more than the host's %llu", (unsigned long long)bytes,
+				(unsigned long long)d->geo.memory_bytes);
 	size_t n = bytes ? (bytes + 63) & ~(uint64_t)63 : 64;
 	void *p = aligned_alloc(64, n);
 	if (!p)

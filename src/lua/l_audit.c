@@ -41,7 +41,12 @@ static int t_audit(lua_State *L)
 	struct xpu_table *t = lx_checktable(L, 1);
 	int n;
 	struct xpu_query *qs = read_queries(L, 2, &n);
+	if (xpu_table_enter(t, "audit")) {
+		xpu_free(qs);
+		return lx_error(L);
+	}
 	struct xpu_audit *a = xpu_audit(t, qs, n, L);
+	xpu_table_leave(t);
 	xpu_free(qs);
 	if (!a)
 		return lx_error(L);

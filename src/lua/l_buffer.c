@@ -48,6 +48,12 @@ static int l_buffer_new(lua_State *L)
 		bytes = luaL_checkinteger(L, 2);
 		luaL_argcheck(L, bytes >= 0, 2, "size is negative");
 	}
+	/* Nothing larger than the device can be allocated; refusing here also keeps the size far
+	 * from the top of uint64_t, where a backend's rounding up would wrap. */
+	uint64_t mem = d->geo.memory_bytes;
+	if (mem && (uint64_t)bytes > mem)
+		return luaL_error(L, "d:buffer(%I): %I bytes is more than %s has (%I bytes of memory)",
+				  bytes, bytes, d->id, (lua_Integer)mem);
 	struct xpu_buffer *b = xpu_buffer_new(d, (uint64_t)bytes);
 	if (!b)
 		return lx_error(L);
@@ -74,12 +80,13 @@ static int b_download(lua_State *L)
 {
 	struct xpu_buffer *b = lx_checkbuffer(L, 1);
 	lua_Integer off = luaL_optinteger(L, 2, 0);
-	lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)b->bytes - off);
+	/* off is checked before the default length is computed from it (bytes - off) */
 	luaL_argcheck(L, off >= 0, 2, "offset is negative");
+	lua_Integer n = luaL_optinteger(L, 3, (uint64_t)off > b->bytes ? 0 : (lua_Integer)(b->bytes - (uint64_t)off));
 	luaL_argcheck(L, n >= 0, 3, "length is negative");
 	if ((uint64_t)off > b->bytes || (uint64_t)n > b->bytes - (uint64_t)off)
-		return luaL_error(L, "download of %d bytes at offset %d is outside the %d-byte buffer",
-				  (int)n, (int)off, (int)b->bytes);
+		return luaL_error(L, "download of %I bytes at offset %I is outside the %I-byte buffer",
+				  n, off, (lua_Integer)b->bytes);
 	luaL_Buffer lb;
 	char *dst = luaL_buffinitsize(L, &lb, (size_t)n);
 	if (xpu_buffer_download(b, (uint64_t)off, dst, (uint64_t)n))
@@ -93,8 +100,11 @@ static int b_slice(lua_State *L)
 {
 	struct xpu_buffer *b = lx_checkbuffer(L, 1);
 	lua_Integer off = luaL_checkinteger(L, 2);
-	lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)b->bytes - off);
-	if (off < 0 || n < 0)
+	if (off < 0)
+		return luaL_error(L, "slice: offset and length must not be negative");
+	/* off is checked before the default length is computed from it (bytes - off) */
+	lua_Integer n = luaL_optinteger(L, 3, (uint64_t)off > b->bytes ? 0 : (lua_Integer)(b->bytes - (uint64_t)off));
+	if (n < 0)
 		return luaL_error(L, "slice: offset and length must not be negative");
 	struct xpu_buffer *v = xpu_buffer_view(b, (uint64_t)off, (uint64_t)n);
 	if (!v)
@@ -108,10 +118,11 @@ static int b_words(lua_State *L)
 {
 	struct xpu_buffer *b = lx_checkbuffer(L, 1);
 	if (b->offset % 4)
-		return luaL_error(L, "word view: base not aligned (offset %d is not a multiple of 4)",
-				  (int)b->offset);
+		return luaL_error(L, "word view: base not aligned (offset %I is not a multiple of 4)",
+				  (lua_Integer)b->offset);
 	if (b->bytes % 4)
-		return luaL_error(L, "word view: %d bytes is not a whole number of words", (int)b->bytes);
+		return luaL_error(L, "word view: %I bytes is not a whole number of words",
+				  (lua_Integer)b->bytes);
 	struct xpu_buffer *v = xpu_buffer_view(b, 0, b->bytes);
 	if (!v)
 		return lx_error(L);
@@ -159,7 +170,8 @@ static int b_tostring(lua_State *L)
 	if (!u->b)
 		lua_pushliteral(L, "buffer (released)");
 	else
-		lua_pushfstring(L, "buffer %d bytes at +%d on %s", (int)u->b->bytes, (int)u->b->offset,
+		lua_pushfstring(L, "buffer %I bytes at +%I on %s", (lua_Integer)u->b->bytes,
+				(lua_Integer)u->b->offset,
 				u->b->alloc->dev->id);
 	return 1;
 }

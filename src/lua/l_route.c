@@ -121,6 +121,14 @@ static struct xpu_row *checkrow(lua_State *L, int i)
 	return *(struct xpu_row **)luaL_checkudata(L, i, XPU_ROW_MT);
 }
 
+/* Brackets a resolution that runs the rows' halves (route.h, xpu_table_enter): raises when
+ * one is already running on the table, i.e. when a half re-enters it. */
+static void enter(lua_State *L, struct xpu_table *t, const char *what)
+{
+	if (xpu_table_enter(t, what))
+		lx_error(L);
+}
+
 /* Registration: everything is checked into a stack row before the first allocation, so an
  * error (or an injected allocation fault) leaves the table as it was. */
 static int do_register(lua_State *L, bool c_row)
@@ -133,6 +141,8 @@ static int do_register(lua_State *L, bool c_row)
 		lua_concat(L, 2);
 		return lx_input_error(L);
 	}
+	if (t->inside && xpu_table_enter(t, c_row ? "register_c" : "register"))
+		return lx_error(L);
 	struct xpu_row tmp;
 	memset(&tmp, 0, sizeof tmp);
 	if (c_row && lx_read_c_row(L, 2, &tmp, t->name)) { /* raises on bad input; allocates its gates last */
@@ -220,7 +230,9 @@ static int t_admissible(lua_State *L)
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_device *d = lx_optdevice(L, 3);
 	xpu_error_clear();
+	enter(L, t, "admissible");
 	const struct xpu_row *r = xpu_admissible(t, q, d, L);
+	xpu_table_leave(t);
 	if (!r && strstr(xpu_error(), "half of row"))
 		return lx_error(L);
 	push_row_or_nil(L, r);
@@ -234,7 +246,9 @@ static const struct xpu_row *pick_call(lua_State *L, struct xpu_table *t, struct
 	lx_refresh_call(L, 2);
 	*c = lx_checkcall(L, 2);
 	int err;
+	enter(L, t, "pick");
 	const struct xpu_row *r = xpu_pick(t, *c, &err);
+	xpu_table_leave(t);
 	if (err)
 		lx_error(L);
 	if (r)
@@ -257,7 +271,9 @@ static int t_bind(lua_State *L)
 	const struct xpu_row *r = pick_call(L, t, &c);
 	if (!r) {
 		struct xpu_refusal ref;
+		enter(L, t, "bind");
 		xpu_why_not_picked(t, c, &ref);
+		xpu_table_leave(t);
 		lx_push_refusal(L, &ref); /* takes the refusal's words */
 		return luaL_error(L, "%s", luaL_tolstring(L, -1, NULL));
 	}
@@ -271,7 +287,9 @@ static int t_candidates(lua_State *L)
 	struct xpu_query *q = lx_checkquery(L, 2);
 	struct xpu_device *d = lx_optdevice(L, 3);
 	const struct xpu_row *rows[64];
+	enter(L, t, "candidates");
 	int n = xpu_candidates(t, q, d, L, rows, 64);
+	xpu_table_leave(t);
 	if (n < 0)
 		return lx_error(L);
 	lua_createtable(L, n, 0);
@@ -289,7 +307,9 @@ static int t_why_not_admissible(lua_State *L)
 	struct xpu_refusal r;
 	/* false: the declared half only, no device asked (what the audit walks) */
 	struct xpu_device *d = lua_isboolean(L, 3) && !lua_toboolean(L, 3) ? NULL : lx_optdevice(L, 3);
+	enter(L, t, "why_not_admissible");
 	xpu_why_not_admissible(t, q, d, L, &r);
+	xpu_table_leave(t);
 	lx_push_refusal(L, &r);
 	return 1;
 }
@@ -299,7 +319,10 @@ static int t_why_not_picked(lua_State *L)
 	struct xpu_table *t = lx_checktable(L, 1);
 	lx_refresh_call(L, 2);
 	struct xpu_refusal r;
-	xpu_why_not_picked(t, lx_checkcall(L, 2), &r);
+	struct xpu_call *c = lx_checkcall(L, 2);
+	enter(L, t, "why_not_picked");
+	xpu_why_not_picked(t, c, &r);
+	xpu_table_leave(t);
 	lx_push_refusal(L, &r);
 	return 1;
 }

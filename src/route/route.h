@@ -141,6 +141,7 @@ struct xpu_table {
 	struct xpu_pin pins[XPU_MAX_PINS];
 	uint64_t nrecords; /* every pick, ever; the ring keeps the last XPU_RECORD_RING */
 	struct xpu_route_record *records;
+	const char *inside; /* the resolution running on the table ("pick"), or NULL */
 };
 
 struct xpu_table *xpu_table_new(const char *name);
@@ -151,6 +152,13 @@ void xpu_table_freeze(struct xpu_table *t);
 struct xpu_row *xpu_table_row(const struct xpu_table *t, const char *name);
 /* Index of the first row serving (format, regime) in table order (binary search). */
 int xpu_table_first(const struct xpu_table *t, int32_t format, int32_t regime);
+
+/* A row's halves are Lua: one that asked its own table to pick, explain or audit again would
+ * recurse without bound (each level walks every row again), and one that registered a row
+ * would move the rows under the walk. The binding brackets every resolution that runs halves
+ * with enter / leave; enter refuses, naming both, while another is running on the table. */
+int xpu_table_enter(struct xpu_table *t, const char *what);
+void xpu_table_leave(struct xpu_table *t);
 
 /* The static half on a device: format, regime, shape, needs, kernel available. */
 const struct xpu_row *xpu_admissible(const struct xpu_table *t, const struct xpu_query *q,

@@ -51,6 +51,21 @@ static int row_order(const struct xpu_row *a, const struct xpu_row *b)
 	return strcmp(a->name, b->name);
 }
 
+int xpu_table_enter(struct xpu_table *t, const char *what)
+{
+	if (t->inside)
+		return xpu_fail("route table '%s': t:%s called from inside its own t:%s (from a row's"
+				" shape or ready half): a half may not re-enter the table that is running"
+				" it; compute what the half needs before the call", t->name, what, t->inside);
+	t->inside = what;
+	return 0;
+}
+
+void xpu_table_leave(struct xpu_table *t)
+{
+	t->inside = NULL;
+}
+
 struct xpu_row *xpu_table_row(const struct xpu_table *t, const char *name)
 {
 	for (int i = 0; i < t->nrows; i++)
