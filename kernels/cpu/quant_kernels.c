@@ -191,65 +191,22 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	}
 }
 
-static void q4_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q4_0, a, g0, g1, l);
-}
+/* Each format's entry points: format_list.h's rows. */
+#define FORMAT_BODIES(name, type, ...)                                                           \
+	static void name##_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,             \
+				const struct xpu_cpu_launch *l)                                  \
+	{                                                                                        \
+		wave_body(GGML_##type, a, g0, g1, l);                                            \
+	}                                                                                        \
+	static void name##_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,               \
+			      const struct xpu_cpu_launch *l)                                    \
+	{                                                                                        \
+		id_body(GGML_##type, a, g0, g1, l);                                              \
+	}
+XPU_FORMAT_LIST(FORMAT_BODIES)
+#undef FORMAT_BODIES
 
-static void q8_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q8_0, a, g0, g1, l);
-}
-
-static void q4_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q4_K, a, g0, g1, l);
-}
-
-static void q6_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q6_K, a, g0, g1, l);
-}
-
-static void iq4_nl_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_IQ4_NL, a, g0, g1, l);
-}
-
-static void q4_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q4_0, a, g0, g1, l);
-}
-
-static void q8_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q8_0, a, g0, g1, l);
-}
-
-static void q4_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q4_K, a, g0, g1, l);
-}
-
-static void q6_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q6_K, a, g0, g1, l);
-}
-
-static void iq4_nl_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_IQ4_NL, a, g0, g1, l);
-}
+#define FORMAT_ENTRIES(name, ...) { #name "_q8k_wave", name##_wave }, { #name "_q8k_id", name##_id },
 
 const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "q8k_pack", q8k_pack_body },
@@ -257,15 +214,6 @@ const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "split_scale_dword", split_scale_dword_body },
 	{ "split_scale_bytes", split_scale_bytes_body },
 	{ "split_bytes", split_bytes_body },
-	{ "q4_0_q8k_wave", q4_0_wave },
-	{ "q8_0_q8k_wave", q8_0_wave },
-	{ "q4_K_q8k_wave", q4_K_wave },
-	{ "q6_K_q8k_wave", q6_K_wave },
-	{ "iq4_nl_q8k_wave", iq4_nl_wave },
-	{ "q4_0_q8k_id", q4_0_id },
-	{ "q8_0_q8k_id", q8_0_id },
-	{ "q4_K_q8k_id", q4_K_id },
-	{ "q6_K_q8k_id", q6_K_id },
-	{ "iq4_nl_q8k_id", iq4_nl_id },
+	XPU_FORMAT_LIST(FORMAT_ENTRIES)
 	{ NULL, NULL },
 };
