@@ -143,6 +143,14 @@ static void wave_range(const struct xpu_cpu_launch *l, uint64_t g0, uint64_t g1,
 		*w1 = limit;
 }
 
+/* The rows body of the chosen SIMD path, or the portable one where that path has none for the
+ * format (a format is served by its portable body alone until it has SIMD rows). */
+static xpu_mv_rows_fn rows_fn(int32_t type)
+{
+	xpu_mv_rows_fn fn = xpu_matvec_fn(type, xpu_matvec_path());
+	return fn ? fn : xpu_matvec_fn(type, XPU_MV_PORTABLE);
+}
+
 /* y:buf@4! w:buf@4 x:buf@4 rows cols y_off */
 static void wave_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 		      const struct xpu_cpu_launch *l)
@@ -155,7 +163,7 @@ static void wave_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint6
 	uint64_t r0, r1;
 	wave_range(l, g0, g1, a[3].u, &r0, &r1);
 	if (r0 < r1)
-		xpu_matvec_fn(type, xpu_matvec_path())(y + a[5].u + r0, w + r0 * rb, rb, x, bpr, r1 - r0);
+		rows_fn(type)(y + a[5].u + r0, w + r0 * rb, rb, x, bpr, r1 - r0);
 }
 
 /* y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts used rows cols x_row_blocks y_off — wave
@@ -171,7 +179,7 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	const uint64_t experts = a[4].u, used = a[5].u, rows = a[6].u, xrb = a[8].u, yoff = a[9].u;
 	const uint32_t bpr = (uint32_t)(a[7].u / f->block_elems);
 	const uint64_t rb = xpu_row_resident_bytes(f, bpr);
-	xpu_mv_rows_fn fn = xpu_matvec_fn(type, xpu_matvec_path());
+	xpu_mv_rows_fn fn = rows_fn(type);
 	uint64_t v, v1;
 	if (rows == 0)
 		return;
