@@ -12,10 +12,14 @@
 static const struct xpu_format formats[] = { XPU_FORMAT_LIST(FORMAT_ROW) };
 #undef FORMAT_ROW
 
-/* A row's sizes must add up; checked when the table is built, not at run time. */
-#define FORMAT_CHECK(name, type, elems, bytes, sb, soff, pay, ...)                               \
+/* A row's sizes must add up, and its kernel columns must say what the generators make of it
+ * (they make the same kernels of every row); checked when the table is built. */
+#define FORMAT_CHECK(name, type, elems, bytes, sb, soff, pay, streams, cpu, cuda, vk)            \
 	_Static_assert(sb + pay == bytes && (soff == 0 || soff == pay),                        \
-		       #name ": the scale is not at one end of the block");
+		       #name ": the scale is not at one end of the block");                    \
+	_Static_assert((cpu) == XPU_FK_INT && (cuda) == XPU_FK_INT && (vk) == (XPU_FK_INT | XPU_FK_DOT4), \
+		       #name ": the kernel tables, the CPU and CUDA entry points and vulkan.mk "  \
+		       "make wave and id everywhere and dot4 on vulkan for every row");
 XPU_FORMAT_LIST(FORMAT_CHECK)
 #undef FORMAT_CHECK
 
