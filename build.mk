@@ -60,7 +60,8 @@ $(B)/gen/embedded_code.c: $(B)/embed-gen $(EMBED_CODE)
 	    rm -f $@; exit 1; fi; done
 
 # The kernels' code hash keys measured settings (Autotune): a kernel edit makes them stale.
-KERNEL_FILES := $(sort $(shell find kernels -type f 2>/dev/null))
+# format_list.h's rows make the per-format kernels (their entry points and Vulkan sources).
+KERNEL_FILES := $(sort $(shell find kernels -type f 2>/dev/null) src/quant/format_list.h)
 $(B)/gen/kernel_hash.h: $(KERNEL_FILES)
 	@mkdir -p $(B)/gen
 	@printf '#define XPULUA_KERNEL_HASH "%s"\n' "$$(cat $(KERNEL_FILES) | sha1sum | cut -c1-12)" > $@

@@ -156,82 +156,50 @@ static int id_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_M
 	return 0;
 }
 
-static int q4_0_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return wave_extent(GGML_Q4_0, a, need);
-}
-
-static int q8_0_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return wave_extent(GGML_Q8_0, a, need);
-}
-
-static int q4_K_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return wave_extent(GGML_Q4_K, a, need);
-}
-
-static int q6_K_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return wave_extent(GGML_Q6_K, a, need);
-}
-
-static int iq4_nl_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return wave_extent(GGML_IQ4_NL, a, need);
-}
-
-static int q4_0_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return id_extent(GGML_Q4_0, a, need);
-}
-
-static int q8_0_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return id_extent(GGML_Q8_0, a, need);
-}
-
-static int q4_K_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return id_extent(GGML_Q4_K, a, need);
-}
-
-static int q6_K_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return id_extent(GGML_Q6_K, a, need);
-}
-
-static int iq4_nl_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
-{
-	return id_extent(GGML_IQ4_NL, a, need);
-}
+/* Each format's extents: format_list.h's rows. */
+#define FORMAT_EXTENTS(name, type, ...)                                                          \
+	static int name##_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])    \
+	{                                                                                        \
+		return wave_extent(GGML_##type, a, need);                                        \
+	}                                                                                        \
+	static int name##_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])      \
+	{                                                                                        \
+		return id_extent(GGML_##type, a, need);                                          \
+	}
+XPU_FORMAT_LIST(FORMAT_EXTENTS)
+#undef FORMAT_EXTENTS
 
 #define WAVE_SIG "y:buf@4! w:buf@4 x:buf@4 rows:u32 cols:u32 y_off:u32"
 #define ID_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts:u32 used:u32 rows:u32 cols:u32 " \
 	       "x_row_blocks:u32 y_off:u32"
 
+/* A format whose dense wave streams (format_list.h's `streams`) launches on the resident grid. */
+#define WAVE_LAUNCH_1 xpu_launch_wave_resident
+#define WAVE_LAUNCH_0 xpu_launch_wave
+#define FORMAT_KERNELS(fmt, type, elems, bytes, sb, soff, pay, streams, ...)                    \
+	{ .name = #fmt "_q8k_wave", .signature = WAVE_SIG, .extent = fmt##_wave_extent,       \
+	  .launch = WAVE_LAUNCH_##streams, .format = #fmt },                                    \
+	{ .name = #fmt "_q8k_id", .signature = ID_SIG, .extent = fmt##_id_extent,             \
+	  .launch = xpu_launch_id, .format = #fmt },
+
 const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
-	{ "q8k_pack", "xq:buf@4! x:buf@4 n:u32", q8k_pack_extent, NULL, 0 },
-	{ "split_payload_dword", "out:buf@4! src:buf total:u32 block_base:u32 block_bytes:u32 "
-	  "payload_words:u32 src_payload_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
-	  split_payload_dword_extent, xpu_launch_split, 0 },
-	{ "split_scale_dword", "out:buf@4! src:buf total:u32 row_base:u32 block_bytes:u32 "
-	  "scale_bytes:u32 scale_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
-	  split_scale_dword_extent, NULL, 0 },
-	{ "split_scale_bytes", "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
-	  "scale_bytes:u32 scale_off:u32 bpr:u32 row_bytes:u32", split_scale_bytes_extent, NULL, 0 },
-	{ "split_bytes", "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
-	  "payload_bytes:u32 scale_bytes:u32 scale_off:u32 bpr:u32 prefix:u32 row_bytes:u32",
-	  split_bytes_extent, NULL, 0 },
-	{ "q4_0_q8k_wave", WAVE_SIG, q4_0_wave_extent, xpu_launch_wave_resident, 0 },
-	{ "q8_0_q8k_wave", WAVE_SIG, q8_0_wave_extent, xpu_launch_wave_resident, 0 },
-	{ "q4_K_q8k_wave", WAVE_SIG, q4_K_wave_extent, xpu_launch_wave, 0 },
-	{ "q6_K_q8k_wave", WAVE_SIG, q6_K_wave_extent, xpu_launch_wave, 0 },
-	{ "iq4_nl_q8k_wave", WAVE_SIG, iq4_nl_wave_extent, xpu_launch_wave, 0 },
-	{ "q4_0_q8k_id", ID_SIG, q4_0_id_extent, xpu_launch_id, 0 },
-	{ "q8_0_q8k_id", ID_SIG, q8_0_id_extent, xpu_launch_id, 0 },
-	{ "q4_K_q8k_id", ID_SIG, q4_K_id_extent, xpu_launch_id, 0 },
-	{ "q6_K_q8k_id", ID_SIG, q6_K_id_extent, xpu_launch_id, 0 },
-	{ "iq4_nl_q8k_id", ID_SIG, iq4_nl_id_extent, xpu_launch_id, 0 },
-	{ NULL, NULL, NULL, NULL, 0 },
+	{ .name = "q8k_pack", .signature = "xq:buf@4! x:buf@4 n:u32", .extent = q8k_pack_extent },
+	{ .name = "split_payload_dword",
+	  .signature = "out:buf@4! src:buf total:u32 block_base:u32 block_bytes:u32 "
+		       "payload_words:u32 src_payload_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
+	  .extent = split_payload_dword_extent, .launch = xpu_launch_split },
+	{ .name = "split_scale_dword",
+	  .signature = "out:buf@4! src:buf total:u32 row_base:u32 block_bytes:u32 "
+		       "scale_bytes:u32 scale_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
+	  .extent = split_scale_dword_extent },
+	{ .name = "split_scale_bytes",
+	  .signature = "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
+		       "scale_bytes:u32 scale_off:u32 bpr:u32 row_bytes:u32",
+	  .extent = split_scale_bytes_extent },
+	{ .name = "split_bytes",
+	  .signature = "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
+		       "payload_bytes:u32 scale_bytes:u32 scale_off:u32 bpr:u32 prefix:u32 row_bytes:u32",
+	  .extent = split_bytes_extent },
+	XPU_FORMAT_LIST(FORMAT_KERNELS)
+	{ .name = NULL },
 };

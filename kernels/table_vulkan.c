@@ -1,6 +1,7 @@
 /* table_vulkan.c — kernels only the Vulkan backend builds: the decode mat-vecs on the packed
  * int8 dot (OpSDot), with their plain twins' signatures, extents and launchers. Uses table.h. */
 #include "table.h"
+#include "quant/format_list.h"
 
 #include <stddef.h>
 
@@ -25,23 +26,21 @@ static int twin_extent(const char *twin, const struct xpu_karg *a, uint64_t need
 		return twin_extent(#fmt "_q8k_" #kind, a, need);                                 \
 	}
 
-TWIN(q4_0, wave) TWIN(q8_0, wave) TWIN(q4_K, wave) TWIN(q6_K, wave) TWIN(iq4_nl, wave)
-TWIN(q4_0, id) TWIN(q8_0, id) TWIN(q4_K, id) TWIN(q6_K, id) TWIN(iq4_nl, id)
+#define FORMAT_TWINS(name, ...) TWIN(name, wave) TWIN(name, id)
+XPU_FORMAT_LIST(FORMAT_TWINS)
+#undef FORMAT_TWINS
 
 #define WAVE_SIG "y:buf@4! w:buf@4 x:buf@4 rows:u32 cols:u32 y_off:u32"
 #define ID_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts:u32 used:u32 rows:u32 cols:u32 " \
 	       "x_row_blocks:u32 y_off:u32"
 
+#define FORMAT_DOT4_KERNELS(fmt, ...)                                                           \
+	{ .name = #fmt "_q8k_wave_dot4", .signature = WAVE_SIG, .extent = fmt##_wave_dot4_extent, \
+	  .launch = xpu_launch_wave, .format = #fmt },                                          \
+	{ .name = #fmt "_q8k_id_dot4", .signature = ID_SIG, .extent = fmt##_id_dot4_extent,   \
+	  .launch = xpu_launch_id, .format = #fmt },
+
 const struct xpu_kernel_def xpu_kernel_defs_vulkan[] = {
-	{ "q4_0_q8k_wave_dot4", WAVE_SIG, q4_0_wave_dot4_extent, xpu_launch_wave, 0 },
-	{ "q8_0_q8k_wave_dot4", WAVE_SIG, q8_0_wave_dot4_extent, xpu_launch_wave, 0 },
-	{ "q4_K_q8k_wave_dot4", WAVE_SIG, q4_K_wave_dot4_extent, xpu_launch_wave, 0 },
-	{ "q6_K_q8k_wave_dot4", WAVE_SIG, q6_K_wave_dot4_extent, xpu_launch_wave, 0 },
-	{ "iq4_nl_q8k_wave_dot4", WAVE_SIG, iq4_nl_wave_dot4_extent, xpu_launch_wave, 0 },
-	{ "q4_0_q8k_id_dot4", ID_SIG, q4_0_id_dot4_extent, xpu_launch_id, 0 },
-	{ "q8_0_q8k_id_dot4", ID_SIG, q8_0_id_dot4_extent, xpu_launch_id, 0 },
-	{ "q4_K_q8k_id_dot4", ID_SIG, q4_K_id_dot4_extent, xpu_launch_id, 0 },
-	{ "q6_K_q8k_id_dot4", ID_SIG, q6_K_id_dot4_extent, xpu_launch_id, 0 },
-	{ "iq4_nl_q8k_id_dot4", ID_SIG, iq4_nl_id_dot4_extent, xpu_launch_id, 0 },
-	{ NULL, NULL, NULL, NULL, 0 },
+	XPU_FORMAT_LIST(FORMAT_DOT4_KERNELS)
+	{ .name = NULL },
 };

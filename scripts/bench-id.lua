@@ -39,7 +39,7 @@ end
 local d, err = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", err) end
 local w = report.writer(opts.output, d, "id", { "format", "experts", "used", "rows", "cols", "sel", "launch" })
-local formats = opts.format and { opts.format } or { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+local formats = opts.format and { opts.format } or decode.formats
 local E, used, rows, cols = opts.experts, opts.used, opts.rows, opts.cols
 local s = d:default_stream()
 

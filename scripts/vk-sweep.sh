@@ -26,7 +26,8 @@ ks() { # ks SUFFIX FMT...: --kernel <fmt>_q8k_wave<suffix> for each
 	suffix=$1; shift
 	for f in "$@"; do printf ' --kernel %s_q8k_wave%s' "$f" "$suffix"; done
 }
-ALL="q4_0 q8_0 q4_K q6_K iq4_nl"
+# every served format, as the binary lists them (xpu.formats())
+ALL=$("$X" -e 'for _, f in ipairs(require"xpu".formats()) do print(f.name) end') || exit 1
 DOT4=$(ks _dot4 $ALL)
 PLAIN=$(ks "" $ALL)
 

@@ -53,10 +53,15 @@ describe("routed decode", function()
     end
   end
 
-  -- q4_0 and q8_0 launch no more groups than the device keeps resident (their waves stream
-  -- row after row): with more rows than that, every row must still come out, == the CPU
+  -- the formats that stream (q4_0 and q8_0: xpu.formats()'s `streams`) launch no more groups
+  -- than the device keeps resident (their waves stream row after row): with more rows than
+  -- that, every row must still come out, == the CPU
+  local streaming = {}
+  for _, f in ipairs(xpu.formats()) do
+    if f.streams then streaming[#streaming + 1] = f.name end
+  end
   for _, entry in ipairs(devices) do
-    for _, fmt in ipairs { "q4_0", "q8_0" } do
+    for _, fmt in ipairs(streaming) do
       device_it(entry, fmt .. ": more rows than resident waves, every row == the CPU body", function(d)
         local m = d:kernel(fmt .. "_q8k_wave").manifest
         local per_cu = m.resident_groups_per_cu or -1

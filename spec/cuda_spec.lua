@@ -215,8 +215,10 @@ describe("quant kernels on cuda:0 == cpu:0", function()
   end
 
   cuda_it("the split kernels == cpu:0 and the host split, byte for byte", function()
-    for _, case in ipairs { { "q4_0", 7 }, { "q6_K", 3 }, { "q4_K", 2 }, { "iq4_nl", 5 }, { "q8_0", 3 } } do
-      local fmt, bpr = case[1], case[2]
+    -- every served format; blocks per row chosen so each prefix pads differently (3 elsewhere)
+    local BPR = { q4_0 = 7, q6_K = 3, q4_K = 2, iq4_nl = 5, q8_0 = 3 }
+    for _, rec in ipairs(xpu.formats()) do
+      local fmt, bpr = rec.name, BPR[rec.name] or 3
       local f = q.info(fmt)
       local nrows = 5
       local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))

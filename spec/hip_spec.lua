@@ -512,8 +512,11 @@ describe("the HIP code objects embedded in this xpulua", function()
     assert.truthy(arch.gfx1030, "no gfx1030 code object")
     local names = {}
     for name in pairs(arch.gfx90a) do names[#names + 1] = name end
-    for _, name in ipairs { "copy_bytes", "fill_strided", "stream_read", "stream_copy", "q8k_pack",
-                            "q4_0_q8k_wave", "q8_0_q8k_wave", "q4_K_q8k_wave", "q6_K_q8k_wave", "iq4_nl_q8k_wave" } do
+    local want = { "copy_bytes", "fill_strided", "stream_read", "stream_copy", "q8k_pack" }
+    for _, f in ipairs(xpu.formats()) do
+      for _, k in ipairs(f.kernels.hip) do want[#want + 1] = k end
+    end
+    for _, name in ipairs(want) do
       assert.truthy(arch.gfx90a[name], name .. " is missing for gfx90a")
     end
     for a, ks in pairs(arch) do
@@ -783,8 +786,10 @@ describe("kernels on hip:0 == cpu:0", function()
   end
 
   hip_it("the split kernels == cpu:0 and the host split, byte for byte", function()
-    for _, case in ipairs { { "q4_0", 7 }, { "q6_K", 3 }, { "q4_K", 2 }, { "iq4_nl", 5 }, { "q8_0", 3 } } do
-      local fmt, bpr = case[1], case[2]
+    -- every served format; blocks per row chosen so each prefix pads differently (3 elsewhere)
+    local BPR = { q4_0 = 7, q6_K = 3, q4_K = 2, iq4_nl = 5, q8_0 = 3 }
+    for _, rec in ipairs(xpu.formats()) do
+      local fmt, bpr = rec.name, BPR[rec.name] or 3
       local f = q.info(fmt)
       local nrows = 5
       local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * f.block_elems, 600))

@@ -58,7 +58,8 @@ end
 
 local function isnan(v) return v ~= v end
 
-local formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+local formats = {} -- the served formats' names, in xpu.formats()'s order
+for i, f in ipairs(xpu.formats()) do formats[i] = f.name end
 
 -- ---- the registry ------------------------------------------------------------------------
 
@@ -80,6 +81,38 @@ describe("quant formats", function()
     end
   end)
 
+  it("is xpu.formats(): each record's scale layout, streaming, GGUF block size and kernels per backend", function()
+    local want_layout = { q4_0 = "head", q8_0 = "head", q4_K = "none", q6_K = "tail", iq4_nl = "head" }
+    local want_streams = { q4_0 = true, q8_0 = true }
+    local registry = {}
+    for _, k in ipairs(xpu.kernels()) do registry[k.name] = k end
+    local listed = {}
+    for i, f in ipairs(xpu.formats()) do
+      assert.same(f, q.formats()[i])
+      assert.equal(want_layout[f.name], f.scale_layout, f.name)
+      assert.equal(want_streams[f.name] or false, f.streams, f.name)
+      assert.equal(f.block_bytes, f.scale_bytes + f.payload_bytes, f.name)
+      assert.equal(f.name, xpu.format(f.type)) -- the GGUF type table agrees on the number
+      assert.same({ f.name .. "_q8k_wave", f.name .. "_q8k_id" }, f.kernels.cpu)
+      assert.same(f.kernels.cuda, f.kernels.hip)
+      for _, backend in ipairs { "cpu", "cuda", "vulkan" } do
+        for _, name in ipairs(f.kernels[backend]) do
+          assert.is_truthy(registry[name], name .. " is not in the kernel table")
+          assert.equal(f.name, registry[name].format, name)
+          listed[name] = true
+        end
+      end
+    end
+    -- and the other way: every kernel that reads a format is in that format's record
+    for name, k in pairs(registry) do
+      if k.format then assert.is_true(listed[name], name .. " is in no format's record") end
+    end
+    local cpu = assert(xpu.device "cpu:0")
+    for _, f in ipairs(xpu.formats()) do
+      for _, name in ipairs(f.kernels.cpu) do assert.is_true(cpu:kernel_available(name), name) end
+    end
+  end)
+
   it("sizes resident rows: the scale prefix padded to a dword, then the payloads", function()
     assert.equal(8 + 3 * 16, q.row_bytes("q4_0", 3))
     assert.equal(4 + 1 * 208, q.row_bytes("q6_K", 1))
@@ -91,7 +124,7 @@ describe("quant formats", function()
   it("refuses an unserved format or a bad argument, naming the function and the argument", function()
     local ok, err = pcall(q.info, "q5_K")
     assert.is_false(ok)
-    assert.matches("info: format 'q5_K' is not served", err)
+    assert.matches("info: format 'q5_K' is not served (q4_0, q8_0, q4_K, q6_K, iq4_nl)", err, 1, true)
     ok, err = pcall(q.quantize, "q4_K", f32s(gaussians(100, 1)))
     assert.matches("quantize: 100 values is not a multiple of q4_K's 256", err)
     ok, err = pcall(q.quantize, "q4_0", "abc")

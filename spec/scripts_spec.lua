@@ -23,7 +23,8 @@ describe("scripts/tour.lua (make run)", function()
     assert.equal(0, code, out)
     assert.matches("cpu:0  [^\n]+, last%-level cache [%w ]+, %d+ MiB, integrated\n", out)
     assert.matches("decode mat%-vec on cpu:0, 4096x4096, two weight copies", out)
-    for _, fmt in ipairs { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" } do
+    for _, f in ipairs(xpu.formats()) do
+      local fmt = f.name
       assert.matches("\n" .. fmt .. " +== +%d+ +[%d.]+ +[%d.]+\n", out)
     end
     assert.not_matches("FAIL", out)

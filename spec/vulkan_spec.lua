@@ -336,10 +336,11 @@ describe("vulkan mat-vec modules", function()
     end
   ]]
   -- { settings, formats, whether the grouped kernels are gated too (their walk is the dense
-  -- kernels': once is enough) }
+  -- kernels': once is enough) }; ALL: every served format
+  local ALL = table.concat(fx.formats, " ")
   for _, case in ipairs {
-    { "U=1 GUARD=1 VEC=0", "q4_0 q8_0 q4_K q6_K iq4_nl", false },
-    { "U=3 q8_0:G=2 iq4_nl:KV=1", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
+    { "U=1 GUARD=1 VEC=0", ALL, false },
+    { "U=3 q8_0:G=2 iq4_nl:KV=1", ALL, true },
     { "U=5, q8_0:G=2, VEC=0", "q8_0 q6_K", false },
     { "U=8 GUARD=1 VEC=0 iq4_nl:KV=0", "q4_0 iq4_nl", false },
     { "U=2 iq4_nl:KV=2", "iq4_nl", true },
@@ -348,7 +349,7 @@ describe("vulkan mat-vec modules", function()
     { "U=3 iq4_nl:KV=5", "iq4_nl", true },
     { "U=1 iq4_nl:KV=6", "iq4_nl", false },
     { "U=2 iq4_nl:KV=7", "iq4_nl", true },
-    { "U=2 F16=0", "q4_0 q8_0 q4_K q6_K iq4_nl", true },
+    { "U=2 F16=0", ALL, true },
   } do
     local env, fmts, id = case[1], case[2], case[3]
     vk_it("tuning " .. env .. ": the CPU's bits (" .. fmts .. ") #long", function()

@@ -143,6 +143,14 @@ static void wave_range(const struct xpu_cpu_launch *l, uint64_t g0, uint64_t g1,
 		*w1 = limit;
 }
 
+/* The rows body of the chosen SIMD path, or the portable one where that path has none for the
+ * format (a format is served by its portable body alone until it has SIMD rows). */
+static xpu_mv_rows_fn rows_fn(int32_t type)
+{
+	xpu_mv_rows_fn fn = xpu_matvec_fn(type, xpu_matvec_path());
+	return fn ? fn : xpu_matvec_fn(type, XPU_MV_PORTABLE);
+}
+
 /* y:buf@4! w:buf@4 x:buf@4 rows cols y_off */
 static void wave_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 		      const struct xpu_cpu_launch *l)
@@ -155,7 +163,7 @@ static void wave_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint6
 	uint64_t r0, r1;
 	wave_range(l, g0, g1, a[3].u, &r0, &r1);
 	if (r0 < r1)
-		xpu_matvec_fn(type, xpu_matvec_path())(y + a[5].u + r0, w + r0 * rb, rb, x, bpr, r1 - r0);
+		rows_fn(type)(y + a[5].u + r0, w + r0 * rb, rb, x, bpr, r1 - r0);
 }
 
 /* y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts used rows cols x_row_blocks y_off — wave
@@ -171,7 +179,7 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	const uint64_t experts = a[4].u, used = a[5].u, rows = a[6].u, xrb = a[8].u, yoff = a[9].u;
 	const uint32_t bpr = (uint32_t)(a[7].u / f->block_elems);
 	const uint64_t rb = xpu_row_resident_bytes(f, bpr);
-	xpu_mv_rows_fn fn = xpu_matvec_fn(type, xpu_matvec_path());
+	xpu_mv_rows_fn fn = rows_fn(type);
 	uint64_t v, v1;
 	if (rows == 0)
 		return;
@@ -191,65 +199,22 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	}
 }
 
-static void q4_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q4_0, a, g0, g1, l);
-}
+/* Each format's entry points: format_list.h's rows. */
+#define FORMAT_BODIES(name, type, ...)                                                           \
+	static void name##_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,             \
+				const struct xpu_cpu_launch *l)                                  \
+	{                                                                                        \
+		wave_body(GGML_##type, a, g0, g1, l);                                            \
+	}                                                                                        \
+	static void name##_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,               \
+			      const struct xpu_cpu_launch *l)                                    \
+	{                                                                                        \
+		id_body(GGML_##type, a, g0, g1, l);                                              \
+	}
+XPU_FORMAT_LIST(FORMAT_BODIES)
+#undef FORMAT_BODIES
 
-static void q8_0_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q8_0, a, g0, g1, l);
-}
-
-static void q4_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q4_K, a, g0, g1, l);
-}
-
-static void q6_K_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_Q6_K, a, g0, g1, l);
-}
-
-static void iq4_nl_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	wave_body(GGML_IQ4_NL, a, g0, g1, l);
-}
-
-static void q4_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q4_0, a, g0, g1, l);
-}
-
-static void q8_0_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q8_0, a, g0, g1, l);
-}
-
-static void q4_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q4_K, a, g0, g1, l);
-}
-
-static void q6_K_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_Q6_K, a, g0, g1, l);
-}
-
-static void iq4_nl_id(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
-			const struct xpu_cpu_launch *l)
-{
-	id_body(GGML_IQ4_NL, a, g0, g1, l);
-}
+#define FORMAT_ENTRIES(name, ...) { #name "_q8k_wave", name##_wave }, { #name "_q8k_id", name##_id },
 
 const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "q8k_pack", q8k_pack_body },
@@ -257,15 +222,6 @@ const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "split_scale_dword", split_scale_dword_body },
 	{ "split_scale_bytes", split_scale_bytes_body },
 	{ "split_bytes", split_bytes_body },
-	{ "q4_0_q8k_wave", q4_0_wave },
-	{ "q8_0_q8k_wave", q8_0_wave },
-	{ "q4_K_q8k_wave", q4_K_wave },
-	{ "q6_K_q8k_wave", q6_K_wave },
-	{ "iq4_nl_q8k_wave", iq4_nl_wave },
-	{ "q4_0_q8k_id", q4_0_id },
-	{ "q8_0_q8k_id", q8_0_id },
-	{ "q4_K_q8k_id", q4_K_id },
-	{ "q6_K_q8k_id", q6_K_id },
-	{ "iq4_nl_q8k_id", iq4_nl_id },
+	XPU_FORMAT_LIST(FORMAT_ENTRIES)
 	{ NULL, NULL },
 };

@@ -1,7 +1,9 @@
-/* matvec.cu — the five decode mat-vecs <fmt>_q8k_wave and their grouped-expert twins
- * <fmt>_q8k_id (kernels/table_quant.c), on matvec.cuh's walk. A group of 256 threads is 8
- * warps, each one row (wave v = group * 8 + warp), as kernels/cpu/quant_kernels.c numbers them. */
+/* matvec.cu — the decode mat-vecs <fmt>_q8k_wave and their grouped-expert twins <fmt>_q8k_id
+ * (kernels/table_quant.c), one pair per row of src/quant/format_list.h, on matvec.cuh's walk.
+ * A group of 256 threads is 8 warps, each one row (wave v = group * 8 + warp), as
+ * kernels/cpu/quant_kernels.c numbers them. */
 #include "matvec.cuh"
+#include "../../src/quant/format_list.h"
 
 /* Pinned to 256 threads; at most 64 registers so four groups share an SM (a 4096-row
  * matrix's 512 groups then run in one wave on 132 SMs). */
@@ -83,81 +85,33 @@ static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, cons
 	mv_stream_any<F, false>(r, mv_aligned16(slab, x), bpr, first, waves, (uint64_t)used * rows, lane);
 }
 
-/* The entry points, spelled out so each kernel name can be found with grep. */
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q4_0_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
-              unsigned int y_off)
-{
-	mv_wave<mv_q4_0>(y, w, x, rows, cols, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q4_0_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
-            unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
-            unsigned int y_off)
-{
-	mv_id<mv_q4_0>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q8_0_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
-              unsigned int y_off)
-{
-	mv_wave<mv_q8_0>(y, w, x, rows, cols, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q8_0_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
-            unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
-            unsigned int y_off)
-{
-	mv_id<mv_q8_0>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q4_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
-              unsigned int y_off)
-{
-	mv_wave<mv_q4_K>(y, w, x, rows, cols, y_off);
-}
-
+/* Groups an SM for a format's grouped form: MV_MIN_GROUPS unless its walk needs more registers. */
+template <class F> struct mv_id_groups {
+	static constexpr int N = MV_MIN_GROUPS;
+};
 /* q4_K's grouped form at three groups an SM: at four (64 registers) its expert lookup
  * spilled 36 bytes */
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, 3)
-q4_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
-            unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
-            unsigned int y_off)
-{
-	mv_id<mv_q4_K>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
-}
+template <> struct mv_id_groups<mv_q4_K> {
+	static constexpr int N = 3;
+};
 
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q6_K_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
-              unsigned int y_off)
-{
-	mv_wave<mv_q6_K>(y, w, x, rows, cols, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-q6_K_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
-            unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
-            unsigned int y_off)
-{
-	mv_id<mv_q6_K>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-iq4_nl_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, unsigned int cols,
-                unsigned int y_off)
-{
-	mv_wave<mv_iq4_nl>(y, w, x, rows, cols, y_off);
-}
-
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)
-iq4_nl_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, unsigned int experts,
-              unsigned int used, unsigned int rows, unsigned int cols, unsigned int x_row_blocks,
-              unsigned int y_off)
-{
-	mv_id<mv_iq4_nl>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off);
-}
+/* The entry points, one pair per row of quant/format_list.h; each trait's block geometry
+ * must be the row's. */
+#define MV_ENTRY_POINTS(name, type, elems, bytes, sb, soff, pay, ...)                            \
+	static_assert(mv_##name::ELEMS == elems && mv_##name::SCALE == sb && mv_##name::PAY == pay, \
+		      #name ": matvec.cuh's block geometry is not format_list.h's");           \
+	extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)                   \
+	name##_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows,        \
+			unsigned int cols, unsigned int y_off)                                   \
+	{                                                                                        \
+		mv_wave<mv_##name>(y, w, x, rows, cols, y_off);                                  \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(MV_BLOCK, mv_id_groups<mv_##name>::N)      \
+	name##_q8k_id(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,      \
+		      unsigned int experts, unsigned int used, unsigned int rows, unsigned int cols, \
+		      unsigned int x_row_blocks, unsigned int y_off)                             \
+	{                                                                                        \
+		mv_id<mv_##name>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off); \
+	}
+XPU_FORMAT_LIST(MV_ENTRY_POINTS)
+#undef MV_ENTRY_POINTS

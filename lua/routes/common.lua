@@ -1,10 +1,14 @@
 -- routes/common.lua — rows shared by the per-model route tables: one row per (format,
 -- regime) kernel variant of the integer route, each with its shape gates (from the query)
 -- and ready gates (from the receiver, at bind).
+local xpu = require "xpu"
+
 local M = {}
 
--- The formats with integer-route decode kernels, and their kernel name stems.
-M.decode_formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+-- The formats with integer-route decode kernels, and their kernel name stems: xpu.formats()'s
+-- names, in its order.
+M.decode_formats = {}
+for i, f in ipairs(xpu.formats()) do M.decode_formats[i] = f.name end
 
 local function ready(c)
   local r = c.receiver

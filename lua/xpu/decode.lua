@@ -7,7 +7,13 @@ local settle = require "xpu.settle"
 
 local M = {}
 
-M.formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+-- The decode formats' names, in xpu.formats()'s order; M.STREAMS (below) from the same records.
+M.formats = {}
+M.STREAMS = {}
+for i, f in ipairs(xpu.formats()) do
+  M.formats[i] = f.name
+  M.STREAMS[f.name] = f.streams or nil
+end
 
 -- n floats as a packed little-endian f32 string: a smooth wave plus a per-index wobble, so
 -- every block has a different scale and no block is zero. With `row` (a row's length), rows
@@ -59,8 +65,7 @@ M.NAN = string.pack("<I4", 0x7fc00001)
 -- "resident" grid the caller asked for could not be had (the device or the kernel does not say
 -- what stays resident) and the grid is a wave per row instead, for the caller to report.
 -- Without a grid, the launcher's choice (kernels/launch_quant.c): the resident grid for the
--- mat-vecs that stream (q4_0, q8_0), a wave per row for the others.
-M.STREAMS = { q4_0 = true, q8_0 = true }
+-- mat-vecs that stream (M.STREAMS: xpu.formats()'s `streams`), a wave per row for the others.
 
 function M.groups(dev, k, rows, grid)
   local plain, asked = (rows + 7) // 8, grid

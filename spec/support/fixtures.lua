@@ -10,7 +10,8 @@ local fixture = xpu.fixture
 local M = {}
 
 M.POISON = ("\255"):rep(4) -- a NaN: every element a kernel must write starts as one
-M.formats = { "q4_0", "q8_0", "q4_K", "q6_K", "iq4_nl" }
+M.formats = {} -- the decode formats' names, in xpu.formats()'s order
+for i, f in ipairs(xpu.formats()) do M.formats[i] = f.name end
 
 function M.lcg(seed)
   local s = seed

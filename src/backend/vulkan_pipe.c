@@ -387,12 +387,6 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 
 /* ---- the device's kernels ------------------------------------------------------------------ */
 
-/* The decode mat-vec families run 32-lane waves over 1-D blocks. */
-static bool is_wave_kernel(const char *name)
-{
-	return strstr(name, "_q8k_wave") || strstr(name, "_q8k_id");
-}
-
 /* ---- modules from a directory -----------------------------------------------------------
  * XPULUA_VULKAN_SPV=DIR: a kernel's module is read from DIR/vk_<kernel>.spv (a mat-vec's second
  * one from DIR/vk_<kernel>.subgroup.spv) where that file exists, instead of the embedded one,
@@ -466,7 +460,7 @@ int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4)
 		kn->k = k;
 		kn->spv = e->data;
 		kn->spv_size = e->size;
-		kn->wave = is_wave_kernel(k->def->name);
+		kn->wave = k->def->format != NULL; /* the decode mat-vecs: 32-lane waves, 1-D blocks */
 		char sg_name[96];
 		snprintf(sg_name, sizeof sg_name, "%s.subgroup", k->def->name);
 		const struct xpu_vk_embedded *sg = kn->wave && vd->mv_subgroup ? spv_of(sg_name) : NULL;

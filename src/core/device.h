@@ -71,6 +71,7 @@ struct xpu_kernel_def {
 	xpu_extent_fn extent;   /* may be NULL */
 	xpu_launcher_fn launch; /* may be NULL: no route row can name it */
 	uint32_t block;         /* the threads-per-group it is compiled for (0: any) */
+	const char *format;     /* the decode format it reads (quant/format_list.h), NULL: none */
 };
 
 struct xpu_kernel {

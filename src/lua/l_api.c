@@ -30,8 +30,12 @@ static const struct api_entry module_entries[] = {
 	{ "xpu.backends", "xpu.backends() -> list of {name, state, reason, devices}",
 	  "every backend in one of its three states (not built, not loadable, not usable) with the "
 	  "reason" },
-	{ "xpu.kernels", "xpu.kernels() -> list of {name, signature, launches}",
-	  "the kernel registry, with each kernel's launch count (the census)" },
+	{ "xpu.kernels", "xpu.kernels() -> list of {name, signature, launches, format}",
+	  "the kernel registry, with each kernel's launch count (the census) and the decode format "
+	  "a mat-vec reads" },
+	{ "xpu.formats", "xpu.formats() -> list of {name, type, block_elems, block_bytes, ...}",
+	  "the served decode formats in their one order: block layout, scale_layout, resident split "
+	  "(scale_bytes, payload_bytes), streams, kernels per backend" },
 	{ "xpu.format", "xpu.format(name | id) -> id | name",
 	  "a format's id from its name, or its name from the id" },
 	{ "xpu.regime", "xpu.regime(name | id) -> id | name",

@@ -21,9 +21,17 @@ static const struct xpu_format *check_format(lua_State *L, int i, const char *fn
 		f = xpu_format_find(lua_tostring(L, i));
 	else
 		luaL_error(L, "%s: format must be a name or a GGUF type number, not %s", fn, luaL_typename(L, i));
-	if (!f)
-		luaL_error(L, "%s: format '%s' is not served (q4_0, q8_0, q4_K, q6_K, iq4_nl)", fn,
-			   luaL_tolstring(L, i, NULL));
+	if (!f) {
+		const char *got = luaL_tolstring(L, i, NULL);
+		luaL_Buffer b;
+		luaL_buffinit(L, &b);
+		for (int k = 0; k < xpu_format_count(); k++) {
+			luaL_addstring(&b, k ? ", " : "");
+			luaL_addstring(&b, xpu_format_at(k)->name);
+		}
+		luaL_pushresult(&b);
+		luaL_error(L, "%s: format '%s' is not served (%s)", fn, got, lua_tostring(L, -1));
+	}
 	return f;
 }
 
@@ -57,9 +65,44 @@ static void *scratch(lua_State *L, size_t n)
 	return lua_newuserdatauv(L, n ? n : 1, 0);
 }
 
+/* The names of the decode kernels a backend builds for f (format_list.h's XPU_FK_* bits). */
+static void push_kernel_names(lua_State *L, const struct xpu_format *f, unsigned bits)
+{
+	static const struct { unsigned bit; const char *suffix; } kinds[] = {
+		{ XPU_FK_WAVE, "_q8k_wave" }, { XPU_FK_ID, "_q8k_id" },
+		{ XPU_FK_DOT4, "_q8k_wave_dot4" }, { XPU_FK_DOT4, "_q8k_id_dot4" },
+	};
+	lua_createtable(L, 4, 0);
+	int n = 0;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (bits & kinds[i].bit) {
+			lua_pushfstring(L, "%s%s", f->name, kinds[i].suffix);
+			lua_rawseti(L, -2, ++n);
+		}
+}
+
+/* kernels = { cpu = {names}, cuda = {...}, hip = (cuda's), vulkan = {...} } */
+static void push_kernels(lua_State *L, const struct xpu_format *f)
+{
+	lua_createtable(L, 0, XPU_FB_COUNT + 1);
+	for (int b = 0; b < XPU_FB_COUNT; b++) {
+		push_kernel_names(L, f, f->kernels[b]);
+		lua_setfield(L, -2, xpu_format_backend_name((enum xpu_format_backend)b));
+	}
+	push_kernel_names(L, f, f->kernels[XPU_FB_CUDA]); /* hip builds the CUDA sources */
+	lua_setfield(L, -2, "hip");
+}
+
 static void push_format(lua_State *L, const struct xpu_format *f)
 {
-	lua_createtable(L, 0, 7);
+	lua_createtable(L, 0, 10);
+	lua_pushstring(L, xpu_format_scale_layout(f));
+	lua_setfield(L, -2, "scale_layout");
+	lua_pushboolean(L, f->streams);
+	lua_setfield(L, -2, "streams");
+	push_kernels(L, f);
+	lua_setfield(L, -2, "kernels");
+
 	lua_pushstring(L, f->name);
 	lua_setfield(L, -2, "name");
 	lua_pushinteger(L, f->type);
@@ -346,4 +389,7 @@ void xpu_lua_open_quant(lua_State *L, int t)
 		lx_error(L);
 	luaL_newlib(L, quant_funcs);
 	lua_setfield(L, t, "quant");
+	/* xpu.formats(): the same records, where every list of formats is read from */
+	lua_pushcfunction(L, l_formats);
+	lua_setfield(L, t, "formats");
 }

@@ -135,6 +135,10 @@ static int l_kernels(lua_State *L)
 		lua_setfield(L, -2, "signature");
 		lua_pushinteger(L, (lua_Integer)k->launches);
 		lua_setfield(L, -2, "launches");
+		if (k->def->format) {
+			lua_pushstring(L, k->def->format);
+			lua_setfield(L, -2, "format");
+		}
 		lua_rawseti(L, -2, i + 1);
 	}
 	return 1;

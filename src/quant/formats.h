@@ -4,6 +4,8 @@
 #ifndef XPU_FORMATS_H
 #define XPU_FORMATS_H
 
+#include "format_list.h"
+
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -11,18 +13,41 @@
 #error "the block layouts are little-endian and are read in place"
 #endif
 
-/* One served format. The scale sits at one end of the block (offset 0 or the tail), so the
- * rest, the payload, is one contiguous run. A format with no scale bytes (q4_K) has no row
- * prefix: its whole block is the payload. */
+/* One block's reference quantize (block_elems floats in) and dequantize (quantize.c). */
+typedef void (*xpu_block_quant_fn)(const float *x, uint8_t *block);
+typedef void (*xpu_block_deq_fn)(const uint8_t *block, float *y);
+
+/* The backends whose decode kernels the table records; hip builds the cuda sources. */
+enum xpu_format_backend { XPU_FB_CPU, XPU_FB_CUDA, XPU_FB_VULKAN, XPU_FB_COUNT };
+
+/* One served format: a row of format_list.h. The scale sits at one end of the block (offset 0
+ * or the tail), so the rest, the payload, is one contiguous run. A format with no scale bytes
+ * (q4_K) has no row prefix: its whole block is the payload. */
 struct xpu_format {
 	const char *name;        /* ggml's spelling */
 	int32_t type;            /* the GGUF type number, also the format name id */
 	uint32_t block_elems;
 	uint32_t block_bytes;
-	uint32_t scale_bytes;
+	uint32_t scale_bytes;    /* per block, into the resident row's scale prefix */
 	uint32_t scale_offset;   /* where the scale lies in the GGUF block */
 	uint32_t payload_bytes;  /* block_bytes - scale_bytes */
+	bool streams;            /* CUDA / HIP: the dense wave walks several rows */
+	unsigned kernels[XPU_FB_COUNT]; /* XPU_FK_* bits per backend */
+	xpu_block_quant_fn quantize;
+	xpu_block_deq_fn dequantize;
 };
+
+/* Each row's reference block functions, defined in quantize.c. */
+#define XPU_FORMAT_BLOCK_FNS(name, ...)                                                          \
+	void xpu_quant_##name(const float *x, uint8_t *block);                                  \
+	void xpu_deq_##name(const uint8_t *block, float *y);
+XPU_FORMAT_LIST(XPU_FORMAT_BLOCK_FNS)
+#undef XPU_FORMAT_BLOCK_FNS
+
+/* "head", "tail" or "none": where the scale lies in the block. */
+const char *xpu_format_scale_layout(const struct xpu_format *f);
+/* "cpu", "cuda", "vulkan". */
+const char *xpu_format_backend_name(enum xpu_format_backend b);
 
 int xpu_format_count(void);
 const struct xpu_format *xpu_format_at(int i);

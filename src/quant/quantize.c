@@ -31,7 +31,7 @@ static int nearest_int(float v)
 
 /* ---- dequantize ------------------------------------------------------------------------- */
 
-static void deq_q4_0(const uint8_t *b, float *y)
+void xpu_deq_q4_0(const uint8_t *b, float *y)
 {
 	const float d = xpu_f16_to_f32(rd16(b));
 	for (int j = 0; j < 16; j++) {
@@ -42,14 +42,14 @@ static void deq_q4_0(const uint8_t *b, float *y)
 	}
 }
 
-static void deq_q8_0(const uint8_t *b, float *y)
+void xpu_deq_q8_0(const uint8_t *b, float *y)
 {
 	const float d = xpu_f16_to_f32(rd16(b));
 	for (int j = 0; j < 32; j++)
 		y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
-static void deq_iq4_nl(const uint8_t *b, float *y)
+void xpu_deq_iq4_nl(const uint8_t *b, float *y)
 {
 	const float d = xpu_f16_to_f32(rd16(b));
 	for (int j = 0; j < 16; j++) {
@@ -70,7 +70,7 @@ static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 	}
 }
 
-static void deq_q4_K(const uint8_t *b, float *y)
+void xpu_deq_q4_K(const uint8_t *b, float *y)
 {
 	const float d = xpu_f16_to_f32(rd16(b));
 	const float min = xpu_f16_to_f32(rd16(b + 2));
@@ -88,7 +88,7 @@ static void deq_q4_K(const uint8_t *b, float *y)
 	}
 }
 
-static void deq_q6_K(const uint8_t *b, float *y)
+void xpu_deq_q6_K(const uint8_t *b, float *y)
 {
 	const float d = xpu_f16_to_f32(rd16(b + 208));
 	const uint8_t *ql = b, *qh = b + 128;
@@ -111,7 +111,7 @@ static void deq_q6_K(const uint8_t *b, float *y)
 /* ---- quantize: the 32-element formats --------------------------------------------------- */
 
 /* ggml's quantize_row_q4_0_ref: the signed extreme maps to -8. */
-static void quant_q4_0(const float *x, uint8_t *b)
+void xpu_quant_q4_0(const float *x, uint8_t *b)
 {
 	float amax = 0.0f, max = 0.0f;
 	for (int j = 0; j < 32; j++)
@@ -130,7 +130,7 @@ static void quant_q4_0(const float *x, uint8_t *b)
 }
 
 /* ggml's quantize_row_q8_0_ref. */
-static void quant_q8_0(const float *x, uint8_t *b)
+void xpu_quant_q8_0(const float *x, uint8_t *b)
 {
 	float amax = 0.0f;
 	for (int j = 0; j < 32; j++)
@@ -158,7 +158,7 @@ static int iq4nl_index(float v)
 
 /* ggml's scheme with unit weights: try scales around max / -127 and keep the one whose
  * least-squares refit explains the most of x. */
-static void quant_iq4_nl(const float *x, uint8_t *b)
+void xpu_quant_iq4_nl(const float *x, uint8_t *b)
 {
 	float amax = 0.0f, max = 0.0f;
 	for (int j = 0; j < 32; j++)
@@ -293,7 +293,7 @@ static uint8_t q6bits(float v)
 	return (uint8_t)(l < 0 ? 0 : l > 63 ? 63 : l);
 }
 
-static void quant_q4_K(const float *x, uint8_t *b)
+void xpu_quant_q4_K(const float *x, uint8_t *b)
 {
 	float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f, w[32];
 	uint8_t L[256];
@@ -395,7 +395,7 @@ static void pack_q6_K(const int8_t *L, uint8_t *b)
 		}
 }
 
-static void quant_q6_K(const float *x, uint8_t *b)
+void xpu_quant_q6_K(const float *x, uint8_t *b)
 {
 	float scales[16], max_scale = 0.0f, max_abs = 0.0f;
 	int8_t L[256];
@@ -430,47 +430,33 @@ static void quant_q6_K(const float *x, uint8_t *b)
 
 /* ---- entry points ------------------------------------------------------------------------- */
 
-typedef void (*block_quant_fn)(const float *x, uint8_t *b);
-typedef void (*block_deq_fn)(const uint8_t *b, float *y);
-
-static int block_fns(const struct xpu_format *f, block_quant_fn *q, block_deq_fn *d)
+/* A format table entry carries its block functions (formats.c, from format_list.h's rows). */
+static int check_format(const struct xpu_format *f, uint64_t n)
 {
-	switch (f ? f->type : -1) {
-	case GGML_Q4_0: *q = quant_q4_0; *d = deq_q4_0; return 0;
-	case GGML_Q8_0: *q = quant_q8_0; *d = deq_q8_0; return 0;
-	case GGML_Q4_K: *q = quant_q4_K; *d = deq_q4_K; return 0;
-	case GGML_Q6_K: *q = quant_q6_K; *d = deq_q6_K; return 0;
-	case GGML_IQ4_NL: *q = quant_iq4_nl; *d = deq_iq4_nl; return 0;
-	}
-	return xpu_fail("no reference quantizer for format %s", f ? f->name : "(none)");
+	if (!f || !f->quantize || !f->dequantize)
+		return xpu_fail("no reference quantizer for format %s", f ? f->name : "(none)");
+	if (n % f->block_elems)
+		return xpu_fail("%llu values is not a multiple of %s's %u", (unsigned long long)n,
+				f->name, f->block_elems);
+	return 0;
 }
 
 int xpu_quantize(const struct xpu_format *f, const float *x, uint64_t n, void *blocks)
 {
-	block_quant_fn q;
-	block_deq_fn d;
-	if (block_fns(f, &q, &d))
+	if (check_format(f, n))
 		return -1;
-	if (n % f->block_elems)
-		return xpu_fail("%llu values is not a multiple of %s's %u", (unsigned long long)n,
-				f->name, f->block_elems);
 	uint8_t *out = blocks;
 	for (uint64_t b = 0; b < n / f->block_elems; b++)
-		q(x + b * f->block_elems, out + b * f->block_bytes);
+		f->quantize(x + b * f->block_elems, out + b * f->block_bytes);
 	return 0;
 }
 
 int xpu_dequantize(const struct xpu_format *f, const void *blocks, uint64_t n, float *y)
 {
-	block_quant_fn q;
-	block_deq_fn d;
-	if (block_fns(f, &q, &d))
+	if (check_format(f, n))
 		return -1;
-	if (n % f->block_elems)
-		return xpu_fail("%llu values is not a multiple of %s's %u", (unsigned long long)n,
-				f->name, f->block_elems);
 	const uint8_t *in = blocks;
 	for (uint64_t b = 0; b < n / f->block_elems; b++)
-		d(in + b * f->block_bytes, y + b * f->block_elems);
+		f->dequantize(in + b * f->block_bytes, y + b * f->block_elems);
 	return 0;
 }

@@ -1,8 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_spirv_intrinsics : require
-/* iq4_nl_q8k_id_dot4 — kernels/table_vulkan.c's signature; the body is matvec.glsl. */
-#define FMT_IQ4_NL
-#define ID
-#define DOT4
-#include "matvec.glsl"

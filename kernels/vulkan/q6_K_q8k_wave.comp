@@ -1,5 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-/* q6_K_q8k_wave — kernels/table_quant.c's signature; the body is matvec.glsl. */
-#define FMT_Q6_K
-#include "matvec.glsl"

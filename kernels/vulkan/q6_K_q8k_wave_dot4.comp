@@ -1,7 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_spirv_intrinsics : require
-/* q6_K_q8k_wave_dot4 — kernels/table_vulkan.c's signature; the body is matvec.glsl. */
-#define FMT_Q6_K
-#define DOT4
-#include "matvec.glsl"
