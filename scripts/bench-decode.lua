@@ -65,14 +65,8 @@ if opts.grid and not (opts.grid == "launcher" or opts.grid == "rows" or opts.gri
                       or (math.tointeger(tonumber(opts.grid)) or 0) >= 1) then
   cli.fail(NAME, "--grid '%s': not launcher, rows, resident or a whole number of workgroups", opts.grid)
 end
-if opts.cols then
-  for _, fmt in ipairs(opts.format and { opts.format } or decode.formats) do
-    local block = math.max(256, xpu.quant.info(fmt).block_elems)
-    if opts.cols % block ~= 0 then
-      cli.fail(NAME, "--cols %d: not a multiple of %d (%s's block and the activations' 256)", opts.cols, block, fmt)
-    end
-  end
-end
+local cols_refused = opts.cols and decode.cols_refusal(opts.cols, opts.format)
+if cols_refused then cli.fail(NAME, "%s", cols_refused) end
 if #opts.devices == 0 then opts.devices = { "cpu:0" } end
 local w = report.writer(opts.output, nil, "decode", { "format", "kernel", "rows", "cols", "mode", "grid", "deferred" })
 w.tables_on_stdout = opts.tables_on_stdout

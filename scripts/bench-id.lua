@@ -29,12 +29,8 @@ local opts = cli.parse(arg, {
 if opts.used > opts.experts then
   cli.fail(NAME, "--used %d: more than the bank's %d --experts", opts.used, opts.experts)
 end
-for _, fmt in ipairs(opts.format and { opts.format } or decode.formats) do
-  local block = math.max(256, xpu.quant.info(fmt).block_elems)
-  if opts.cols % block ~= 0 then
-    cli.fail(NAME, "--cols %d: not a multiple of %d (%s's block and the activations' 256)", opts.cols, block, fmt)
-  end
-end
+local cols_refused = decode.cols_refusal(opts.cols, opts.format)
+if cols_refused then cli.fail(NAME, "%s", cols_refused) end
 
 local d, err = xpu.device(opts.device)
 if not d then cli.die(NAME, "%s", err) end

@@ -15,6 +15,17 @@ for i, f in ipairs(xpu.formats()) do
   M.STREAMS[f.name] = f.streams or nil
 end
 
+-- Why `cols` cannot be a row width for format fmt (or any decode format): it must be a
+-- multiple of the format's block and of the activations' 256; nil where it can.
+function M.cols_refusal(cols, fmt)
+  for _, f in ipairs(fmt and { fmt } or M.formats) do
+    local block = math.max(256, xpu.quant.info(f).block_elems)
+    if cols % block ~= 0 then
+      return ("--cols %d: not a multiple of %d (%s's block and the activations' 256)"):format(cols, block, f)
+    end
+  end
+end
+
 -- n floats as a packed little-endian f32 string: a smooth wave plus a per-index wobble, so
 -- every block has a different scale and no block is zero. With `row` (a row's length), rows
 -- 6 and 7 of every eight are scaled by 1e-3 and 1e-4, so some f16 block scales of every

@@ -323,6 +323,8 @@ static const struct api_entry decode_entries[] = {
 	  "the per-launch floor: back-to-back launches that do nothing" },
 	{ "xpu.decode.fit", "decode.fit(points) -> rate, fixed | nil, why",
 	  "least squares t = bytes / rate + b over {bytes, seconds} points" },
+	{ "xpu.decode.cols_refusal", "decode.cols_refusal(cols [, format]) -> why | nil",
+	  "why a row width does not fit a format's block and the activations' 256" },
 	{ "xpu.decode.tour", "decode.tour(dev) -> text", "a short gated run for the tour" },
 	{ NULL, NULL, NULL },
 };
