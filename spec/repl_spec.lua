@@ -239,6 +239,13 @@ describe("xpulua REPL", function()
 				pending("script(1) is not installed: no pty to drive the REPL through")
 				return
 			end
+			local ldd = io.popen("ldd " .. q(BIN) .. " 2>/dev/null")
+			local libs = ldd:read("a")
+			ldd:close()
+			if not libs:find("libreadline", 1, true) then
+				pending("this xpulua is built without readline (make static reads plain lines)")
+				return
+			end
 			local home = tmpfile()
 			os.remove(home)
 			assert(os.execute("mkdir -p " .. q(home)))
