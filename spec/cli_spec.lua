@@ -10,21 +10,10 @@ local NAME = BIN:gsub("%p", "%%%0")
 local ENV_VARS = { "LUA_INIT", "LUA_INIT_5_4", "XPULUA_INIT", "XPULUA_ROOT", "LUA_PATH",
 	"LUA_PATH_5_4", "LUA_CPATH", "LUA_CPATH_5_4" }
 
-local function q(s)
-	return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
 local fx = require "spec.support.fixtures"
 local slurp, spit = fx.slurp, fx.spit
-
-local temps = {}
-
-local function tmpfile(text)
-	local path = os.tmpname()
-	temps[#temps + 1] = path
-	if text then spit(path, text) end
-	return path
-end
+local q = fx.quote
+local tmpfile, remove_temps = fx.temps()
 
 local function tmpdir()
 	local path = tmpfile()
@@ -72,7 +61,7 @@ end
 
 describe("xpulua command", function()
 	teardown(function()
-		for _, p in ipairs(temps) do os.execute("rm -rf " .. q(p)) end
+		remove_temps()
 	end)
 
 	it("exists", function()

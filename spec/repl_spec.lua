@@ -6,19 +6,8 @@ local BIN = os.getenv("XPULUA") or "build/xpulua"
 
 local fx = require "spec.support.fixtures"
 local slurp, spit = fx.slurp, fx.spit
-
-local function q(s)
-	return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local temps = {}
-
-local function tmpfile(text)
-	local path = os.tmpname()
-	temps[#temps + 1] = path
-	if text then spit(path, text) end
-	return path
-end
+local q = fx.quote
+local tmpfile, remove_temps = fx.temps()
 
 -- Runs `xpulua args...` with input on stdin; returns the exit code, stdout and stderr.
 local function run(args, input)
@@ -58,7 +47,7 @@ end
 
 describe("xpulua REPL", function()
 	teardown(function()
-		for _, p in ipairs(temps) do os.remove(p) end
+		remove_temps()
 	end)
 
 	describe("globals", function()

@@ -65,6 +65,28 @@ function M.spit(path, s)
   return path
 end
 
+-- A word for sh, single-quoted.
+function M.quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+-- Temporary paths that one remove() takes away (files or folders): tmpfile([text]) names a
+-- fresh one, with text written to it where given.
+function M.temps()
+  local paths = {}
+  local function tmpfile(text)
+    local path = os.tmpname()
+    paths[#paths + 1] = path
+    if text then M.spit(path, text) end
+    return path
+  end
+  local function remove()
+    for _, p in ipairs(paths) do os.execute("rm -rf " .. M.quote(p)) end
+    paths = {}
+  end
+  return tmpfile, remove
+end
+
 -- Resident rows x cols weights; rows differ in scale by eight orders of magnitude, the
 -- smallest two so small that every format's f16 block scales there are subnormal.
 -- (row r's values M.values' scaled by 10 ^ (r % 9 - 5), made in C: xpu.fixture.normal rows_of)
