@@ -5,7 +5,7 @@
 local BIN = os.getenv("XPULUA") or "build/xpulua"
 
 local fx = require "spec.support.fixtures"
-local slurp, spit = fx.slurp, fx.spit
+local slurp = fx.slurp
 local q = fx.quote
 local tmpfile, remove_temps = fx.temps()
 
