@@ -37,17 +37,3 @@ int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const 
 		return xpu_fail("kernel '%s' is not in the kernel table", name);
 	return xpu_launch_1d(c, *cache, groups, block, args, nargs);
 }
-
-/* copy_bytes: operands dst and src; copies all of src (dst must hold it). */
-int xpu_launch_copy_bytes(struct xpu_kernel *k, const struct xpu_call *c)
-{
-	const struct xpu_karg *dst = xpu_operand_buffer(c, "copy_bytes", "dst");
-	const struct xpu_karg *src = dst ? xpu_operand_buffer(c, "copy_bytes", "src") : NULL;
-	if (!src)
-		return -1;
-	uint64_t n = src->b.bytes;
-	if (n == 0)
-		return 0;
-	struct xpu_karg args[3] = { *dst, *src, { .kind = XPU_ARG_U64, .u = n } };
-	return xpu_launch_1d(c, k, (n + 255) / 256, 256, args, 3);
-}

@@ -8,16 +8,7 @@
 
 #include <stddef.h>
 
-int xpu_launch_pad(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_pad_backward(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_flip(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_roll(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_cumsum(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_triu(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_tril(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_write_slice(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_write_slice_rotating(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_contiguize(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_shape(struct xpu_kernel *k, const struct xpu_call *c); /* shape_variants.c */
 
 static uint64_t u32_at(const struct xpu_karg *a, int base, int k)
 {
@@ -232,75 +223,71 @@ static int contiguize_extent(const struct xpu_karg *a, uint64_t need[])
 
 const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "pad", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
-	  .launch = xpu_launch_pad, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "pad_backward", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM, .extent = pad_backward_extent,
-	  .launch = xpu_launch_pad_backward, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	/* pad and pad_backward for rows of at least XPU_SHAPE_ROW_MIN items in whole 16-byte chunks
-	 * (kernels/launch_shape.c picks them where the device has them: the CUDA and Vulkan
-	 * bodies); no route row names them */
+	 * (each a route row of its own, gated in kernels/shape_variants.c) */
 	{ .name = "pad_rows", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
-	  .launch = NULL, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
-	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
+	  .extent = pad_backward_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* pad and pad_backward item by item, for rows that are not a whole number of 16-byte chunks
-	 * or bases off 16 bytes (kernels/launch_shape.c picks them where the device has them: the
-	 * CUDA bodies); no route row names them */
+	 * or bases off 16 bytes (each a route row of its own, gated in kernels/shape_variants.c) */
 	{ .name = "pad_items", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
-	  .launch = NULL, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "pad_backward_items", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
-	  .extent = pad_backward_extent, .launch = NULL, .block = 256 },
+	  .extent = pad_backward_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "flip", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64", .extent = flip_extent,
-	  .launch = xpu_launch_flip, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "roll", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64",
-	  .extent = roll_extent, .launch = xpu_launch_roll, .block = 256 },
+	  .extent = roll_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "cumsum", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
-	  .extent = cumsum_extent, .launch = xpu_launch_cumsum, .block = 256 },
+	  .extent = cumsum_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* cumsum with four lanes an invocation: f32 whose inner extent is a multiple of 4 on
-	 * Vulkan and CUDA (kernels/launch_shape.c picks it where built); no route row names it */
+	 * Vulkan and CUDA (each a route row of its own, gated in kernels/shape_variants.c) */
 	{ .name = "cumsum_vec4", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
-	  .extent = cumsum_extent, .launch = NULL, .block = 256 },
+	  .extent = cumsum_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "triu", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
-	  .extent = tri_extent, .launch = xpu_launch_triu, .block = 256 },
+	  .extent = tri_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "tril", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
-	  .extent = tri_extent, .launch = xpu_launch_tril, .block = 256 },
+	  .extent = tri_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* flip, triu and tril item by item, as pad_items */
 	{ .name = "flip_items", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64", .extent = flip_extent,
-	  .launch = NULL, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "triu_items", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
-	  .extent = tri_extent, .launch = NULL, .block = 256 },
+	  .extent = tri_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "tril_items", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
-	  .extent = tri_extent, .launch = NULL, .block = 256 },
+	  .extent = tri_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "write_slice", .signature = "dest:buf! src:buf geom:u64 " SLAB_GEOM,
-	  .extent = write_slice_extent, .launch = xpu_launch_write_slice, .block = 256 },
+	  .extent = write_slice_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "write_slice_rotating", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
-	  .extent = rotating_extent, .launch = xpu_launch_write_slice_rotating, .block = 256 },
+	  .extent = rotating_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* write_slice for a block of whole rows: geom's bits 16-23 the slab's last partial axis,
-	 * its high word the slab's start on it (kernels/launch_shape.c picks it where the device
-	 * has it: the CUDA bodies, which HIP builds too, and Vulkan); no route row names it */
+	 * its high word the slab's start on it (a route row of its own, gated in
+	 * kernels/shape_variants.c) */
 	{ .name = "write_slice_rows", .signature = "dest:buf! src:buf geom:u64 " SLAB_GEOM,
-	  .extent = write_slice_extent, .launch = NULL, .block = 256 },
-	/* write_slice_rotating for a block of rings of whole rows (kernels/launch_shape.c picks it
-	 * where the device has it: the CUDA bodies, which HIP builds too, and Vulkan); no route row
-	 * names it */
+	  .extent = write_slice_extent, .launch = xpu_launch_shape, .block = 256 },
+	/* write_slice_rotating for a block of rings of whole rows (a route row of its own, gated in
+	 * kernels/shape_variants.c) */
 	{ .name = "write_slice_rotating_rows", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
-	  .extent = rotating_extent, .launch = NULL, .block = 256 },
+	  .extent = rotating_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* write_slice_rotating's single ring of rows of whole 16-byte words, as a copy that wraps
-	 * (kernels/launch_shape.c picks it where the device has it: the CUDA bodies, which HIP
-	 * builds too, and Vulkan); no route row names it */
+	 * (each a route row of its own, gated in kernels/shape_variants.c) */
 	{ .name = "ring_copy", .signature = "dst:buf@16! src:buf@16 pos:buf@4 n:u64 geom:u64", .extent = ring_copy_extent,
-	  .launch = NULL, .block = 256 },
+	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "contiguize", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 					     "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
-	  .extent = contiguize_extent, .launch = xpu_launch_contiguize, .block = 256 },
-	/* contiguize of a transpose, XPU_SHAPE_TILE_GROUPS tiles a group (kernels/launch_shape.c
-	 * picks it where the device has it: the CUDA and Vulkan bodies); no route row names it */
+	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },
+	/* contiguize of a transpose, XPU_SHAPE_TILE_GROUPS tiles a group (a route row of its own,
+	 * gated in kernels/shape_variants.c) */
 	{ .name = "contiguize_tiles", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
-	  .extent = contiguize_extent, .launch = NULL, .block = 256 },
-	/* contiguize_tiles for transposes whose steps are off 16 bytes (kernels/launch_shape.c picks
-	 * it where the device has it: the CUDA bodies); no route row names it */
+	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },
+	/* contiguize_tiles for transposes whose steps are off 16 bytes (a route row of its own,
+	 * gated in kernels/shape_variants.c) */
 	{ .name = "contiguize_tiles_odd", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
-	  .extent = contiguize_extent, .launch = NULL, .block = 256 },
+	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = NULL },
 };

@@ -80,10 +80,16 @@ for _, c in ipairs(contracts) do
     local ok, rows = pcall(c.register, c, tables[c.kernel], c.kernel)
     if not ok then fail(rows) end
     nrows = nrows + #rows
-    local formats = {}
-    for _, r in ipairs(rows) do formats[#formats + 1] = r.format end
-    crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, c.line, c.determinism, c.bytes_moved,
-                        ("%s.%s.<%s>"):format(c.kernel, c.backend, table.concat(formats, "|")),
+    -- a row per dtype and per variant of the op (`<op>.<backend>.<dtype>:<kernel>`)
+    local formats, variants, seen = {}, {}, {}
+    for _, r in ipairs(rows) do
+      local variant = r.name:match(":(.+)$")
+      if not seen[r.format] then formats[#formats + 1], seen[r.format] = r.format, true end
+      if variant and not seen[":" .. variant] then variants[#variants + 1], seen[":" .. variant] = variant, true end
+    end
+    local shown = ("%s.%s.<%s>"):format(c.kernel, c.backend, table.concat(formats, "|"))
+    if #variants > 0 then shown = shown .. "[:" .. table.concat(variants, "|:") .. "]" end
+    crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, c.line, c.determinism, c.bytes_moved, shown,
                         table.concat(rows[1].needs, ",") }
   end
 end

@@ -397,10 +397,15 @@ describe("contracts as route rows", function()
     t:freeze()
     assert.has_error(function() C["flip.cpu"]:register(t) end)
     assert.equal(before, #t)
+    -- the copy: a row per way it runs, best first, at the priority given plus the variant's rank
     local rows2 = C["copy.cpu"]:register(xpu.new_routes "other", "bind", { priority = 7 })
-    assert.equal("bind", rows2[1].regime)
-    assert.equal(7, rows2[1].priority)
-    assert.equal("copy_bytes", rows2[1].kernel)
+    local u8 = {}
+    for _, r in ipairs(rows2) do
+      assert.equal("bind", r.regime)
+      if r.format == "u8" then u8[#u8 + 1] = ("%s %d %s"):format(r.name, r.priority, r.kernel) end
+    end
+    assert.same({ "copy.cpu.u8:host_copy 12 ", "copy.cpu.u8:driver_copy 11 ", "copy.cpu.u8:stream_copy 10 stream_copy",
+                  "copy.cpu.u8 7 copy_bytes" }, u8)
   end)
 
   it("gates shape in C from the query's facts, naming the contract field that refused", function()
@@ -534,7 +539,9 @@ describe("scripts/contracts.lua", function()
     assert.matches("write_slice_rotating%s+cuda%s+write_slice_rotating", out)
     assert.matches("flip u8 strided%s+0%s+.-accept.inputs%[0%].layout.strided: rejected", out)
     assert.matches("triu f32 rank 1%s+0%s+.-accept.inputs%[0%].rank: rank 1 outside 2..=8", out)
-    assert.matches("pad f32 3x4 reflect%s+3%s+pad.cpu.f32, pad.cuda.f32, pad.vulkan.f32", out)
+    -- pad_items' gate reads the operands' bases (the ready half): the declared half admits it
+    assert.matches("pad f32 3x4 reflect%s+4%s+pad.cuda.f32:pad_items, pad.cpu.f32, pad.cuda.f32, pad.vulkan.f32", out)
+    assert.matches("pad%.cuda%.<[^>]+>%[:pad_rows|:pad_items%]", out)
     assert.matches("rows that never fire: %d+ of %d+", out)
   end)
 

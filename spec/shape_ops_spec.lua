@@ -894,6 +894,13 @@ local function expect_kernel(d, names, want, what, launch)
   for _, n in ipairs(names) do before[n] = d:kernel(n).launches end
   local got, r = launch()
   assert.equal(want, r.kernel, "the kernel the result names, " .. what)
+  -- the route row that ran names it: the op's own row, or `<op>.<backend>.<dtype>:<kernel>`
+  local op = r.row:match("^([%w_]+)%.")
+  if want ~= (op == "copy" and "copy_bytes" or op) then
+    assert.equal(":" .. want, r.row:match(":[%w_]+$"), "the row that ran, " .. what)
+  else
+    assert.is_nil(r.row:match(":"), "the op's own row ran, " .. what)
+  end
   for _, n in ipairs(names) do
     assert.equal(n == want and 1 or 0, d:kernel(n).launches - before[n], n .. " launches, " .. what)
   end

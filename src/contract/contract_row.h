@@ -1,59 +1,47 @@
-/* contract_row.h — contracts as route rows (row.c) and the shape kernels' launch geometry
- * (bind.c fills it from a contract call; kernels/launch_shape.c launches it). */
+/* contract_row.h — contracts as route rows (row.c) and a contract call made ready to launch
+ * through them (call.c). */
 #ifndef XPU_CONTRACT_ROW_H
 #define XPU_CONTRACT_ROW_H
 
 #include "contract.h"
 #include "route/route.h"
+#include "shape.h"
 
-/* A row for contract c serving `dtype` (its format is the dtype's xpu.format name), in
- * `regime`, needing the code capability of the contract's backend. The row holds a
- * reference to the contract's file. NULL with a message (the entry point is not a kernel). */
-struct xpu_row *xpu_fkc_row_new(const struct xpu_contract *c, int dtype, int32_t regime, int32_t priority);
+/* The rows contract c serves `dtype` with (format: the dtype's xpu.format name), in `regime`,
+ * each needing the code capability of the contract's backend and holding a reference to the
+ * contract's file: for a shape op, one row per variant the backend builds (kernels/shape.h),
+ * best first at priority + the variant's rank, named `<op>.<backend>.<dtype>` for the op's own
+ * kernel and `<op>.<backend>.<dtype>:<variant>` for the others; for any other entry point the
+ * one row launching it. Writes at most max rows; returns how many, -1 with a message. */
+int xpu_fkc_rows_new(const struct xpu_contract *c, int dtype, int32_t regime, int32_t priority, struct xpu_row **out,
+		     int max);
+#define XPU_FKC_MAX_VARIANTS 8
+/* A row's name as xpu_fkc_rows_new makes it (v NULL: the entry point's own row). */
+void xpu_fkc_row_name(const struct xpu_contract *c, int dtype, const struct xpu_shape_variant *v, char *out, size_t n);
 /* The capability a backend's code needs on a device ("code.host", "code.ptx"), or NULL. */
 const char *xpu_fkc_code_cap(const char *backend);
 /* The contract a row was made from, or NULL for any other row. */
 const struct xpu_contract *xpu_fkc_row_contract(const struct xpu_row *r);
+/* The shape variant a contract row runs, or NULL. */
+const struct xpu_shape_variant *xpu_fkc_row_variant(const struct xpu_row *r);
+/* Dispatches a contract row on call c; *ran: what ran (NULL where nothing did: a fast path). */
+int xpu_fkc_row_launch(struct xpu_row *r, const struct xpu_call *c, const char **ran);
 /* The partial call a query describes (what the shape half checks). */
 void xpu_fkc_call_from_query(const struct xpu_contract *c, int dtype, const struct xpu_query *q,
 			     struct xpu_fkc_call *call);
 
-/* ---- shape kernels ------------------------------------------------------------------------ */
+/* ---- a contract call's operands and facts (call.c) ---------------------------------------------- */
 
-enum xpu_shape_kernel {
-	XPU_SK_PAD, XPU_SK_PAD_BACKWARD, XPU_SK_FLIP, XPU_SK_ROLL, XPU_SK_CUMSUM, XPU_SK_TRIU, XPU_SK_TRIL,
-	XPU_SK_WRITE_SLICE, XPU_SK_WRITE_SLICE_ROTATING, XPU_SK_CONTIGUIZE, XPU_SK_COPY, XPU_SK_COUNT
-};
-
-/* Typed kernels (cumsum, pad_backward) take the dtype as this code. */
-enum { XPU_SHAPE_F32, XPU_SHAPE_F64, XPU_SHAPE_F16, XPU_SHAPE_BF16 };
-
-/* Everything a shape kernel launch needs, in the kernel's terms. */
-struct xpu_shape_geom {
-	int kernel;                      /* enum xpu_shape_kernel */
-	uint32_t elem;                   /* bytes per element: 1, 2, 4 or 8 */
-	uint32_t dtype;                  /* typed kernels */
-	int rank;
-	uint64_t dims[8];                /* pad, pad_backward: the unpadded shape; write_slice*: dest's;
-					    contiguize: the view's */
-	int64_t lo[8], hi[8];            /* pad*: before/after; write_slice*: start/end; contiguize: lo = strides */
-	uint64_t outer, dim, inner;      /* flip, roll, cumsum; triu/tril: batch, rows, cols */
-	int64_t shift;                   /* roll: shift; triu/tril: diagonal; contiguize: offset (elements) */
-	uint32_t mode, axis;             /* pad*: mode; write_slice_rotating: axis */
-	uint64_t modulus, fill;          /* write_slice_rotating: modulus; pad: the fill element's bits */
-	struct xpu_karg out, in, aux;    /* aux: write_slice_rotating's position */
-};
-
-/* Launches (without a sync) on stream s: grid and block from the geometry. *ran: the name of
- * the kernel launched (the op's, or a variant the launcher took: pad_rows, stream_copy, ...),
- * NULL where nothing was: an empty launch (a fast path), a copy between devices (through the
- * host). -1 with a message naming kernel and argument. */
-int xpu_shape_launch(struct xpu_stream *s, const struct xpu_shape_geom *g, const char **ran);
-const char *xpu_shape_kernel_name(int kernel);
-int xpu_shape_kernel_of(const char *name); /* -1 when not a shape kernel */
-
-/* Fills the geometry of an admitted call of contract c (whose entry point is a shape
- * kernel) from its op_params and operands. -1 with a message. */
-int xpu_fkc_geom(const struct xpu_contract *c, const struct xpu_fkc_call *call, struct xpu_shape_geom *g);
+/* The device the inputs (views, by input index) live on, which must run the backend's code. */
+int xpu_fkc_call_device(const struct xpu_contract *c, const struct xpu_karg *in, struct xpu_device **dev);
+/* The view written: the in-place input, else `given` (kind 0: none given), on the inputs' device. */
+int xpu_fkc_call_out(const struct xpu_contract *c, const struct xpu_fkc_result *r, const struct xpu_karg *in,
+		     const struct xpu_karg *given, struct xpu_karg *out);
+/* Each operand's alignment and length against the checked call, and no input meeting what is
+ * written. -1 with a message naming the contract, the field or operand and the bytes. */
+int xpu_fkc_call_operands(const struct xpu_contract *c, const struct xpu_fkc_call *call, const struct xpu_fkc_result *r,
+			  const struct xpu_karg *in, const struct xpu_karg *out);
+/* The call as query facts (sorted), what xpu_fkc_call_from_query reads back. Returns how many. */
+int xpu_fkc_call_facts(const struct xpu_contract *c, const struct xpu_fkc_call *call, struct xpu_fact *out, int max);
 
 #endif

@@ -10,10 +10,15 @@ struct name_entry {
 	char name[XPU_NAME_MAX];
 };
 
+/* Both lookups are hashed (open addressing, slot = entry index + 1): launchers and contract
+ * rows look fact keys up by name on every call. */
+#define SLOTS (4 * XPU_NAMES_PER_KIND)
+
 struct name_space {
 	int count;
 	int32_t next_id;
 	struct name_entry entries[XPU_NAMES_PER_KIND];
+	uint16_t by_name[SLOTS], by_id[SLOTS];
 };
 
 static struct name_space spaces[XPU_NAME_KINDS];
@@ -32,20 +37,46 @@ const char *xpu_name_kind_word(enum xpu_name_kind kind)
 	return kind_words[kind];
 }
 
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h;
+}
+
 static struct name_entry *find_by_name(struct name_space *s, const char *name)
 {
-	for (int i = 0; i < s->count; i++)
-		if (strcmp(s->entries[i].name, name) == 0)
-			return &s->entries[i];
-	return NULL;
+	for (uint32_t h = name_hash(name) % SLOTS;; h = (h + 1) % SLOTS) {
+		if (!s->by_name[h])
+			return NULL;
+		struct name_entry *e = &s->entries[s->by_name[h] - 1];
+		if (strcmp(e->name, name) == 0)
+			return e;
+	}
 }
 
 static struct name_entry *find_by_id(struct name_space *s, int32_t id)
 {
-	for (int i = 0; i < s->count; i++)
-		if (s->entries[i].id == id)
-			return &s->entries[i];
-	return NULL;
+	for (uint32_t h = (uint32_t)id % SLOTS;; h = (h + 1) % SLOTS) {
+		if (!s->by_id[h])
+			return NULL;
+		struct name_entry *e = &s->entries[s->by_id[h] - 1];
+		if (e->id == id)
+			return e;
+	}
+}
+
+/* Entry i into both indexes (a quarter full at most: every probe ends at an empty slot). */
+static void index_entry(struct name_space *s, int i)
+{
+	uint32_t h = name_hash(s->entries[i].name) % SLOTS;
+	while (s->by_name[h])
+		h = (h + 1) % SLOTS;
+	s->by_name[h] = (uint16_t)(i + 1);
+	for (h = (uint32_t)s->entries[i].id % SLOTS; s->by_id[h]; h = (h + 1) % SLOTS)
+		;
+	s->by_id[h] = (uint16_t)(i + 1);
 }
 
 static int check_name(enum xpu_name_kind kind, const char *name)
@@ -67,6 +98,7 @@ static int32_t add_locked(enum xpu_name_kind kind, const char *name, int32_t id)
 	struct name_entry *e = &s->entries[s->count++];
 	e->id = id;
 	strcpy(e->name, name);
+	index_entry(s, s->count - 1);
 	if (id >= s->next_id)
 		s->next_id = id + 1;
 	return id;

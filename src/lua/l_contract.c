@@ -41,7 +41,7 @@ static const struct xpu_contract *checkcontract(lua_State *L, int i)
 
 static void push_contract(lua_State *L, const struct xpu_contract *c)
 {
-	struct lcontract *u = lua_newuserdatauv(L, sizeof *u, 0);
+	struct lcontract *u = lua_newuserdatauv(L, sizeof *u, 1); /* 1: its own route table */
 	u->c = NULL;
 	luaL_setmetatable(L, XPU_CONTRACT_MT);
 	xpu_fkc_retain(c->file);
@@ -412,13 +412,53 @@ static void drop_rows(struct xpu_row **rows, int from, int n)
 	}
 }
 
-/* c:register(table [, regime [, { priority = n }]]) -> { row, ... }: one row per dtype of the
- * first operand, format = the dtype's name, regime "elementwise" unless given. Every check
- * runs before the first row is made. */
+/* Registers contract c's rows into the table at ti (every check before the first row is made)
+ * and pushes the list of their objects. */
+static void register_rows(lua_State *L, const struct xpu_contract *c, int ti, int32_t regime, int32_t priority)
+{
+	struct xpu_table *t = lx_checktable(L, ti);
+	int nv = 0;
+	const struct xpu_shape_variant *vs = xpu_shape_variants(xpu_shape_op_of(c->entry_point), &nv);
+	if (t->frozen)
+		luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++)
+		for (int i = 0; (c->input[0].dtypes & (1u << dt)) && i < (nv ? nv : 1); i++) {
+			char name[64];
+			xpu_fkc_row_name(c, dt, nv ? &vs[i] : NULL, name, sizeof name);
+			if ((!nv || xpu_shape_variant_on(&vs[i], c->backend)) && xpu_table_row(t, name))
+				luaL_error(L, "route table '%s' already has a row named '%s'", t->name, name);
+		}
+	struct xpu_row *rows[XPU_DT_COUNT * XPU_FKC_MAX_VARIANTS];
+	int n = 0;
+	for (int dt = 0; dt < XPU_DT_COUNT; dt++) {
+		if (!(c->input[0].dtypes & (1u << dt)))
+			continue;
+		int got = xpu_fkc_rows_new(c, dt, regime, priority, rows + n, XPU_FKC_MAX_VARIANTS);
+		if (got < 0) {
+			drop_rows(rows, 0, n);
+			lx_error(L);
+		}
+		n += got;
+	}
+	for (int i = 0; i < n; i++)
+		if (xpu_table_register(t, rows[i])) {
+			drop_rows(rows, i, n);
+			lx_error(L);
+		}
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		lx_push_row_of(L, ti, rows[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+}
+
+/* c:register(table [, regime [, { priority = n }]]) -> { row, ... }: per dtype of the first
+ * operand (format = the dtype's name), a row per variant of a shape op (best first), regime
+ * "elementwise" unless given. */
 static int c_register(lua_State *L)
 {
 	const struct xpu_contract *c = checkcontract(L, 1);
-	struct xpu_table *t = lx_checktable(L, 2);
+	lx_checktable(L, 2);
 	lua_settop(L, 4);
 	if (lua_isnil(L, 3)) {
 		lua_pushliteral(L, "elementwise");
@@ -432,100 +472,30 @@ static int c_register(lua_State *L)
 		lua_getfield(L, 4, "priority");
 		priority = (int32_t)luaL_optinteger(L, -1, 0);
 	}
-	if (t->frozen)
-		return luaL_error(L, "route table '%s' is frozen: no more rows", t->name);
-	for (int dt = 0; dt < XPU_DT_COUNT; dt++) {
-		char name[64];
-		snprintf(name, sizeof name, "%.40s.%.10s.%.8s", c->kernel, c->backend, xpu_dtype_format(dt));
-		if ((c->input[0].dtypes & (1u << dt)) && xpu_table_row(t, name))
-			return luaL_error(L, "route table '%s' already has a row named '%s'", t->name, name);
-	}
-	struct xpu_row *rows[XPU_DT_COUNT];
-	int n = 0;
-	for (int dt = 0; dt < XPU_DT_COUNT; dt++)
-		if ((c->input[0].dtypes & (1u << dt)) && !(rows[n++] = xpu_fkc_row_new(c, dt, regime, priority))) {
-			drop_rows(rows, 0, n - 1);
-			return lx_error(L);
-		}
-	for (int i = 0; i < n; i++)
-		if (xpu_table_register(t, rows[i])) {
-			drop_rows(rows, i, n);
-			return lx_error(L);
-		}
-	lua_createtable(L, n, 0);
-	for (int i = 0; i < n; i++) {
-		lx_push_row_of(L, 2, rows[i]);
-		lua_rawseti(L, -2, i + 1);
-	}
+	register_rows(L, c, 2, regime, priority);
 	return 1;
 }
 
+/* The contract's own route table (c.routes: every row it makes, in the elementwise regime),
+ * made at the first use; its launches are picked there, so its records and census name the
+ * kernel each ran. Pushes it. */
+static int push_routes(lua_State *L, int ci, const struct xpu_contract *c)
+{
+	if (lua_getiuservalue(L, ci, 1) == LUA_TUSERDATA)
+		return lua_gettop(L);
+	lua_pop(L, 1);
+	lua_pushcfunction(L, lx_routes_new);
+	lua_pushfstring(L, "contract %s (%s)", c->kernel, c->backend);
+	lua_call(L, 1, 1);
+	int ti = lua_gettop(L);
+	register_rows(L, c, ti, xpu_name_id(XPU_NAME_REGIME, "elementwise"), 0);
+	lua_pop(L, 1);
+	lua_pushvalue(L, ti);
+	lua_setiuservalue(L, ci, 1);
+	return ti;
+}
+
 /* ---- launches ------------------------------------------------------------------------------- */
-
-/* Bytes an operand's view reaches from its buffer's base: [*first, *need), empty for no
- * elements. */
-static int operand_need(lua_State *L, const char *name, const struct xpu_fkc_tensor *t, uint64_t *first,
-			uint64_t *need)
-{
-	int64_t lo = t->offset, hi = t->offset, dense = 1, eb = xpu_dtype_bytes(t->dtype);
-	*first = 0;
-	if (t->n == 0)
-		return *need = 0, 0;
-	for (int k = t->rank - 1; k >= 0; k--) {
-		int64_t st = t->has_strides ? t->strides[k] : dense, reach;
-		if (__builtin_mul_overflow(t->dims[k] - 1, st, &reach) || __builtin_add_overflow(st < 0 ? lo : hi, reach, st < 0 ? &lo : &hi))
-			return luaL_error(L, "launch: operand '%s': its view reaches past 64 bits", name);
-		dense *= t->dims[k];
-	}
-	if (lo < 0)
-		return luaL_error(L, "launch: operand '%s': the view reaches %I elements before its buffer", name, (lua_Integer)-lo);
-	*first = (uint64_t)lo * (uint64_t)eb;
-	*need = ((uint64_t)hi + 1) * (uint64_t)eb;
-	return 0;
-}
-
-/* Whether bytes [a0, a1) of buffer a and [b0, b1) of buffer b share memory. */
-static bool bytes_meet(const struct xpu_buffer *a, uint64_t a0, uint64_t a1, const struct xpu_buffer *b, uint64_t b0,
-		       uint64_t b1)
-{
-	if (a->alloc != b->alloc || a0 >= a1 || b0 >= b1)
-		return false;
-	return a->offset + a0 < b->offset + b1 && b->offset + b0 < a->offset + a1;
-}
-
-/* The kernels read their inputs while they write: an input sharing bytes with what is
- * written would be read half-overwritten (and the CPU's memcpy may not take overlapping
- * ranges). With `return.aliasing: none` no input may meet the output; in place, no other
- * input may meet the buffer written. Refused before launch, naming both. */
-static void check_overlap(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_result *r,
-			  struct xpu_buffer **bufs, const uint64_t *first, const uint64_t *need,
-			  const struct xpu_buffer *out, uint64_t out_bytes)
-{
-	uint64_t o0 = r->in_place >= 0 ? first[r->in_place] : 0;
-	uint64_t o1 = r->in_place >= 0 ? need[r->in_place] : out_bytes;
-	for (int k = 0; k < c->ninputs; k++) {
-		if (k == r->in_place)
-			continue;
-		if (bytes_meet(bufs[k], first[k], need[k], out, o0, o1))
-			luaL_error(L, "contract '%s' (%s): return.aliasing: input '%s' shares bytes with %s '%s', "
-				      "which the kernel writes while it reads (bytes %I..%I of one allocation against %I..%I)",
-				   c->kernel, c->backend, c->input[k].name, r->in_place >= 0 ? "the in-place" : "the output",
-				   r->in_place >= 0 ? c->input[r->in_place].name : c->output[0].name,
-				   (lua_Integer)(bufs[k]->offset + first[k]), (lua_Integer)(bufs[k]->offset + need[k]),
-				   (lua_Integer)(out->offset + o0), (lua_Integer)(out->offset + o1));
-	}
-}
-
-static void check_buffer(lua_State *L, const struct xpu_contract *c, const char *name, const struct xpu_buffer *b,
-			 uint64_t need, int64_t align)
-{
-	if (align > 1 && b->offset % (uint64_t)align)
-		luaL_error(L, "contract '%s' (%s): caps.alignment_bytes: %s's base offset %I is not a multiple of %I",
-			   c->kernel, c->backend, name, (lua_Integer)b->offset, (lua_Integer)align);
-	if (b->bytes < need)
-		luaL_error(L, "contract '%s' (%s): %s: buffer too short (%I bytes, the call needs %I)", c->kernel,
-			   c->backend, name, (lua_Integer)b->bytes, (lua_Integer)need);
-}
 
 static struct xpu_karg karg_of(const struct xpu_buffer *b)
 {
@@ -536,82 +506,6 @@ static struct xpu_karg karg_of(const struct xpu_buffer *b)
 	return a;
 }
 
-/* The device the inputs live on, which must run the contract's backend code. */
-static struct xpu_device *launch_device(lua_State *L, const struct xpu_contract *c, struct xpu_buffer **bufs)
-{
-	for (int k = 0; k < c->ninputs; k++)
-		if (!bufs[k])
-			luaL_error(L, "launch: operand '%s' needs a buffer", c->input[k].name);
-	struct xpu_device *d = bufs[0]->alloc->dev;
-	bool copy = xpu_shape_kernel_of(c->entry_point) == XPU_SK_COPY;
-	for (int k = 1; k < c->ninputs && !copy; k++)
-		if (bufs[k]->alloc->dev != d)
-			luaL_error(L, "launch: operand '%s' lives on %s, '%s' on %s", c->input[k].name, bufs[k]->alloc->dev->id,
-				   c->input[0].name, d->id);
-	const char *cap = xpu_fkc_code_cap(c->backend);
-	int32_t id = cap ? xpu_name_find(XPU_NAME_CAP, cap) : -1;
-	if (id < 0 || !xpu_device_supports(d, id))
-		luaL_error(L, "contract '%s' is for %s code (%s), which %s does not run", c->kernel, c->backend,
-			   cap ? cap : "?", d->id);
-	return d;
-}
-
-static const struct xpu_buffer *launch_out(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_result *r,
-					    struct xpu_buffer **bufs)
-{
-	int t = lua_getfield(L, 2, "out");
-	const struct xpu_buffer *out = t == LUA_TNIL ? NULL : lx_checkbuffer(L, -1);
-	lua_pop(L, 1);
-	if (r->in_place >= 0) {
-		if (out && out != bufs[r->in_place] && (out->alloc != bufs[r->in_place]->alloc ||
-							out->offset != bufs[r->in_place]->offset))
-			luaL_error(L, "launch: the output aliases '%s' in place; 'out' must be that buffer or absent",
-				   c->input[r->in_place].name);
-		return bufs[r->in_place];
-	}
-	if (!out)
-		luaL_error(L, "launch: 'out' must be the output's buffer");
-	bool copy = xpu_shape_kernel_of(c->entry_point) == XPU_SK_COPY;
-	if (!copy && out->alloc->dev != bufs[0]->alloc->dev)
-		luaL_error(L, "launch: 'out' lives on %s, the operands on %s", out->alloc->dev->id, bufs[0]->alloc->dev->id);
-	return out;
-}
-
-/* The checked launch of c:launch and c:bind: the call at stack index 2 read and checked
- * against the contract (refusals raise), the buffers' alignment and length checked, the
- * geometry built; the result table is pushed. Returns the device. */
-static struct xpu_device *checked_launch(lua_State *L, const struct xpu_contract *c, struct xpu_shape_geom *g)
-{
-	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
-	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
-	struct xpu_fkc_result r;
-	read_call(L, 2, c, call, bufs);
-	struct xpu_device *d = launch_device(L, c, bufs);
-	xpu_fkc_check(c, call, &r);
-	if (r.verdict != XPU_FKC_OK)
-		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
-	const struct xpu_buffer *out = launch_out(L, c, &r, bufs);
-	uint64_t first[XPU_FKC_MAX_INPUTS], need[XPU_FKC_MAX_INPUTS];
-	uint64_t out_bytes = (uint64_t)r.n * (uint64_t)xpu_dtype_bytes(r.dtype);
-	for (int k = 0; k < c->ninputs; k++) {
-		operand_need(L, c->input[k].name, &call->in[k], &first[k], &need[k]);
-		check_buffer(L, c, c->input[k].name, bufs[k], need[k], r.alignment);
-	}
-	check_buffer(L, c, c->output[0].name, out, out_bytes, r.alignment);
-	check_overlap(L, c, &r, bufs, first, need, out, out_bytes);
-	if (xpu_fkc_geom(c, call, g))
-		lx_error(L);
-	g->in = karg_of(bufs[0]);
-	g->out = karg_of(out);
-	int pos = xpu_fkc_input_index(c, "position");
-	if (pos >= 0)
-		g->aux = karg_of(bufs[pos]);
-	push_result(L, c, call, &r);
-	lua_remove(L, -2); /* the call, only once the result no longer reads it (a collection inside
-			    * push_result would otherwise free it under the reads) */
-	return d;
-}
-
 static struct xpu_stream *launch_stream(lua_State *L, int i, struct xpu_device *d, const char *kernel)
 {
 	struct xpu_stream *s = lua_isnoneornil(L, i) ? d->default_stream : lx_checkstream(L, i);
@@ -620,40 +514,98 @@ static struct xpu_stream *launch_stream(lua_State *L, int i, struct xpu_device *
 	return s;
 }
 
-/* Pushes whether a kernel was launched and (nil where none) which one. */
-static void shape_launch(lua_State *L, const struct xpu_contract *c, struct xpu_stream *s,
-			 const struct xpu_shape_geom *g)
+/* The checked call as a Query (format: the first operand's dtype, regime elementwise). */
+static void push_call_query(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_call *call)
 {
-	const char *ran;
-	if (xpu_shape_launch(s, g, &ran))
-		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
-	lua_pushboolean(L, ran != NULL);
-	lua_pushstring(L, ran); /* nil where NULL */
+	struct xpu_fact facts[256];
+	int n = xpu_fkc_call_facts(c, call, facts, 256);
+	int32_t format = xpu_name_id(XPU_NAME_FORMAT, xpu_dtype_format(call->in[0].dtype));
+	if (n < 0 || format < 0)
+		lx_error(L);
+	lx_push_query(L, format, xpu_name_id(XPU_NAME_REGIME, "elementwise"), facts, n);
 }
 
-/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
- * stream = s } -> result (plus `launched`, and `kernel`: the kernel that ran, which may be a
- * variant the launcher took, e.g. pad_rows): checked, then launched without a sync. */
-static int c_launch(lua_State *L)
+/* c:launch's and c:bind's call at stack index 2: read and checked against the contract, its
+ * operands checked (alignment, length, overlap: contract/call.c), then picked in the
+ * contract's own table (c.routes), which raises a refusal where no row serves it. Pushes the
+ * result table and the Call; returns the row. */
+static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, struct xpu_call **callp)
 {
-	const struct xpu_contract *c = checkcontract(L, 1);
-	struct xpu_shape_geom g;
-	struct xpu_device *d = checked_launch(L, c, &g);
+	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
+	int fi = lua_gettop(L);
+	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
+	struct xpu_karg in[XPU_FKC_MAX_INPUTS + 1], given = { .kind = 0 }, out;
+	const char *names[XPU_FKC_MAX_INPUTS + 1];
+	struct xpu_fkc_result r;
+	struct xpu_device *d;
+	read_call(L, 2, c, call, bufs);
+	for (int k = 0; k < c->ninputs; k++) {
+		in[k] = bufs[k] ? karg_of(bufs[k]) : (struct xpu_karg){ .kind = 0 };
+		names[k] = c->input[k].name;
+	}
+	if (xpu_fkc_call_device(c, in, &d))
+		lx_error(L);
+	xpu_fkc_check(c, call, &r);
+	if (r.verdict != XPU_FKC_OK)
+		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
+	if (lua_getfield(L, 2, "out") != LUA_TNIL)
+		given = karg_of(lx_checkbuffer(L, -1));
+	lua_pop(L, 1);
+	if (xpu_fkc_call_out(c, &r, in, &given, &out) || xpu_fkc_call_operands(c, call, &r, in, &out))
+		lx_error(L);
+	int nops = c->ninputs;
+	if (r.in_place < 0) {
+		in[nops] = out;
+		names[nops++] = c->output[0].name;
+	}
 	lua_getfield(L, 2, "stream");
 	struct xpu_stream *s = launch_stream(L, -1, d, "launch");
 	lua_pop(L, 1);
-	shape_launch(L, c, s, &g);
-	lua_setfield(L, -3, "kernel");
+	int ti = push_routes(L, 1, c);
+	push_call_query(L, c, call);
+	*callp = lx_new_call(L, -1, d, s, names, in, nops, 2);
+	lua_getfield(L, ti, "bind"); /* the pick, or an error carrying the refusal line */
+	lua_pushvalue(L, ti);
+	lua_pushvalue(L, -3);
+	lua_call(L, 2, 1);
+	struct xpu_row *row = *(struct xpu_row **)luaL_checkudata(L, -1, XPU_ROW_MT);
+	push_result(L, c, call, &r);
+	lua_replace(L, fi); /* the result in the call's slot: it no longer reads the call */
+	lua_pushvalue(L, -2);
+	lua_replace(L, fi + 1); /* the Call */
+	lua_settop(L, fi + 1);
+	return row;
+}
+
+/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
+ * stream = s } -> result (plus `launched`, and `kernel`: what ran, the kernel its route row
+ * names, e.g. pad_rows, or driver_copy): checked, picked in c.routes, launched without a sync. */
+static int c_launch(lua_State *L)
+{
+	const struct xpu_contract *c = checkcontract(L, 1);
+	struct xpu_call *call;
+	struct xpu_row *row = routed_call(L, c, &call);
+	const char *ran;
+	if (xpu_fkc_row_launch(row, call, &ran))
+		return luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, xpu_error());
+	lua_pop(L, 1);
+	lua_pushboolean(L, ran != NULL);
 	lua_setfield(L, -2, "launched");
+	lua_pushstring(L, ran); /* nil where NULL */
+	lua_setfield(L, -2, "kernel");
+	lua_pushstring(L, row->name);
+	lua_setfield(L, -2, "row");
 	return 1;
 }
 
-/* A launch checked once and kept: its geometry and its own views of the buffers (so they
- * outlive the caller's handles), launched again and again without the contract check. What
- * changes between launches lives in the buffers (write_slice_rotating's position). */
+/* A launch checked and routed once and kept: its row, the geometry and its own views of the
+ * buffers (so they outlive the caller's handles), launched again and again without the
+ * contract check or the pick. What changes between launches lives in the buffers
+ * (write_slice_rotating's position). */
 #define XPU_BOUND_MT "xpu.BoundLaunch"
 struct lbound {
 	const struct xpu_contract *c; /* kept alive by the uservalue */
+	struct xpu_row *row;          /* the contract's route table holds it */
 	struct xpu_device *d;
 	struct xpu_shape_geom g;
 	struct xpu_buffer *views[3]; /* in, out, aux */
@@ -680,26 +632,37 @@ static int bound_gc(lua_State *L)
 	return 0;
 }
 
-/* c:bind{ inputs, params, out } -> bound, result: checked as c:launch checks, not launched. */
+/* c:bind{ inputs, params, out } -> bound, result: checked and picked as c:launch does, not
+ * launched (result.row: the row, result.kernel: its kernel). Shape ops only. */
 static int c_bind(lua_State *L)
 {
 	const struct xpu_contract *c = checkcontract(L, 1);
-	struct xpu_shape_geom g;
-	memset(&g, 0, sizeof g);
-	struct xpu_device *d = checked_launch(L, c, &g); /* the result at 3 */
+	struct xpu_call *call;
+	struct xpu_row *row = routed_call(L, c, &call); /* result at 3, the call at 4 */
+	const struct xpu_shape_variant *v = xpu_fkc_row_variant(row);
+	if (!v)
+		return luaL_error(L, "bind: contract '%s' (%s): kernel '%s' is no shape op's", c->kernel, c->backend,
+				  c->entry_point);
 	struct lbound *b = lua_newuserdatauv(L, sizeof *b, 1);
 	memset(b, 0, sizeof *b);
 	luaL_setmetatable(L, XPU_BOUND_MT); /* from here __gc releases what is held */
 	lua_pushvalue(L, 1);
 	lua_setiuservalue(L, -2, 1);
-	struct xpu_karg *a[3] = { &g.in, &g.out, &g.aux };
+	if (xpu_shape_geom_call(v->op, call, &b->g))
+		return lx_error(L);
+	struct xpu_karg *a[3] = { &b->g.in, &b->g.out, &b->g.aux };
 	for (int k = 0; k < 3; k++)
 		if (a[k]->kind == XPU_ARG_BUF && a[k]->b.buf && !(b->views[k] = hold(a[k])))
 			return luaL_error(L, "bind: out of host memory keeping a view");
 	b->c = c;
-	b->d = d;
-	b->g = g;
-	lua_insert(L, 3); /* bound, result */
+	b->row = row;
+	b->d = call->dev;
+	lua_pushstring(L, row->name);
+	lua_setfield(L, 3, "row");
+	lua_pushstring(L, row->kernel >= 0 ? xpu_kernel_at(row->kernel)->def->name : v->name);
+	lua_setfield(L, 3, "kernel");
+	lua_replace(L, 4); /* bound, result */
+	lua_insert(L, 3);
 	return 2;
 }
 
@@ -709,7 +672,14 @@ static int bound_launch(lua_State *L)
 	struct lbound *b = luaL_checkudata(L, 1, XPU_BOUND_MT);
 	if (!b->c)
 		return luaL_error(L, "launch: this bound launch was released");
-	shape_launch(L, b->c, launch_stream(L, 2, b->d, "launch"), &b->g);
+	const char *ran;
+	struct xpu_row *r = b->row;
+	r->dispatches++;
+	if (xpu_shape_variant_run(xpu_fkc_row_variant(r), r->kernel >= 0 ? xpu_kernel_at(r->kernel) : NULL,
+				  launch_stream(L, 2, b->d, "launch"), &b->g, &ran))
+		return luaL_error(L, "contract '%s' (%s): %s", b->c->kernel, b->c->backend, xpu_error());
+	lua_pushboolean(L, ran != NULL);
+	lua_pushstring(L, ran);
 	return 2;
 }
 
@@ -719,7 +689,8 @@ static int bound_tostring(lua_State *L)
 	if (!b->c)
 		lua_pushliteral(L, "bound launch (released)");
 	else
-		lua_pushfstring(L, "bound launch of %s (%s) on %s", b->c->kernel, b->c->backend, b->d->id);
+		lua_pushfstring(L, "bound launch of %s (%s) on %s by row %s", b->c->kernel, b->c->backend, b->d->id,
+				b->row->name);
 	return 1;
 }
 
@@ -1003,6 +974,10 @@ static int contract_index(lua_State *L)
 	luaL_getmetafield(L, 1, "methods");
 	if (lua_getfield(L, -1, k) != LUA_TNIL)
 		return 1;
+	if (strcmp(k, "routes") == 0) {
+		push_routes(L, 1, c);
+		return 1;
+	}
 	if (!push_string_field(L, c, k) && !push_other_field(L, c, k))
 		lua_pushnil(L);
 	return 1;

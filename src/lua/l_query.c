@@ -117,6 +117,19 @@ struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern)
 	return q;
 }
 
+struct xpu_query *lx_push_query(lua_State *L, int32_t format, int32_t regime, const struct xpu_fact *facts, int n)
+{
+	struct xpu_query *q = lua_newuserdatauv(L, sizeof *q + sizeof *q->facts * (size_t)n, 0);
+	q->format = format;
+	q->regime = regime;
+	q->nfacts = n;
+	q->facts = (struct xpu_fact *)(q + 1);
+	if (n)
+		memcpy(q->facts, facts, sizeof *facts * (size_t)n);
+	luaL_setmetatable(L, XPU_QUERY_MT);
+	return q;
+}
+
 struct qview {
 	const struct xpu_query *q; /* NULL once the half that got it has returned */
 };
@@ -353,6 +366,34 @@ static int l_call(lua_State *L)
 	lua_pop(L, 1);
 	lua_settop(L, ud);
 	return 1;
+}
+
+struct xpu_call *lx_new_call(lua_State *L, int qi, struct xpu_device *d, struct xpu_stream *s,
+			     const char *const *names, const struct xpu_karg *views, int n, int keep)
+{
+	qi = lua_absindex(L, qi);
+	keep = lua_absindex(L, keep);
+	if (n > XPU_CALL_MAX_OPERANDS)
+		luaL_error(L, "call: at most %d operands", XPU_CALL_MAX_OPERANDS);
+	struct xpu_call *c = lua_newuserdatauv(L, sizeof *c, 5);
+	memset(c, 0, sizeof *c);
+	luaL_setmetatable(L, XPU_CALL_MT);
+	c->query = lx_checkquery(L, qi);
+	lua_pushvalue(L, qi);
+	lua_setiuservalue(L, -2, 1);
+	lua_pushvalue(L, keep);
+	lua_setiuservalue(L, -2, 3);
+	c->dev = d;
+	c->stream = s;
+	c->host = L;
+	for (int i = 0; i < n; i++) {
+		c->operands[i].key = xpu_name_id(XPU_NAME_KEY, names[i]);
+		if (c->operands[i].key < 0)
+			lx_error(L);
+		c->operands[i].arg = views[i];
+	}
+	c->noperands = n;
+	return c;
 }
 
 void lx_push_call_object(lua_State *L, const struct xpu_call *c)

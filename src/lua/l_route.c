@@ -76,8 +76,8 @@ static int l_routes(lua_State *L)
 	return 1;
 }
 
-/* A fresh table that no name reaches (for specs and benchmarks). */
-static int l_routes_new(lua_State *L)
+/* A fresh table that no name reaches (for specs, benchmarks, a contract's own rows). */
+int lx_routes_new(lua_State *L)
 {
 	lua_settop(L, 1);
 	const char *name = luaL_optstring(L, 1, "anonymous");
@@ -587,7 +587,7 @@ void xpu_lua_open_route(lua_State *L, int t)
 	lx_newclass(L, XPU_ROW_MT, row_methods, row_meta);
 	lua_pushcfunction(L, l_routes);
 	lua_setfield(L, t, "routes");
-	lua_pushcfunction(L, l_routes_new);
+	lua_pushcfunction(L, lx_routes_new);
 	lua_setfield(L, t, "new_routes");
 	lua_getfield(L, t, "T");
 	lua_pushcfunction(L, l_time_pick);

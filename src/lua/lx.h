@@ -54,6 +54,8 @@ int32_t lx_known_name(lua_State *L, int i, enum xpu_name_kind kind, char *why, s
 void lx_unknown_key(const char *key, const char *const *known, char *why, size_t n);
 /* Pushes a new Query from table t (a pattern may leave format and regime out). */
 struct xpu_query *lx_new_query(lua_State *L, int t, bool pattern);
+/* Pushes a new Query of known names and n facts sorted by name (made in C). */
+struct xpu_query *lx_push_query(lua_State *L, int32_t format, int32_t regime, const struct xpu_fact *facts, int n);
 
 /* Launch arguments from Lua values, by the kernel's signature. */
 int lx_get_karg(lua_State *L, int i, const struct xpu_arg_spec *spec, struct xpu_karg *out, char *err, size_t n);
@@ -66,5 +68,12 @@ void lx_push_refusal(lua_State *L, struct xpu_refusal *r);
 struct xpu_table *lx_checktable(lua_State *L, int i);
 void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);
 void lx_push_row(lua_State *L, const struct xpu_row *r);
+/* xpu.new_routes(name): pushes a fresh table that no name reaches. */
+int lx_routes_new(lua_State *L);
+/* Pushes a Call made in C: the Query at qi, on device d and stream s, with n operands (views,
+ * which may live on other devices than d: a copy's); the value at keep (the buffers' owner)
+ * is held as long as the call. */
+struct xpu_call *lx_new_call(lua_State *L, int qi, struct xpu_device *d, struct xpu_stream *s,
+			     const char *const *names, const struct xpu_karg *views, int n, int keep);
 
 #endif
