@@ -82,58 +82,103 @@ int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c)
 	return xpu_launch_1d(c, k, ((uint64_t)(rows * used) + 7) / 8, WAVE_BLOCK, args, 10);
 }
 
-static struct xpu_kernel *scale_dword, *scale_bytes, *split_bytes;
+/* ---- the bind split: GGUF blocks to resident rows, one launcher per route row ---------------- */
 
-static int split_scales(const struct xpu_call *c, const struct xpu_format *f, const struct xpu_karg *out,
-			const struct xpu_karg *src, uint64_t base, uint64_t n, uint64_t bpr)
-{
-	if (f->scale_bytes == 0) /* no prefix (q4_K): the payload pass moved the whole block */
-		return 0;
-	uint64_t prefix = xpu_row_prefix_bytes(f, bpr), row = xpu_row_resident_bytes(f, bpr);
-	if (f->scale_bytes % 2 == 0 && base % bpr == 0 && n % bpr == 0) {
-		/* a prefix dword spans two blocks of one row: only whole rows may take it */
-		uint64_t total = n / bpr * prefix / 4;
-		struct xpu_karg a[10] = { *out, *src, xpu_u32(total), xpu_u32(base / bpr), xpu_u32(f->block_bytes),
-					  xpu_u32(f->scale_bytes), xpu_u32(f->scale_offset), xpu_u32(bpr),
-					  xpu_u32(prefix / 4), xpu_u32(row / 4) };
-		return xpu_launch_named(c, &scale_dword, "split_scale_dword", (total + 255) / 256, 256, a, 10);
-	}
-	struct xpu_karg a[9] = { *out, *src, xpu_u32(n), xpu_u32(base), xpu_u32(f->block_bytes),
-				 xpu_u32(f->scale_bytes), xpu_u32(f->scale_offset), xpu_u32(bpr), xpu_u32(row) };
-	return xpu_launch_named(c, &scale_bytes, "split_scale_bytes", (n + 255) / 256, 256, a, 9);
-}
+/* A split call: operands out (resident rows), src (the chunk's GGUF blocks); facts bpr (blocks
+ * per row) [, block_base (the chunk's first block), blocks (default: all of src)]. */
+struct split {
+	const struct xpu_format *f;
+	const struct xpu_karg *out, *src;
+	uint64_t bpr, base, n, prefix, row;
+};
 
-/* The bind split of one chunk: operands out (resident rows), src (the chunk's GGUF blocks);
- * facts bpr (blocks per row) [, block_base (the chunk's first block), blocks (default: all
- * of src)]. Kernel k is split_payload_dword; a layout that is not dword-clean takes
- * split_bytes, the fallback named beside it. */
-int xpu_launch_split(struct xpu_kernel *k, const struct xpu_call *c)
+static int split_of(struct xpu_kernel *k, const struct xpu_call *c, struct split *sp)
 {
 	const char *kn = k->def->name;
-	const struct xpu_format *f = format_of(c, k);
-	const struct xpu_karg *out = f ? xpu_operand_buffer(c, kn, "out") : NULL;
-	const struct xpu_karg *src = out ? xpu_operand_buffer(c, kn, "src") : NULL;
 	int64_t bpr, base = 0, n;
-	if (!src || xpu_query_need(c, kn, "bpr", &bpr))
+	sp->f = format_of(c, k);
+	sp->out = sp->f ? xpu_operand_buffer(c, kn, "out") : NULL;
+	sp->src = sp->out ? xpu_operand_buffer(c, kn, "src") : NULL;
+	if (!sp->src || xpu_query_need(c, kn, "bpr", &bpr))
 		return -1;
 	xpu_query_get(c->query, "block_base", &base);
 	if (!xpu_query_get(c->query, "blocks", &n))
-		n = (int64_t)(src->b.bytes / f->block_bytes);
+		n = (int64_t)(sp->src->b.bytes / sp->f->block_bytes);
 	if (bpr <= 0 || base < 0 || n <= 0)
 		return xpu_fail("kernel '%s': bpr %lld, block_base %lld, blocks %lld: each must be positive", kn,
 				(long long)bpr, (long long)base, (long long)n);
-	uint64_t prefix = xpu_row_prefix_bytes(f, (uint64_t)bpr), row = xpu_row_resident_bytes(f, (uint64_t)bpr);
-	if (!xpu_format_dword_clean(f)) {
-		struct xpu_karg a[11] = { *out, *src, xpu_u32((uint64_t)n), xpu_u32((uint64_t)base),
-					  xpu_u32(f->block_bytes), xpu_u32(f->payload_bytes), xpu_u32(f->scale_bytes),
-					  xpu_u32(f->scale_offset), xpu_u32((uint64_t)bpr), xpu_u32(prefix), xpu_u32(row) };
-		return xpu_launch_named(c, &split_bytes, "split_bytes", ((uint64_t)n + 63) / 64, 64, a, 11);
-	}
-	uint64_t pw = f->payload_bytes / 4, total = (uint64_t)n * pw;
-	struct xpu_karg a[10] = { *out, *src, xpu_u32(total), xpu_u32((uint64_t)base), xpu_u32(f->block_bytes),
-				  xpu_u32(pw), xpu_u32(xpu_format_payload_offset(f)), xpu_u32((uint64_t)bpr),
-				  xpu_u32(prefix / 4), xpu_u32(row / 4) };
-	if (xpu_launch_1d(c, k, (total + 255) / 256, 256, a, 10))
+	sp->bpr = (uint64_t)bpr;
+	sp->base = (uint64_t)base;
+	sp->n = (uint64_t)n;
+	sp->prefix = xpu_row_prefix_bytes(sp->f, sp->bpr);
+	sp->row = xpu_row_resident_bytes(sp->f, sp->bpr);
+	return 0;
+}
+
+/* The payload pass in dwords (a dword-clean layout: whole payload words). */
+static int payload_dword(const struct xpu_call *c, const struct split *sp)
+{
+	static struct xpu_kernel *k;
+	const struct xpu_format *f = sp->f;
+	if (!xpu_format_dword_clean(f))
+		return xpu_fail("split_payload_dword: %s's payload (%u bytes a block) is no whole dwords", f->name,
+				(unsigned)f->payload_bytes);
+	uint64_t pw = f->payload_bytes / 4, total = sp->n * pw;
+	struct xpu_karg a[10] = { *sp->out, *sp->src, xpu_u32(total), xpu_u32(sp->base), xpu_u32(f->block_bytes),
+				  xpu_u32(pw), xpu_u32(xpu_format_payload_offset(f)), xpu_u32(sp->bpr),
+				  xpu_u32(sp->prefix / 4), xpu_u32(sp->row / 4) };
+	return xpu_launch_named(c, &k, "split_payload_dword", (total + 255) / 256, 256, a, 10);
+}
+
+/* split_payload_dword's row: a format with no row prefix (q4_K: its block is its payload). */
+int xpu_launch_split_payload(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct split sp;
+	if (split_of(k, c, &sp))
 		return -1;
-	return split_scales(c, f, out, src, (uint64_t)base, (uint64_t)n, (uint64_t)bpr);
+	if (sp.f->scale_bytes)
+		return xpu_fail("split_payload_dword: %s keeps a row prefix: its rows take a scale pass", sp.f->name);
+	return payload_dword(c, &sp);
+}
+
+/* split_scale_dword's row: the payload pass, then the scales a dword at a time. A prefix dword
+ * spans two blocks of one row, so only a chunk of whole rows takes it. */
+int xpu_launch_split_dword(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct split sp;
+	if (split_of(k, c, &sp))
+		return -1;
+	if (sp.f->scale_bytes == 0 || sp.f->scale_bytes % 2 || sp.base % sp.bpr || sp.n % sp.bpr)
+		return xpu_fail("split_scale_dword: serves chunks of whole rows of a format with an even scale prefix");
+	uint64_t total = sp.n / sp.bpr * sp.prefix / 4;
+	struct xpu_karg a[10] = { *sp.out, *sp.src, xpu_u32(total), xpu_u32(sp.base / sp.bpr), xpu_u32(sp.f->block_bytes),
+				  xpu_u32(sp.f->scale_bytes), xpu_u32(sp.f->scale_offset), xpu_u32(sp.bpr),
+				  xpu_u32(sp.prefix / 4), xpu_u32(sp.row / 4) };
+	return payload_dword(c, &sp) || xpu_launch_1d(c, k, (total + 255) / 256, 256, a, 10) ? -1 : 0;
+}
+
+/* split_scale_bytes' row: the payload pass, then the scales a byte at a time (any chunk). */
+int xpu_launch_split_scale_bytes(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct split sp;
+	if (split_of(k, c, &sp))
+		return -1;
+	if (sp.f->scale_bytes == 0)
+		return xpu_fail("split_scale_bytes: %s keeps no row prefix", sp.f->name);
+	struct xpu_karg a[9] = { *sp.out, *sp.src, xpu_u32(sp.n), xpu_u32(sp.base), xpu_u32(sp.f->block_bytes),
+				 xpu_u32(sp.f->scale_bytes), xpu_u32(sp.f->scale_offset), xpu_u32(sp.bpr), xpu_u32(sp.row) };
+	return payload_dword(c, &sp) || xpu_launch_1d(c, k, (sp.n + 255) / 256, 256, a, 9) ? -1 : 0;
+}
+
+/* split_bytes' row: payload and scales a byte at a time, any layout. */
+int xpu_launch_split_bytes(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct split sp;
+	if (split_of(k, c, &sp))
+		return -1;
+	const struct xpu_format *f = sp.f;
+	struct xpu_karg a[11] = { *sp.out, *sp.src, xpu_u32(sp.n), xpu_u32(sp.base), xpu_u32(f->block_bytes),
+				  xpu_u32(f->payload_bytes), xpu_u32(f->scale_bytes), xpu_u32(f->scale_offset),
+				  xpu_u32(sp.bpr), xpu_u32(sp.prefix), xpu_u32(sp.row) };
+	return xpu_launch_1d(c, k, (sp.n + 63) / 64, 64, a, 11);
 }

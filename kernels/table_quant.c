@@ -10,7 +10,10 @@
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
-int xpu_launch_split(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_split_payload(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_split_dword(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_split_scale_bytes(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_split_bytes(struct xpu_kernel *k, const struct xpu_call *c);
 
 /* ---- q8k_pack: workgroup g packs q8_K block g of n / 256 ---------------------------------- */
 
@@ -187,19 +190,19 @@ const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ .name = "split_payload_dword",
 	  .signature = "out:buf@4! src:buf total:u32 block_base:u32 block_bytes:u32 "
 		       "payload_words:u32 src_payload_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
-	  .extent = split_payload_dword_extent, .launch = xpu_launch_split },
+	  .extent = split_payload_dword_extent, .launch = xpu_launch_split_payload },
 	{ .name = "split_scale_dword",
 	  .signature = "out:buf@4! src:buf total:u32 row_base:u32 block_bytes:u32 "
 		       "scale_bytes:u32 scale_off:u32 bpr:u32 prefix_words:u32 row_words:u32",
-	  .extent = split_scale_dword_extent },
+	  .extent = split_scale_dword_extent, .launch = xpu_launch_split_dword },
 	{ .name = "split_scale_bytes",
 	  .signature = "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
 		       "scale_bytes:u32 scale_off:u32 bpr:u32 row_bytes:u32",
-	  .extent = split_scale_bytes_extent },
+	  .extent = split_scale_bytes_extent, .launch = xpu_launch_split_scale_bytes },
 	{ .name = "split_bytes",
 	  .signature = "out:buf! src:buf nblocks:u32 block_base:u32 block_bytes:u32 "
 		       "payload_bytes:u32 scale_bytes:u32 scale_off:u32 bpr:u32 prefix:u32 row_bytes:u32",
-	  .extent = split_bytes_extent },
+	  .extent = split_bytes_extent, .launch = xpu_launch_split_bytes },
 	XPU_FORMAT_LIST(FORMAT_KERNELS)
 	{ .name = NULL },
 };

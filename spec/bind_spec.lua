@@ -139,3 +139,71 @@ describe("bind split through its row", function()
     end)
   end
 end)
+
+-- Each way the split runs is a row of its own (lua/routes/common.lua): the dword scale pass on
+-- whole rows, the byte scale pass on a chunk that ends mid-row, the payload pass alone for a
+-- format without a row prefix, and split_bytes, which no dword-clean format reaches unless
+-- pinned: pinned, it writes the same bytes.
+describe("bind split rows", function()
+  local function split_with(d, fmt, chunks, pin)
+    local t = xpu.new_routes "split-rows"
+    require("routes.common").bind_rows(t)
+    if pin then t:pin(fmt .. pin, { format = fmt }) end
+    local info = q.info(fmt)
+    local nrows, bpr = 4, 3
+    local blocks = q.quantize(fmt, fx.f32_values(nrows * bpr * info.block_elems, 53))
+    local want = q.resident(fmt, blocks, bpr)
+    local out, seen = d:buffer(("\171"):rep(#want)), {}
+    for _, ch in ipairs(chunks) do
+      local src = d:buffer(blocks:sub(ch[1] * info.block_bytes + 1, (ch[1] + ch[2]) * info.block_bytes))
+      local c = xpu.call { query = xpu.query { format = fmt, regime = "bind", bpr = bpr, block_base = ch[1], blocks = ch[2] },
+                           device = d, operands = { out = out, src = src } }
+      local row = t:bind(c)
+      seen[#seen + 1] = row.name
+      row:dispatch(c)
+    end
+    fx.sync(d)
+    return out:download(), want, seen
+  end
+
+  for _, entry in ipairs(devices) do
+    device_it(entry, "each format's rows fire on their chunks and refuse the others, == the host split", function(d)
+      for _, fmt in ipairs(fx.formats) do
+        local prefix = q.info(fmt).scale_bytes > 0
+        local got, want, seen = split_with(d, fmt, { { 0, 6 }, { 6, 6 } })
+        assert.equal(want, got, fmt)
+        assert.same({ fmt .. "-split", fmt .. "-split" }, seen)
+        got, want, seen = split_with(d, fmt, { { 0, 5 }, { 5, 7 } })
+        assert.equal(want, got, fmt)
+        local mid = prefix and fmt .. "-split-part" or fmt .. "-split"
+        assert.same({ mid, mid }, seen, fmt .. ": a chunk that ends mid-row")
+        got, want, seen = split_with(d, fmt, { { 0, 5 }, { 5, 7 } }, "-split-bytes")
+        assert.equal(want, got, fmt .. " through split_bytes")
+        assert.same({ fmt .. "-split-bytes", fmt .. "-split-bytes" }, seen)
+      end
+    end)
+  end
+
+  it("names each gate where its row refuses", function()
+    local t = xpu.new_routes "split-gates"
+    require("routes.common").bind_rows(t)
+    local mid = xpu.query { format = "q8_0", regime = "bind", bpr = 3, block_base = 0, blocks = 5 }
+    local ok, err = pcall(function() return t:why_not_admissible(mid, false) end)
+    assert.is_true(ok, err)
+    local names = {}
+    for _, r in ipairs(t:candidates(mid)) do names[#names + 1] = r.name end
+    assert.same({ "q8_0-split-part", "q8_0-split-bytes" }, names)
+    local a = t:audit { mid }
+    for i = 1, a.nrows do
+      if a:row_name(i) == "q8_0-split" then
+        local clause, gate = a:clause(1, i)
+        assert.equal("Shape", clause)
+        assert.equal("a chunk of whole rows", gate)
+      end
+    end
+    local a2 = t:audit { xpu.query { format = "q4_K", regime = "bind", bpr = 3 } }
+    for i = 1, a2.nrows do
+      if a2:row_name(i) == "q4_K-split" then assert.equal("Admitted", (a2:clause(1, i))) end
+    end
+  end)
+end)

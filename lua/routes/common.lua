@@ -59,17 +59,43 @@ function M.id_rows(t)
   end
 end
 
--- The bind split (GGUF blocks -> resident rows), one row per format. Its launcher takes the
--- dword payload kernel for a dword-clean layout and the dword scale kernel only for a chunk
--- that starts and ends on a row; the kernels' launch counters say which ran.
+-- The bind split (GGUF blocks -> resident rows): each way it runs is a row of its own, best
+-- first. A format without a row prefix (q4_K) is its payload pass alone; one with a prefix takes
+-- the dword scale pass on a chunk of whole rows (a prefix dword spans two blocks of a row) and
+-- the byte scale pass on any other; split_bytes serves a payload that is no whole dwords. Each
+-- launcher launches the passes its row names (kernels/launch_quant.c).
 local function split_shape(q)
   if not q.bpr or q.bpr < 1 then return "query has no bpr (blocks per row)" end
 end
 
+local function info(f) return xpu.quant.info(f) end
+local function dword_clean(f) return info(f).payload_bytes % 4 == 0 end
+
+local function split_rows_of(f)
+  local rows = {}
+  local function row(suffix, kernel, priority, gate)
+    rows[#rows + 1] = { name = f .. "-split" .. suffix, regime = "bind", format = f, priority = priority, facts = SPLIT_FACTS,
+                        kernel = kernel, shape = function(q) return split_shape(q) or gate(q) end }
+  end
+  local clean = dword_clean(f)
+  local function needs_clean() if not clean then return "a payload of whole dwords" end end
+  if info(f).scale_bytes == 0 then
+    row("", "split_payload_dword", 12, needs_clean)
+  else
+    row("", "split_scale_dword", 12, function(q)
+      if not clean or info(f).scale_bytes % 2 ~= 0 then return "a payload of whole dwords and an even scale prefix" end
+      if not q.blocks then return "a chunk of whole rows (query has no blocks)" end
+      if (q.block_base or 0) % q.bpr ~= 0 or q.blocks % q.bpr ~= 0 then return "a chunk of whole rows" end
+    end)
+    row("-part", "split_scale_bytes", 11, needs_clean)
+  end
+  row("-bytes", "split_bytes", 10, function() end)
+  return rows
+end
+
 function M.bind_rows(t)
   for _, f in ipairs(M.decode_formats) do
-    t:register { name = f .. "-split", regime = "bind", format = f, priority = 10, facts = SPLIT_FACTS,
-                 kernel = "split_payload_dword", shape = split_shape }
+    for _, r in ipairs(split_rows_of(f)) do t:register(r) end
   end
 end
 
