@@ -94,6 +94,10 @@ template <class F> struct mv_id_groups {
 template <> struct mv_id_groups<mv_q4_K> {
 	static constexpr int N = 3;
 };
+/* q5_K's likewise: at four it spilled 4 bytes (sm_90) */
+template <> struct mv_id_groups<mv_q5_K> {
+	static constexpr int N = 3;
+};
 
 /* The entry points, one pair per row of quant/format_list.h; each trait's block geometry
  * must be the row's. */

@@ -22,7 +22,9 @@ X(q4_0,   Q4_0,    32,  18, 2,   0,  16, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT |
 X(q8_0,   Q8_0,    32,  34, 2,   0,  32, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
 X(q4_K,   Q4_K,   256, 144, 0,   0, 144, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
 X(q6_K,   Q6_K,   256, 210, 2, 208, 208, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
-X(iq4_nl, IQ4_NL,  32,  18, 2,   0,  16, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4)
+X(iq4_nl, IQ4_NL,  32,  18, 2,   0,  16, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
+X(q5_0,   Q5_0,    32,  22, 2,   0,  20, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
+X(q5_K,   Q5_K,   256, 176, 0,   0, 176, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4)
 
 /* The decode kernels a backend builds for a format. */
 #define XPU_FK_WAVE 1u      /* <name>_q8k_wave */
