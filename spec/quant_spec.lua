@@ -576,6 +576,93 @@ describe("mat-vec bodies", function()
     end)
   end
 
+  -- ARITHMETIC.md's integer route written out from the bytes, float step by float step in
+  -- the canonical order: the CPU bodies must give exactly its bits.
+  local function f16(bits)
+    local sign = bits >= 0x8000 and -1 or 1
+    local e, m = (bits >> 10) & 31, bits & 1023
+    if e == 0 then return sign * m * 2.0 ^ -24 end
+    return sign * (1024 + m) * 2.0 ^ (e - 25)
+  end
+
+  local function canonical(acc)
+    for _, off in ipairs { 16, 8, 4, 2, 1 } do
+      local nxt = {}
+      for l = 0, 31 do nxt[l] = fr(acc[l] + acc[l ~ off]) end
+      acc = nxt
+    end
+    return acc[0]
+  end
+
+  local function q8k_slice(x, blk, first, n)
+    local o = 320 * blk
+    return { string.unpack("<" .. ("i1"):rep(n), x, o + first + 1) }, string.unpack("<f", x, o + 289),
+      { string.unpack("<i4i4i4i4i4i4i4i4", x, o + 257) }
+  end
+
+  local block_value = {
+    q5_0 = function(row, bpr, b, x)
+      local d = f16(string.unpack("<I2", row, 2 * b + 1))
+      local p = (bpr * 2 + 3) // 4 * 4 + 20 * b
+      local qh = string.unpack("<I4", row, p + 1)
+      local a, xs, sums = q8k_slice(x, b // 8, 32 * (b % 8), 32)
+      local dot = 0
+      for j = 0, 15 do
+        local qs = row:byte(p + 5 + j)
+        dot = dot + ((qs & 15) | ((qh >> j) & 1) << 4) * a[j + 1]
+          + ((qs >> 4) | ((qh >> (j + 16)) & 1) << 4) * a[j + 17]
+      end
+      dot = dot - 16 * sums[b % 8 + 1]
+      return fr(fr(d * xs) * dot)
+    end,
+    q5_K = function(row, bpr, b, x)
+      local o = 176 * b
+      local d, dmin = f16(string.unpack("<I2", row, o + 1)), f16(string.unpack("<I2", row, o + 3))
+      local sc = { row:byte(o + 5, o + 16) }
+      local a, xs, sums = q8k_slice(x, b, 0, 256)
+      local isum, msum = 0, 0
+      for j = 0, 7 do
+        local s, m
+        if j < 4 then
+          s, m = sc[j + 1] & 63, sc[j + 5] & 63
+        else
+          s = (sc[j + 5] & 15) | ((sc[j - 3] >> 6) << 4)
+          m = (sc[j + 5] >> 4) | ((sc[j + 1] >> 6) << 4)
+        end
+        local dot = 0
+        for l = 0, 31 do
+          local nib = (row:byte(o + 49 + 32 * (j // 2) + l) >> (4 * (j % 2))) & 15
+          dot = dot + (nib | ((row:byte(o + 17 + l) >> j) & 1) << 4) * a[32 * j + l + 1]
+        end
+        isum, msum = isum + s * dot, msum + m * sums[j + 1]
+      end
+      return fr(fr(fr(d * xs) * fr(isum)) - fr(fr(dmin * xs) * fr(msum)))
+    end,
+  }
+
+  for fmt, value in pairs(block_value) do
+    it(fmt .. ": == ARITHMETIC.md's integer route written out, ragged row counts", function()
+      for si, shape in ipairs { { 13, 2304 }, { 3, 8448 } } do
+        local rows, cols = shape[1], shape[2]
+        local w, bpr = weights(fmt, rows, cols, 700 + si)
+        local x = activation(cols, 710 + si)
+        local rb = q.row_bytes(fmt, bpr)
+        local got = unf32(q.matvec_host(fmt, w, x, rows, cols, kernel_path(fmt)))
+        assert.equal(0, count(got, isnan))
+        assert.is_true(count(got, function(v) return v ~= 0 end) == rows)
+        for r = 0, rows - 1 do
+          local row, acc = w:sub(r * rb + 1, (r + 1) * rb), {}
+          for l = 0, 31 do acc[l] = 0.0 end
+          for b = 0, bpr - 1 do acc[b % 32] = fr(acc[b % 32] + value(row, bpr, b, x)) end
+          local want = canonical(acc)
+          if got[r + 1] ~= want then
+            error(("%s %dx%d row %d: %.9g, written out %.9g"):format(fmt, rows, cols, r, got[r + 1], want))
+          end
+        end
+      end
+    end)
+  end
+
   it("switches the kernels' path and says which paths this CPU runs", function()
     local current, paths = q.simd()
     assert.equal("portable", paths[1])
