@@ -138,7 +138,7 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *sc, int32_t *m)
 	}
 }
 
-/* q4_K (qh NULL) and q5_K: no prefix, the block as in the file: d, dmin, scales[12], [qh[32],]
+/* q4_K (fifth_bit false) and q5_K: no prefix, the block as in the file: d, dmin, scales[12], [qh[32],]
  * qs[128]; bit j of qh[l] is the fifth bit of sub-block j's element l */
 static float row_affine_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint32_t block_bytes,
 			  bool fifth_bit)
