@@ -231,16 +231,13 @@ static void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 		y[r] = row_q6_K(w + r * rb, x, bpr);
 }
 
+/* Every served format has its portable body, rows_<name>: format_list.h's rows. */
+#define PORTABLE_ROWS(name, type, ...) { GGML_##type, rows_##name },
 const struct xpu_mv_impl xpu_mv_portable[] = {
-	{ GGML_Q4_0, rows_q4_0 },
-	{ GGML_Q8_0, rows_q8_0 },
-	{ GGML_Q4_K, rows_q4_K },
-	{ GGML_Q6_K, rows_q6_K },
-	{ GGML_IQ4_NL, rows_iq4_nl },
-	{ GGML_Q5_0, rows_q5_0 },
-	{ GGML_Q5_K, rows_q5_K },
+	XPU_FORMAT_LIST(PORTABLE_ROWS)
 	{ 0, NULL },
 };
+#undef PORTABLE_ROWS
 
 /* ---- the path ------------------------------------------------------------------------------ */
 
