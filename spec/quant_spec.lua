@@ -64,14 +64,15 @@ for i, f in ipairs(xpu.formats()) do formats[i] = f.name end
 -- ---- the registry ------------------------------------------------------------------------
 
 describe("quant formats", function()
-  it("lists the five served formats with ARITHMETIC.md's layouts", function()
+  it("lists the seven served formats with ARITHMETIC.md's layouts", function()
     local want = {
       q4_0 = { 2, 32, 18, 2, 0, 16 }, q8_0 = { 8, 32, 34, 2, 0, 32 },
       q4_K = { 12, 256, 144, 0, 0, 144 }, q6_K = { 14, 256, 210, 2, 208, 208 },
-      iq4_nl = { 20, 32, 18, 2, 0, 16 },
+      iq4_nl = { 20, 32, 18, 2, 0, 16 }, q5_0 = { 6, 32, 22, 2, 0, 20 },
+      q5_K = { 13, 256, 176, 0, 0, 176 },
     }
     local got = q.formats()
-    assert.equal(5, #got)
+    assert.equal(7, #got)
     for i, f in ipairs(got) do
       assert.equal(formats[i], f.name)
       local w = want[f.name]
@@ -82,8 +83,9 @@ describe("quant formats", function()
   end)
 
   it("is xpu.formats(): each record's scale layout, streaming, GGUF block size and kernels per backend", function()
-    local want_layout = { q4_0 = "head", q8_0 = "head", q4_K = "none", q6_K = "tail", iq4_nl = "head" }
-    local want_streams = { q4_0 = true, q8_0 = true }
+    local want_layout = { q4_0 = "head", q8_0 = "head", q4_K = "none", q6_K = "tail", iq4_nl = "head",
+                          q5_0 = "head", q5_K = "none" }
+    local want_streams = { q4_0 = true, q8_0 = true, q5_0 = true }
     local registry = {}
     for _, k in ipairs(xpu.kernels()) do registry[k.name] = k end
     local listed = {}
@@ -119,12 +121,14 @@ describe("quant formats", function()
     assert.equal(4 * 144, q.row_bytes("q4_K", 4))
     assert.equal(256 + 128 * 16, q.row_bytes("iq4_nl", 128))
     assert.equal(896 + 448 * 32, q.row_bytes("q8_0", 448))
+    assert.equal(8 + 3 * 20, q.row_bytes("q5_0", 3))
+    assert.equal(3 * 176, q.row_bytes("q5_K", 3))
   end)
 
   it("refuses an unserved format or a bad argument, naming the function and the argument", function()
-    local ok, err = pcall(q.info, "q5_K")
+    local ok, err = pcall(q.info, "q5_1")
     assert.is_false(ok)
-    assert.matches("info: format 'q5_K' is not served (q4_0, q8_0, q4_K, q6_K, iq4_nl)", err, 1, true)
+    assert.matches("info: format 'q5_1' is not served (q4_0, q8_0, q4_K, q6_K, iq4_nl, q5_0, q5_K)", err, 1, true)
     ok, err = pcall(q.quantize, "q4_K", f32s(gaussians(100, 1)))
     assert.matches("quantize: 100 values is not a multiple of q4_K's 256", err)
     ok, err = pcall(q.quantize, "q4_0", "abc")
@@ -151,7 +155,9 @@ end)
 -- ---- quantize and dequantize --------------------------------------------------------------
 
 describe("quantize round trips", function()
-  local bound = { q4_0 = 0.10, q8_0 = 0.007, q4_K = 0.085, q6_K = 0.022, iq4_nl = 0.085 }
+  -- a fifth bit halves the step: q5_0's and q5_K's bounds are about half q4_0's and q4_K's
+  local bound = { q4_0 = 0.10, q8_0 = 0.007, q4_K = 0.085, q6_K = 0.022, iq4_nl = 0.085, q5_0 = 0.05,
+                  q5_K = 0.045 }
 
   local function rel_rms(fmt, x)
     local y = unf32(q.dequantize(fmt, q.quantize(fmt, f32s(x))))
@@ -184,6 +190,10 @@ describe("quantize round trips", function()
     assert.is_true(rel_rms("q8_0", x) < rel_rms("q6_K", x))
     assert.is_true(rel_rms("q6_K", x) < rel_rms("q4_K", x))
     assert.is_true(rel_rms("iq4_nl", x) < rel_rms("q4_0", x))
+    assert.is_true(rel_rms("q6_K", x) < rel_rms("q5_K", x))
+    assert.is_true(rel_rms("q5_K", x) < rel_rms("q4_K", x))
+    assert.is_true(rel_rms("q8_0", x) < rel_rms("q5_0", x))
+    assert.is_true(rel_rms("q5_0", x) < rel_rms("q4_0", x))
   end)
 end)
 
@@ -285,6 +295,47 @@ describe("dequantize of hand-made blocks", function()
       end
     end
     check("q4_K", u16(0x3800) .. u16(0x3400) .. body .. u16(0x2E66) .. u16(0x34CD) .. body, want)
+  end)
+
+  it("q5_0: (q - 16) * d, the fifth bit of element j bit j of qh, a subnormal d", function()
+    local qh = 0xA5C396F0
+    local qs, want = {}, {}
+    for j = 0, 15 do qs[j + 1] = j | ((15 - j) << 4) end
+    for _, d in ipairs { { 0x3800, 0.5 }, { 0x0001, 2.0 ^ -24 } } do
+      for j = 0, 15 do
+        want[#want + 1] = ((j | ((qh >> j) & 1) << 4) - 16) * d[2]
+      end
+      for j = 0, 15 do
+        want[#want + 1] = (((15 - j) | ((qh >> (j + 16)) & 1) << 4) - 16) * d[2]
+      end
+    end
+    local body = string.pack("<I4", qh) .. string.char(table.unpack(qs))
+    check("q5_0", u16(0x3800) .. body .. u16(0x0001) .. body, want)
+  end)
+
+  it("q5_K: (d * sc) * q - dmin * m per sub-block, q's fifth bit in qh, levels past 15", function()
+    local sc = { 1, 17, 33, 63, 5, 40, 21, 62 }
+    local m = { 0, 3, 63, 16, 48, 7, 31, 60 }
+    local L, qs, qh = {}, {}, {}
+    for i = 0, 255 do L[i + 1] = (i * 5 + i // 32) % 32 end
+    for l = 0, 31 do qh[l + 1] = 0 end
+    for p = 0, 3 do
+      for l = 0, 31 do
+        local lo, hi = L[64 * p + l + 1], L[64 * p + 33 + l]
+        qs[32 * p + l + 1] = (lo & 15) | ((hi & 15) << 4)
+        qh[l + 1] = qh[l + 1] | ((lo >> 4) << (2 * p)) | ((hi >> 4) << (2 * p + 1))
+      end
+    end
+    local body = k4_scales(sc, m) .. string.char(table.unpack(qh)) .. string.char(table.unpack(qs))
+    local want = {}
+    for _, dd in ipairs { { 0x3800, 0x3400 }, { 0x2E66, 0x34CD } } do
+      local d, dmin = half(dd[1]), half(dd[2])
+      for i = 0, 255 do
+        local j = i // 32 + 1
+        want[#want + 1] = fr(fr(fr(d * sc[j]) * L[i + 1]) - fr(dmin * m[j]))
+      end
+    end
+    check("q5_K", u16(0x3800) .. u16(0x3400) .. body .. u16(0x2E66) .. u16(0x34CD) .. body, want)
   end)
 
   it("q6_K: (d * sc) * (q - 32) per 16, signed scales, the scale at the tail", function()
@@ -419,6 +470,11 @@ describe("resident split", function()
     check("iq4_nl", 5, 2, 2)
     check("q8_0", 4, 2, 0)
   end)
+
+  it("q5_0: 20-byte payloads (qh, then the nibbles) after the scales; q5_K like q4_K", function()
+    check("q5_0", 3, 2, 2)
+    check("q5_K", 2, 3, 0)
+  end)
 end)
 
 -- ---- the mat-vec bodies on host memory -------------------------------------------------------
@@ -443,6 +499,20 @@ for _, p in ipairs(select(2, q.simd())) do
   if p ~= "portable" then simd_paths[#simd_paths + 1] = p end
 end
 
+-- Whether the CPU has a `path` body for fmt (a format is served by its portable body alone
+-- until it has SIMD rows: kernels/cpu/quant_kernels.c), and the body its kernels run.
+local function has_body(fmt, path)
+  local row = ("\0"):rep(q.row_bytes(fmt, 256 // q.info(fmt).block_elems))
+  local ok, err = pcall(q.matvec_host, fmt, row, ("\0"):rep(320), 1, 256, path)
+  if not ok then assert.matches("no " .. path .. " body for " .. fmt, err, 1, true) end
+  return ok
+end
+
+local function kernel_path(fmt)
+  local current = q.simd()
+  return has_body(fmt, current) and current or "portable"
+end
+
 describe("mat-vec bodies", function()
   -- cols: one q8_K block; 9 (a partial group of four); 33 (the lanes wrap). Rows: under four
   -- read the activation in place, more read a compact copy unless it is past 128 blocks;
@@ -456,6 +526,14 @@ describe("mat-vec bodies", function()
         pending("this CPU runs only the portable path")
         return
       end
+      local paths = {}
+      for _, p in ipairs(simd_paths) do
+        if has_body(fmt, p) then paths[#paths + 1] = p end
+      end
+      if #paths == 0 then
+        pending(fmt .. " has no SIMD body: its kernels run the portable one")
+        return
+      end
       local cases = { table.unpack(shapes) }
       cases[#cases + 1] = long[fmt]
       for si, shape in ipairs(cases) do
@@ -465,7 +543,7 @@ describe("mat-vec bodies", function()
         local want = unf32(q.matvec_host(fmt, w, x, rows, cols, "portable"))
         assert.equal(0, count(want, isnan))
         assert.is_true(count(want, function(v) return v ~= 0 end) > rows // 2)
-        for _, path in ipairs(simd_paths) do
+        for _, path in ipairs(paths) do
           local got = unf32(q.matvec_host(fmt, w, x, rows, cols, path))
           for r = 1, rows do
             if got[r] ~= want[r] then
@@ -481,7 +559,7 @@ describe("mat-vec bodies", function()
       local rows, cols = 13, 2304
       local w, bpr = weights(fmt, rows, cols, 300)
       local x = activation(cols, 301)
-      local y = unf32(q.matvec_host(fmt, w, x, rows, cols))
+      local y = unf32(q.matvec_host(fmt, w, x, rows, cols, kernel_path(fmt)))
       local a = unf32(q.q8k_unpack(x))
       local rb = q.row_bytes(fmt, bpr)
       for r = 0, rows - 1 do
@@ -494,6 +572,93 @@ describe("mat-vec bodies", function()
         local err = math.abs(y[r + 1] - ref)
         assert.is_true(err <= 1e-6 * mag,
           ("%s row %d: %.9g, reference %.9g, error %.3g of %.3g"):format(fmt, r, y[r + 1], ref, err, mag))
+      end
+    end)
+  end
+
+  -- ARITHMETIC.md's integer route written out from the bytes, float step by float step in
+  -- the canonical order: the CPU bodies must give exactly its bits.
+  local function f16(bits)
+    local sign = bits >= 0x8000 and -1 or 1
+    local e, m = (bits >> 10) & 31, bits & 1023
+    if e == 0 then return sign * m * 2.0 ^ -24 end
+    return sign * (1024 + m) * 2.0 ^ (e - 25)
+  end
+
+  local function canonical(acc)
+    for _, off in ipairs { 16, 8, 4, 2, 1 } do
+      local nxt = {}
+      for l = 0, 31 do nxt[l] = fr(acc[l] + acc[l ~ off]) end
+      acc = nxt
+    end
+    return acc[0]
+  end
+
+  local function q8k_slice(x, blk, first, n)
+    local o = 320 * blk
+    return { string.unpack("<" .. ("i1"):rep(n), x, o + first + 1) }, string.unpack("<f", x, o + 289),
+      { string.unpack("<i4i4i4i4i4i4i4i4", x, o + 257) }
+  end
+
+  local block_value = {
+    q5_0 = function(row, bpr, b, x)
+      local d = f16(string.unpack("<I2", row, 2 * b + 1))
+      local p = (bpr * 2 + 3) // 4 * 4 + 20 * b
+      local qh = string.unpack("<I4", row, p + 1)
+      local a, xs, sums = q8k_slice(x, b // 8, 32 * (b % 8), 32)
+      local dot = 0
+      for j = 0, 15 do
+        local qs = row:byte(p + 5 + j)
+        dot = dot + ((qs & 15) | ((qh >> j) & 1) << 4) * a[j + 1]
+          + ((qs >> 4) | ((qh >> (j + 16)) & 1) << 4) * a[j + 17]
+      end
+      dot = dot - 16 * sums[b % 8 + 1]
+      return fr(fr(d * xs) * dot)
+    end,
+    q5_K = function(row, bpr, b, x)
+      local o = 176 * b
+      local d, dmin = f16(string.unpack("<I2", row, o + 1)), f16(string.unpack("<I2", row, o + 3))
+      local sc = { row:byte(o + 5, o + 16) }
+      local a, xs, sums = q8k_slice(x, b, 0, 256)
+      local isum, msum = 0, 0
+      for j = 0, 7 do
+        local s, m
+        if j < 4 then
+          s, m = sc[j + 1] & 63, sc[j + 5] & 63
+        else
+          s = (sc[j + 5] & 15) | ((sc[j - 3] >> 6) << 4)
+          m = (sc[j + 5] >> 4) | ((sc[j + 1] >> 6) << 4)
+        end
+        local dot = 0
+        for l = 0, 31 do
+          local nib = (row:byte(o + 49 + 32 * (j // 2) + l) >> (4 * (j % 2))) & 15
+          dot = dot + (nib | ((row:byte(o + 17 + l) >> j) & 1) << 4) * a[32 * j + l + 1]
+        end
+        isum, msum = isum + s * dot, msum + m * sums[j + 1]
+      end
+      return fr(fr(fr(d * xs) * fr(isum)) - fr(fr(dmin * xs) * fr(msum)))
+    end,
+  }
+
+  for fmt, value in pairs(block_value) do
+    it(fmt .. ": == ARITHMETIC.md's integer route written out, ragged row counts", function()
+      for si, shape in ipairs { { 13, 2304 }, { 3, 8448 } } do
+        local rows, cols = shape[1], shape[2]
+        local w, bpr = weights(fmt, rows, cols, 700 + si)
+        local x = activation(cols, 710 + si)
+        local rb = q.row_bytes(fmt, bpr)
+        local got = unf32(q.matvec_host(fmt, w, x, rows, cols, kernel_path(fmt)))
+        assert.equal(0, count(got, isnan))
+        assert.is_true(count(got, function(v) return v ~= 0 end) == rows)
+        for r = 0, rows - 1 do
+          local row, acc = w:sub(r * rb + 1, (r + 1) * rb), {}
+          for l = 0, 31 do acc[l] = 0.0 end
+          for b = 0, bpr - 1 do acc[b % 32] = fr(acc[b % 32] + value(row, bpr, b, x)) end
+          local want = canonical(acc)
+          if got[r + 1] ~= want then
+            error(("%s %dx%d row %d: %.9g, written out %.9g"):format(fmt, rows, cols, r, got[r + 1], want))
+          end
+        end
       end
     end)
   end
@@ -535,7 +700,7 @@ describe("quant kernels on cpu:0", function()
       local rows, cols = 37, 2304
       local w = weights(fmt, rows, cols, 400)
       local x = activation(cols, 401)
-      local want = q.matvec_host(fmt, w, x, rows, cols)
+      local want = q.matvec_host(fmt, w, x, rows, cols, kernel_path(fmt))
       local k = cpu:kernel(fmt .. "_q8k_wave")
       local wb, xb = cpu:buffer(w), cpu:buffer(x)
       -- a wave per row at three group sizes, then grids of fewer waves than rows (1, 2, 3
@@ -581,7 +746,8 @@ describe("quant kernels on cpu:0", function()
               assert.is_true(isnan(v))
             else
               local xk = x:sub(kk * xrb * 320 + 1, (kk * xrb + cols // 256) * 320)
-              local want = unf32(q.matvec_host(fmt, slab:sub((e * rows + r) * rb + 1, (e * rows + r + 1) * rb), xk, 1, cols))
+              local want = unf32(q.matvec_host(fmt, slab:sub((e * rows + r) * rb + 1, (e * rows + r + 1) * rb), xk, 1, cols,
+                kernel_path(fmt)))
               assert.equal(want[1], v)
             end
           end
@@ -654,6 +820,16 @@ describe("quant kernels on cpu:0", function()
     local ok, err = pcall(k.launch, k, nil, 1, 32, cpu:buffer(288), cpu:buffer(288), 1, 0, 144, 0, 0, 2, 0, 72)
     assert.is_false(ok)
     assert.matches("scale_bytes is 0: a format with no row prefix has no scale pass", err)
+  end)
+
+  it("split: q5_0 by whole rows and mid-row chunks, q5_K by its payload pass alone", function()
+    local k = cpu:kernel "split_scale_dword"
+    local before = k.launches
+    split_case("q5_0", 7, { { 0, 14 }, { 14, 21 } }, true)
+    assert.equal(before + 2, k.launches)
+    split_case("q5_0", 3, { { 0, 4 }, { 4, 11 } }, false)
+    split_case("q5_K", 3, { { 0, 7 }, { 7, 8 } }, true)
+    assert.equal(before + 2, k.launches)
   end)
 
   it("split: extents refuse an inconsistent layout by name", function()

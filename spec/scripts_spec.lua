@@ -40,7 +40,9 @@ describe("scripts/audit.lua", function()
       meta = { { "general.architecture", "string", "llama" } },
       tensors = {
         { name = "blk.0.attn_q.weight", dims = { 256, 32 }, type = "q4_0", data = q4_0_rows(32, 256) },
-        { name = "blk.0.ffn_down.weight", dims = { 256, 4 }, type = "q5_K", data = ("\7"):rep(4 * 176) },
+        { name = "blk.0.ffn_down.weight", dims = { 256, 4 }, type = "q2_K", data = ("\7"):rep(4 * 84) },
+        { name = "blk.0.ffn_up.weight", dims = { 256, 4 }, type = "q5_K", data = ("\7"):rep(4 * 176) },
+        { name = "blk.0.ffn_gate.weight", dims = { 256, 4 }, type = "q5_0", data = ("\7"):rep(4 * 8 * 22) },
         { name = "blk.0.attn_norm.weight", dims = { 256 }, type = "f32", data = ("\0\0\128\63"):rep(256) },
       },
     })
@@ -49,9 +51,13 @@ describe("scripts/audit.lua", function()
     assert.matches("route table 'llama'", out)
     assert.matches("unserved tensors: 1", out)
     assert.matches("blk.0.ffn_down.weight", out)
-    assert.matches("no row admits q5_K decode; row 'q4_0%-dot4%-wave' got furthest, refused at Format", out)
-    assert.matches("rows that never fire: 13", out) -- 8 decode rows of absent formats + 5 bind rows
-    assert.matches("shadowed queries: 1", out)   -- the dot4 and the plain row both serve attn_q
+    assert.matches("no row admits q2_K decode; row 'q4_0%-dot4%-wave' got furthest, refused at Format", out)
+    assert.matches("rows that never fire: 15", out) -- 8 decode rows of absent formats + 7 bind rows
+    -- the dot4 and the plain row both serve attn_q, and the q5_K and q5_0 tensors likewise
+    assert.matches("shadowed queries: 3", out)
+    for _, t in ipairs { "attn_q", "ffn_up", "ffn_gate" } do
+      assert.matches("\nblk%.0%." .. t .. "%.weight +2\n", out)
+    end
     assert.not_matches("attn_norm", out)
   end)
 

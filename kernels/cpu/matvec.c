@@ -66,6 +66,20 @@ static int32_t dot_iq4_nl(const uint8_t *q, const int8_t *a, int32_t bsum)
 	return s;
 }
 
+/* q5_0's payload: qh (bit j: element j's fifth bit), then q4_0's nibbles; levels 0..31 - 16 */
+static int32_t dot_q5_0(const uint8_t *q, const int8_t *a, int32_t bsum)
+{
+	const uint32_t qh = (uint32_t)rd_i32(q);
+	const uint8_t *qs = q + 4;
+	int32_t s = 0;
+	for (int j = 0; j < 16; j++) {
+		const int32_t lo = (qs[j] & 15) | ((qh >> j) & 1) << 4;
+		const int32_t hi = (qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4;
+		s += lo * a[j] + hi * a[j + 16];
+	}
+	return s - 16 * bsum;
+}
+
 static float row_small(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint32_t pay,
 		       small_dot_fn dot)
 {
@@ -103,6 +117,13 @@ static void rows_iq4_nl(float *y, const uint8_t *w, uint64_t rb, const uint8_t *
 		y[r] = row_small(w + r * rb, x, bpr, 16, dot_iq4_nl);
 }
 
+static void rows_q5_0(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+		      uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_small(w + r * rb, x, bpr, 20, dot_q5_0);
+}
+
 /* ---- 256-element formats: one q8_K block per weight block -------------------------------- */
 
 /* ggml's get_scale_min_k4 */
@@ -117,12 +138,15 @@ static void scale_min_k4(int j, const uint8_t *q, int32_t *sc, int32_t *m)
 	}
 }
 
-static float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
+/* q4_K (fifth_bit false) and q5_K: no prefix, the block as in the file: d, dmin, scales[12], [qh[32],]
+ * qs[128]; bit j of qh[l] is the fifth bit of sub-block j's element l */
+static float row_affine_K(const uint8_t *row, const uint8_t *x, uint32_t bpr, uint32_t block_bytes,
+			  bool fifth_bit)
 {
 	float acc[32] = { 0 };
 	for (uint32_t b = 0; b < bpr; b++) {
-		/* no prefix: the block as in the file, d, dmin, scales[12], qs[128] */
-		const uint8_t *head = row + 144 * (uint64_t)b, *scales = head + 4, *qs = head + 16;
+		const uint8_t *head = row + block_bytes * (uint64_t)b, *scales = head + 4;
+		const uint8_t *qh = head + 16, *qs = head + (fifth_bit ? 48 : 16);
 		const uint8_t *xb = x + (uint64_t)b * XPU_Q8K_BYTES;
 		const int8_t *a = (const int8_t *)xb;
 		int32_t isum = 0, msum = 0;
@@ -131,8 +155,10 @@ static float row_q4_K(const uint8_t *row, const uint8_t *x, uint32_t bpr)
 			scale_min_k4(j, scales, &sc, &m);
 			const uint8_t *q = qs + 32 * (j / 2);
 			const int shift = 4 * (j & 1);
-			for (int l = 0; l < 32; l++)
-				s += ((q[l] >> shift) & 15) * a[32 * j + l];
+			for (int l = 0; l < 32; l++) {
+				const int32_t h = fifth_bit ? ((qh[l] >> j) & 1) << 4 : 0;
+				s += (((q[l] >> shift) & 15) | h) * a[32 * j + l];
+			}
 			isum += sc * s;
 			msum += m * rd_i32(xb + XPU_Q8K_SUMS + 4 * j);
 		}
@@ -188,7 +214,14 @@ static void rows_q4_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 			uint32_t bpr, uint64_t n)
 {
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, x, bpr);
+		y[r] = row_affine_K(w + r * rb, x, bpr, 144, false);
+}
+
+static void rows_q5_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+		      uint32_t bpr, uint64_t n)
+{
+	for (uint64_t r = 0; r < n; r++)
+		y[r] = row_affine_K(w + r * rb, x, bpr, 176, true);
 }
 
 static void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
@@ -198,14 +231,13 @@ static void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 		y[r] = row_q6_K(w + r * rb, x, bpr);
 }
 
+/* Every served format has its portable body, rows_<name>: format_list.h's rows. */
+#define PORTABLE_ROWS(name, type, ...) { GGML_##type, rows_##name },
 const struct xpu_mv_impl xpu_mv_portable[] = {
-	{ GGML_Q4_0, rows_q4_0 },
-	{ GGML_Q8_0, rows_q8_0 },
-	{ GGML_Q4_K, rows_q4_K },
-	{ GGML_Q6_K, rows_q6_K },
-	{ GGML_IQ4_NL, rows_iq4_nl },
+	XPU_FORMAT_LIST(PORTABLE_ROWS)
 	{ 0, NULL },
 };
+#undef PORTABLE_ROWS
 
 /* ---- the path ------------------------------------------------------------------------------ */
 

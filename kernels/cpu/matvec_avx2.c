@@ -186,7 +186,7 @@ VNNI INLINE __m256i dot_s16_vnni(__m256i acc, __m256i a, __m256i b)
 
 typedef __m256i (*dot_fn)(__m256i acc, __m256i a, __m256i b);
 
-/* ---- the 32-element formats: q4_0, q8_0, iq4_nl ------------------------------------------ */
+/* ---- the 32-element formats: q4_0, q8_0, iq4_nl, q5_0 ------------------------------------ */
 
 /* The activations of blocks 2p and 2p+1 (64 bytes at a) as the nibbles pair with them:
  * elements 0-15 of both side by side, then elements 16-31 of both. */
@@ -340,6 +340,62 @@ VNNI INLINE __m256i dots8_q8_0_vnni(const uint8_t *q, const uint8_t *a, const ui
 	return _mm256_sub_epi32(block_sums8_full(m), _mm256_slli_epi32(bsums8(bsums), 7));
 }
 
+/* q5_0: 32 bits, one a byte, as 16 where set (bit i to byte i); the bytes of the broadcast
+ * word that hold each byte's bit are picked within each 128-bit lane. */
+AVX2 INLINE __m256i fifth_bits32(uint32_t bits)
+{
+	const __m256i pick = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+					      2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), pick);
+	v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+	return _mm256_and_si256(v, _mm256_set1_epi8(16));
+}
+
+/* q5_0's levels (0..31) of blocks 2p and 2p+1 as act_pair pairs them: q points at block 2p's
+ * payload (qh, qs[16]), block 2p+1's follows 20 bytes on */
+AVX2 INLINE void q5_0_levels(const uint8_t *q, __m256i *lo, __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(15);
+	uint32_t h0, h1;
+	memcpy(&h0, q, 4);
+	memcpy(&h1, q + 20, 4);
+	__m256i v = _mm256_loadu2_m128i((const __m128i *)(q + 24), (const __m128i *)(q + 4));
+	*lo = _mm256_or_si256(_mm256_and_si256(v, m4), fifth_bits32((h0 & 0xffffu) | h1 << 16));
+	*hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
+			      fifth_bits32(h0 >> 16 | (h1 & 0xffff0000u)));
+}
+
+AVX2 INLINE __m256i dots8_q5_0_avx2(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
+{
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi, alo, ahi;
+		q5_0_levels(q + 40 * p, &lo, &hi);
+		act_pair(a + 64 * p, &alo, &ahi);
+		/* 31 * 127 * 4 fits int16 */
+		__m256i s = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo),
+					     _mm256_maddubs_epi16(hi, ahi));
+		m[p] = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+	}
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(bsums8(bsums), 4));
+}
+
+VNNI INLINE __m256i dots8_q5_0_vnni(const uint8_t *q, const uint8_t *a, const uint8_t *bsums)
+{
+	__m256i m[4];
+#pragma GCC unroll 4
+	for (int p = 0; p < 4; p++) {
+		__m256i lo, hi, alo, ahi;
+		q5_0_levels(q + 40 * p, &lo, &hi);
+		act_pair(a + 64 * p, &alo, &ahi);
+		m[p] = _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, alo),
+					   hi, ahi);
+	}
+	return _mm256_sub_epi32(block_sums8_pairs(m), _mm256_slli_epi32(bsums8(bsums), 4));
+}
+
 /* One row: group g (eight blocks, one q8_K block) goes to lanes 8 (g % 4) .. 8 (g % 4) + 7,
  * value = (d * xs) * (float)dot. Rows are read one after another: this machine's
  * prefetchers keep up with one sequential stream and lose most of the rate on several. */
@@ -414,7 +470,19 @@ VNNI static void rows_iq4_nl_vnni(float *y, const uint8_t *w, uint64_t rb, const
 	small_rows(y, w, rb, x, bpr, n, 16, dots8_iq4_nl_vnni);
 }
 
-/* ---- the 256-element formats: q4_K, q6_K -------------------------------------------------- */
+AVX2 static void rows_q5_0_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	small_rows(y, w, rb, x, bpr, n, 20, dots8_q5_0_avx2);
+}
+
+VNNI static void rows_q5_0_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	small_rows(y, w, rb, x, bpr, n, 20, dots8_q5_0_vnni);
+}
+
+/* ---- the 256-element formats: q4_K (and q5_K), q6_K -------------------------------------- */
 
 /* q4_K's scales[12] as eight 6-bit scales (bytes 0-7) and eight mins (bytes 8-15): ggml's
  * get_scale_min_k4 for every j at once, from the block's 16-byte head (dwords: d and dmin, then
@@ -437,14 +505,24 @@ AVX2 INLINE __m256i spread16(int j)
 	return _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) + 2 * j));
 }
 
+/* q5_K's fifth bits of sub-block j (bit j of each of the 32 qh bytes) as 16 where set */
+AVX2 INLINE __m256i q5_K_fifth(__m256i qh, int j)
+{
+	const __m256i m = _mm256_set1_epi8((char)(1 << j));
+	return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m), m), _mm256_set1_epi8(16));
+}
+
 /* isum = sum_j sc_j (q . a over sub-block j), msum = sum_j m_j bsum_j, as eight lanes each;
- * blk is the 144-byte block (d, dmin, scales[12], qs[128]); its head goes to *head */
-AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t *bsums, dot_fn wdot,
-			   __m256i *isum, __m256i *msum, __m128i *head)
+ * blk is the 144-byte q4_K block (d, dmin, scales[12], qs[128]) or, with fifth, the 176-byte
+ * q5_K block (qh[32] before qs: levels 0..31, 31 * 127 * 2 still fits maddubs' int16); its
+ * head goes to *head */
+AVX2 INLINE void q4_K_sums(const uint8_t *blk, bool fifth, const uint8_t *xb, const uint8_t *bsums,
+			   dot_fn wdot, __m256i *isum, __m256i *msum, __m128i *head)
 {
 	*head = _mm_loadu_si128((const __m128i *)blk);
 	const __m128i scm = q4_K_scales_mins(*head);
-	const uint8_t *qs = blk + 16;
+	const uint8_t *qs = blk + (fifth ? 48 : 16);
+	const __m256i qh = fifth ? _mm256_loadu_si256((const __m256i *)(blk + 16)) : _mm256_setzero_si256();
 	const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm)); /* sc0..7 twice */
 	/* two accumulators, the low nibbles' and the high's: two chains of four dependent dots a
 	 * block instead of one of eight (integer sums: any order gives the same bits) */
@@ -453,6 +531,10 @@ AVX2 INLINE void q4_K_sums(const uint8_t *blk, const uint8_t *xb, const uint8_t 
 	for (int k = 0; k < 4; k++) {
 		__m256i lo, hi;
 		nibbles(qs + 32 * k, &lo, &hi);
+		if (fifth) {
+			lo = _mm256_or_si256(lo, q5_K_fifth(qh, 2 * k));
+			hi = _mm256_or_si256(hi, q5_K_fifth(qh, 2 * k + 1));
+		}
 		__m256i a0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k));
 		__m256i a1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * k + 32));
 		s0 = wdot(s0, _mm256_maddubs_epi16(lo, a0), _mm256_shuffle_epi8(sc, spread16(2 * k)));
@@ -495,7 +577,8 @@ AVX2 INLINE float q4_K_value(__m256i isum, __m256i msum, const uint8_t *dm, floa
  * Unlike the other formats' rows, q4_K's rows shorter than a page prefetch too: 14336x4096 on
  * two cores, rotated, a median of 1346 us against 1526 with the hardware alone, faster in 13 of
  * 16 alternated rounds (docs/PERF.md); q4_0, iq4_nl and q6_K ran level or slower with it. */
-AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t bpr, dot_fn wdot)
+AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t bpr, dot_fn wdot,
+			   uint32_t bb, bool fifth)
 {
 	__m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			  _mm256_setzero_ps() };
@@ -505,20 +588,21 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 	/* rows past a page prefetch with the lowest temporal hint (docs/PERF.md, one core from
 	 * DRAM: 2048x28672 1859-1924 us against 3139-3594 at the L1 hint, main's layout 2913-3135;
 	 * rows of 4096 lost with it) */
-	const bool far = (uint64_t)bpr * 144 > AHEAD;
+	const bool far = (uint64_t)bpr * bb > AHEAD;
 	uint32_t b = 0;
-	for (; b + 8 <= bpr; b += 8, blk += 8 * 144) {
+	for (; b + 8 <= bpr; b += 8, blk += 8 * bb) {
 		__m256i is[8], ms[8];
 		__m128i h[8];
 #pragma GCC unroll 8
 		for (int k = 0; k < 8; k++) {
-			for (int o = 0; o < 144; o += 64) {
+			for (uint32_t o = 0; o < bb; o += 64) {
 				if (far)
-					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 1);
+					__builtin_prefetch(blk + bb * k + AHEAD + o, 0, 1);
 				else
-					__builtin_prefetch(blk + 144 * k + AHEAD + o, 0, 3);
+					__builtin_prefetch(blk + bb * k + AHEAD + o, 0, 3);
 			}
-			q4_K_sums(blk + 144 * k, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k], &h[k]);
+			q4_K_sums(blk + bb * k, fifth, xv_values(X, b + k), xv_sums(X, b + k), wdot, &is[k], &ms[k],
+				  &h[k]);
 		}
 		const __m256 v = q4_K_values8(is, ms, h, xv_scales8(X, b));
 		acc[b / 8 % 4] = _mm256_add_ps(acc[b / 8 % 4], v);
@@ -529,9 +613,9 @@ AVX2 INLINE float row_q4_K(const uint8_t *row, const struct xview *X, uint32_t b
 	for (; b < bpr; b++) {
 		__m256i is, ms;
 		__m128i h;
-		q4_K_sums(blk, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms, &h);
+		q4_K_sums(blk, fifth, xv_values(X, b), xv_sums(X, b), wdot, &is, &ms, &h);
 		lanes[b % 32] = lanes[b % 32] + q4_K_value(is, ms, blk, xv_scale(X, b));
-		blk += 144;
+		blk += bb;
 	}
 	return xpu_wave_reduce(lanes);
 }
@@ -670,25 +754,38 @@ AVX2 INLINE void rows_q6_K(float *y, const uint8_t *w, uint64_t rb, const uint8_
 		y[r] = row_q6_K(w + r * rb, &X, bpr, tabled ? table : NULL, wdot);
 }
 
+/* q4_K's rows (144-byte blocks) and q5_K's (176, fifth bits) */
 AVX2 INLINE void rows_q4_K(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x, uint32_t bpr,
-			   uint64_t n, dot_fn wdot)
+			   uint64_t n, dot_fn wdot, uint32_t bb, bool fifth)
 {
 	struct xcompact c;
 	const struct xview X = xview_for(x, bpr, n, &c);
 	for (uint64_t r = 0; r < n; r++)
-		y[r] = row_q4_K(w + r * rb, &X, bpr, wdot);
+		y[r] = row_q4_K(w + r * rb, &X, bpr, wdot, bb, fifth);
 }
 
 AVX2 static void rows_q4_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_avx2);
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_avx2, 144, false);
+}
+
+AVX2 static void rows_q5_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_avx2, 176, true);
 }
 
 VNNI static void rows_q4_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
 	uint32_t bpr, uint64_t n)
 {
-	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_vnni);
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_vnni, 144, false);
+}
+
+VNNI static void rows_q5_K_vnni(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
+	uint32_t bpr, uint64_t n)
+{
+	rows_q4_K(y, w, rb, x, bpr, n, dot_s16_vnni, 176, true);
 }
 
 AVX2 static void rows_q6_K_avx2(float *y, const uint8_t *w, uint64_t rb, const uint8_t *x,
@@ -709,6 +806,8 @@ const struct xpu_mv_impl xpu_mv_avx2[] = {
 	{ GGML_Q4_K, rows_q4_K_avx2 },
 	{ GGML_Q6_K, rows_q6_K_avx2 },
 	{ GGML_IQ4_NL, rows_iq4_nl_avx2 },
+	{ GGML_Q5_0, rows_q5_0_avx2 },
+	{ GGML_Q5_K, rows_q5_K_avx2 },
 	{ 0, NULL },
 };
 
@@ -718,6 +817,8 @@ const struct xpu_mv_impl xpu_mv_vnni[] = {
 	{ GGML_Q4_K, rows_q4_K_vnni },
 	{ GGML_Q6_K, rows_q6_K_vnni },
 	{ GGML_IQ4_NL, rows_iq4_nl_vnni },
+	{ GGML_Q5_0, rows_q5_0_vnni },
+	{ GGML_Q5_K, rows_q5_K_vnni },
 	{ 0, NULL },
 };
 

@@ -94,12 +94,18 @@ template <class F> struct mv_id_groups {
 template <> struct mv_id_groups<mv_q4_K> {
 	static constexpr int N = 3;
 };
+/* q5_K's likewise: at four it spilled 4 bytes (sm_90) */
+template <> struct mv_id_groups<mv_q5_K> {
+	static constexpr int N = 3;
+};
 
 /* The entry points, one pair per row of quant/format_list.h; each trait's block geometry
- * must be the row's. */
-#define MV_ENTRY_POINTS(name, type, elems, bytes, sb, soff, pay, ...)                            \
+ * and walk (STREAM) must be the row's. */
+#define MV_ENTRY_POINTS(name, type, elems, bytes, sb, soff, pay, streams, ...)                   \
 	static_assert(mv_##name::ELEMS == elems && mv_##name::SCALE == sb && mv_##name::PAY == pay, \
 		      #name ": matvec.cuh's block geometry is not format_list.h's");           \
+	static_assert(mv_##name::STREAM == (streams != 0),                                       \
+		      #name ": matvec.cuh's STREAM is not format_list.h's streams (the launcher's grid)"); \
 	extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_MIN_GROUPS)                   \
 	name##_q8k_wave(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows,        \
 			unsigned int cols, unsigned int y_off)                                   \

@@ -90,6 +90,52 @@ struct mv_q4_0 {
 	}
 };
 
+/* Four fifth bits (h's low four) into bit 4 of four bytes: the multiply puts bit i at bit
+ * 8i + i, with no carries (the four copies of h land 7 bits apart). */
+static __device__ __forceinline__ uint32_t fifth_bits(uint32_t h)
+{
+	return (((h & 15u) * 0x00204081u) & 0x01010101u) << 4;
+}
+
+/* Q5_0: q4_0's walk. The 20-byte payload (qh, then 16 nibble bytes) sits on 4 bytes only, so
+ * it is read as words; the activation still takes 16-byte loads where it can. Element j's
+ * fifth bit is bit j of qh; the levels 0..31 are offset by 16, through the slice's sum. U 3,
+ * not q4_0's 4: at 4 a step's extra word spilled (ptxas: the grouped form on sm_80, the dense
+ * one on sm_89). */
+struct mv_q5_0 {
+	static constexpr int G = 1, U = 3 * MV_UMUL;
+	static constexpr bool STREAM = true;
+	static constexpr uint32_t ELEMS = 32, SCALE = 2, PAY = 20;
+	static constexpr bool VEC = true;
+	struct W {
+		uint4 q;
+		uint32_t qh, d;
+	};
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		const uint8_t *p = pay + (uint64_t)b * PAY;
+		return W{ ldw16<false>(p + 4), xpu_ldw32(p), xpu_ldw16(row + 2 * b) };
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = q8k_of32(x, b), *a = xb + 32 * (b % 8);
+		const uint4 a0 = ld16<V>(a), a1 = ld16<V>(a + 16);
+		const uint32_t q[4] = { w.q.x, w.q.y, w.q.z, w.q.w };
+		const uint32_t al[4] = { a0.x, a0.y, a0.z, a0.w }, ah[4] = { a1.x, a1.y, a1.z, a1.w };
+		int dot = 0;
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			dot = xpu_dp4a((q[k] & MV_LO4) | fifth_bits(w.qh >> (4 * k)), al[k], dot);
+			dot = xpu_dp4a(((q[k] >> 4) & MV_LO4) | fifth_bits(w.qh >> (16 + 4 * k)), ah[k], dot);
+		}
+		dot -= 16 * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
+		float d = xpu_f16((uint16_t)w.d), xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_mul(xpu_mul(d, xs), (float)dot);
+	}
+};
+
 /* IQ4_NL's codebook as four little-endian words, looked up with byte permutes. */
 #define KV_W0 0xBFAD9881u /* -127 -104  -83  -65 */
 #define KV_W1 0xF6EADDCFu /*  -49  -35  -22  -10 */
@@ -201,6 +247,17 @@ static __device__ __forceinline__ int byte_s(uint32_t w, int i)
 	return (int)(int8_t)((w >> (8 * i)) & 0xFF);
 }
 
+/* ggml's get_scale_min_k4 on four bytes at once: the 6-bit scales and mins of sub-blocks 0..3
+ * (lo) and 4..7 (hi), a byte each, from the 12 scale bytes as three words. */
+static __device__ __forceinline__ void k4_scale_words(const uint32_t sc[3], uint32_t &sc_lo, uint32_t &sc_hi,
+						      uint32_t &m_lo, uint32_t &m_hi)
+{
+	sc_lo = sc[0] & 0x3F3F3F3Fu;
+	m_lo = sc[1] & 0x3F3F3F3Fu;
+	sc_hi = (sc[2] & MV_LO4) | ((sc[0] >> 2) & 0x30303030u);
+	m_hi = ((sc[2] >> 4) & MV_LO4) | ((sc[1] >> 2) & 0x30303030u);
+}
+
 /* Q4_K: eight lanes per 256-element block. Lane p = 2k + m reads nibble bytes 32k + 16m ..
  * + 15 as one 16-byte load: their low nibbles are elements 64k + 16m.. (sub-block 2k), their
  * high nibbles 64k + 32 + 16m.. (sub-block 2k + 1), each against 16 consecutive activation
@@ -236,10 +293,8 @@ struct mv_q4_K {
 	{
 		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
 		const int k = sub >> 1;
-		/* ggml's get_scale_min_k4 on four bytes at once */
-		const uint32_t sc_lo = w.sc[0] & 0x3F3F3F3Fu, m_lo = w.sc[1] & 0x3F3F3F3Fu;
-		const uint32_t sc_hi = (w.sc[2] & MV_LO4) | ((w.sc[0] >> 2) & 0x30303030u);
-		const uint32_t m_hi = ((w.sc[2] >> 4) & MV_LO4) | ((w.sc[1] >> 2) & 0x30303030u);
+		uint32_t sc_lo, sc_hi, m_lo, m_hi;
+		k4_scale_words(w.sc, sc_lo, sc_hi, m_lo, m_hi);
 		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
 		const uint4 alo = ld16<V>(xb + 64 * k + 16 * (sub & 1)), ahi = ld16<V>(xb + 64 * k + 32 + 16 * (sub & 1));
 		int s0 = xpu_dp4a(w.qs.x & MV_LO4, alo.x, 0), s1 = xpu_dp4a((w.qs.x >> 4) & MV_LO4, ahi.x, 0);
@@ -249,6 +304,67 @@ struct mv_q4_K {
 		s1 = xpu_dp4a((w.qs.z >> 4) & MV_LO4, ahi.z, s1);
 		s0 = xpu_dp4a(w.qs.w & MV_LO4, alo.w, s0);
 		s1 = xpu_dp4a((w.qs.w >> 4) & MV_LO4, ahi.w, s1);
+		int isum = byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
+		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
+		isum = group_sum<G>(isum);
+		msum = group_sum<G>(msum);
+		const float d = xpu_f16((uint16_t)(w.dm & 0xFFFF)), dmin = xpu_f16((uint16_t)(w.dm >> 16));
+		const float xs = xpu_ldf(xb + Q8K_SCALE);
+		return xpu_sub(xpu_mul(xpu_mul(d, xs), (float)isum), xpu_mul(xpu_mul(dmin, xs), (float)msum));
+	}
+};
+
+/* Q5_K: q4_K's lanes, with the fifth bits. The 176-byte block (d, dmin, scales[12], qh[32],
+ * qs[128]; no row prefix) is eleven 16-byte words. Lane p = 2k + m reads the head, nibble
+ * bytes 32k + 16m .. + 15 (elements 64k + 16m.., sub-block 2k, low nibbles; 64k + 32 + 16m..,
+ * sub-block 2k + 1, high) and qh bytes 16m .. + 15, whose bits 2k and 2k + 1 are those
+ * elements' fifth bits; lane p also takes sub-block p's min term. The load keeps only those
+ * two bits of each qh byte, the four words' in one (bits 2j, 2j + 1 of each byte: word j's),
+ * so a step holds one word more than q4_K's; U 2, not q4_K's 3: at 3 the grouped kernel
+ * spilled at four groups an SM (ptxas, sm_90). */
+struct mv_q5_K {
+	static constexpr int G = 8, U = 2 * MV_UMUL;
+	static constexpr bool STREAM = false;
+	static constexpr uint32_t ELEMS = 256, SCALE = 0, PAY = 176;
+	static constexpr bool VEC = true;
+	struct W {
+		uint4 qs;
+		uint32_t qh, sc[3], dm;
+	};
+	template <bool V>
+	static __device__ __forceinline__ W load(const uint8_t *row, const uint8_t *pay, uint32_t b, int sub)
+	{
+		const uint8_t *blk = pay + (uint64_t)b * PAY;
+		const uint4 head = ldw16<V>(blk);
+		W w;
+		const uint4 qh = ldw16<V>(blk + 16 + 16 * (sub & 1));
+		const int k = sub >> 1;
+		w.qh = ((qh.x >> (2 * k)) & 0x03030303u) | (((qh.y >> (2 * k)) & 0x03030303u) << 2) |
+		       (((qh.z >> (2 * k)) & 0x03030303u) << 4) | (((qh.w >> (2 * k)) & 0x03030303u) << 6);
+		w.qs = ldw16<V>(blk + 48 + 16 * sub);
+		w.dm = head.x;
+		w.sc[0] = head.y;
+		w.sc[1] = head.z;
+		w.sc[2] = head.w;
+		return w;
+	}
+	template <bool V>
+	static __device__ __forceinline__ float value(const W &w, const uint8_t *x, uint32_t b, int sub)
+	{
+		const uint8_t *xb = x + (uint64_t)b * Q8K_BYTES;
+		const int k = sub >> 1;
+		uint32_t sc_lo, sc_hi, m_lo, m_hi;
+		k4_scale_words(w.sc, sc_lo, sc_hi, m_lo, m_hi);
+		const uint32_t sw = k < 2 ? sc_lo : sc_hi;
+		const uint4 alo = ld16<V>(xb + 64 * k + 16 * (sub & 1)), ahi = ld16<V>(xb + 64 * k + 32 + 16 * (sub & 1));
+		const uint32_t qs[4] = { w.qs.x, w.qs.y, w.qs.z, w.qs.w };
+		const uint32_t al[4] = { alo.x, alo.y, alo.z, alo.w }, ah[4] = { ahi.x, ahi.y, ahi.z, ahi.w };
+		int s0 = 0, s1 = 0;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			s0 = xpu_dp4a((qs[j] & MV_LO4) | (((w.qh >> (2 * j)) & 0x01010101u) << 4), al[j], s0);
+			s1 = xpu_dp4a(((qs[j] >> 4) & MV_LO4) | (((w.qh >> (2 * j + 1)) & 0x01010101u) << 4), ah[j], s1);
+		}
 		int isum = byte_u(sw, (2 * k) % 4) * s0 + byte_u(sw, (2 * k + 1) % 4) * s1;
 		int msum = byte_u(sub < 4 ? m_lo : m_hi, sub % 4) * (int)xpu_ld32(xb + Q8K_SUMS + 4 * sub);
 		isum = group_sum<G>(isum);

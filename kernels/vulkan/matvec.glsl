@@ -60,6 +60,13 @@
 #define G_FMT 1u
 #define U_FMT 1u
 #define VEC_FMT true
+#elif defined(FMT_Q5_0)
+#define ELEMS 32u
+#define SCALE 2u
+#define PAYW 5u /* qh, then q4_0's four nibble words: read as words, VEC is the activation's */
+#define G_FMT 1u
+#define U_FMT 1u
+#define VEC_FMT true
 #elif defined(FMT_Q8_0)
 #define ELEMS 32u
 #define SCALE 2u
@@ -70,6 +77,13 @@
 #define ELEMS 256u
 #define SCALE 0u /* no prefix: the block (d, dmin, scales[12], qs[128]) is the payload */
 #define PAYW 36u
+#define G_FMT 8u
+#define U_FMT 1u
+#define VEC_FMT true
+#elif defined(FMT_Q5_K)
+#define ELEMS 256u
+#define SCALE 0u /* no prefix: the block (d, dmin, scales[12], qh[32], qs[128]) is the payload */
+#define PAYW 44u
 #define G_FMT 8u
 #define U_FMT 1u
 #define VEC_FMT true
@@ -537,6 +551,46 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 	return value32(t.d, s, xq);
 }
 
+#elif defined(FMT_Q5_0)
+/* q4_0's lanes, one per block: the qh word (bit j: element j's fifth bit) and the nibble
+ * words, 20 bytes on 4 only, so read as words; levels 0..31 offset by 16. */
+struct Wt {
+	uvec4 q;
+	uint qh;
+	uint d;
+};
+
+Wt wt_none()
+{
+	return Wt(uvec4(0u), 0u, 0u);
+}
+
+Wt wt_load(Row r, uint b, uint sub, bool vec)
+{
+	uint p = r.pay + PAYW * b;
+	return Wt(wload4(p + 1u, false), w[p], scale16(r, b));
+}
+
+/* h's low four bits into bit 4 of four bytes (the multiply's four copies of h land 7 bits
+ * apart, so nothing carries). */
+uint fifth_bits(uint h)
+{
+	return (((h & 15u) * 0x00204081u) & 0x01010101u) << 4;
+}
+
+float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
+{
+	uint xq = r.x0 + (b >> 3) * Q8K_WORDS, xa = xq + (b & 7u) * 8u;
+	uvec4 a0 = xload4(xa, vec), a1 = xload4(xa + 4u, vec);
+	int s = 0;
+	[[unroll]] for (uint k = 0u; k < 4u; k++) {
+		s += dot4((t.q[k] & LO4) | fifth_bits(t.qh >> (4u * k)), a0[k]);
+		s += dot4(((t.q[k] >> 4) & LO4) | fifth_bits(t.qh >> (16u + 4u * k)), a1[k]);
+	}
+	s -= 16 * int(x[xq + 64u + (b & 7u)]); /* the levels' offset of 16, by the slice's sum */
+	return value32(t.d, s, xq);
+}
+
 #elif defined(FMT_Q8_0)
 /* G = 2: two lanes per 32-byte payload, 16 bytes each (q), so consecutive lanes read
  * consecutive bytes; the halves' integer dots meet in both lanes. G = 1: one lane reads all
@@ -571,19 +625,38 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 	return value32(t.d, group_sum(s), xq);
 }
 
-#elif defined(FMT_Q4_K)
+#elif defined(FMT_Q4_K) || defined(FMT_Q5_K)
 /* Eight lanes per block. Lane p = 2k + m reads qs words 8k + 4m .. + 3, bytes 32k + l with
  * l = 16m ..16m + 15: their low nibbles are elements 64k + l (sub-block 2k), their high
  * nibbles 64k + 32 + l (sub-block 2k + 1), each against 16 consecutive activation bytes.
  * Lane p also takes sub-block p's min term. All eight read the block's 16-byte head (d, dmin,
  * the 12 scale bytes). Where VEC allows, the nibbles and the head are one 16-byte load each
- * (no row prefix: the 144-byte blocks, nine 16-byte words, keep both on 16 bytes). */
+ * (no row prefix: the 144-byte blocks, nine 16-byte words, keep both on 16 bytes).
+ * q5_K: the same, its 176-byte blocks eleven 16-byte words; lane p = 2k + m also reads qh
+ * bytes 16m .. + 15 (qh words 4 + 4m ..), whose bits 2k and 2k + 1 are the fifth bits of its
+ * elements of sub-blocks 2k and 2k + 1; its nibbles sit past qh (words 12 + 4p ..). */
 struct Wt {
 	uvec4 qs;
+#ifdef FMT_Q5_K
+	uvec4 qh;
+#endif
 	uvec3 sc;
 	uint dm; /* d, dmin as f16 */
 };
 
+#ifdef FMT_Q5_K
+Wt wt_none()
+{
+	return Wt(uvec4(0u), uvec4(0u), uvec3(0u), 0u);
+}
+
+Wt wt_load(Row r, uint b, uint sub, bool vec)
+{
+	uint blk = r.pay + PAYW * b;
+	uvec4 head = wload4(blk, vec);
+	return Wt(wload4(blk + 12u + 4u * sub, vec), wload4(blk + 4u + 4u * (sub & 1u), vec), head.yzw, head.x);
+}
+#else
 Wt wt_none()
 {
 	return Wt(uvec4(0u), uvec3(0u), 0u);
@@ -595,6 +668,7 @@ Wt wt_load(Row r, uint b, uint sub, bool vec)
 	uvec4 head = wload4(blk, vec);
 	return Wt(wload4(blk + 4u + 4u * sub, vec), head.yzw, head.x);
 }
+#endif
 
 uint byte_of(uint v, uint i)
 {
@@ -611,8 +685,13 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 	uint m_hi = ((t.sc.z >> 4) & LO4) | ((t.sc.y >> 2) & 0x30303030u);
 	int slo = 0, shi = 0;
 	[[unroll]] for (uint j = 0u; j < 4u; j++) {
-		slo += dot4(t.qs[j] & LO4, alo[j]);
-		shi += dot4((t.qs[j] >> 4) & LO4, ahi[j]);
+		uint lo = t.qs[j] & LO4, hi = (t.qs[j] >> 4) & LO4;
+#ifdef FMT_Q5_K
+		lo |= ((t.qh[j] >> (2u * k)) & 0x01010101u) << 4;
+		hi |= ((t.qh[j] >> (2u * k + 1u)) & 0x01010101u) << 4;
+#endif
+		slo += dot4(lo, alo[j]);
+		shi += dot4(hi, ahi[j]);
 	}
 	uint sw = k < 2u ? sc_lo : sc_hi;
 	int isum = int(byte_of(sw, (2u * k) % 4u)) * slo + int(byte_of(sw, (2u * k + 1u) % 4u)) * shi;

@@ -1,10 +1,14 @@
 /* format_list.h — the one list of served decode formats, one row each, in the order
  * xpu.formats() gives them. Every per-format thing is made from these rows: the format table
  * (formats.c), the kernel table entries (kernels/table_quant.c, table_vulkan.c), the CPU and
- * CUDA/HIP entry points, the Vulkan shader sources (kernels/vulkan/vulkan.mk reads this file)
- * and, through xpu.formats(), every Lua list of formats. A new format is a row here, its
- * reference quantize / dequantize in quantize.c (xpu_quant_<name>, xpu_deq_<name>), and its
- * kernel bodies per backend. docs/ARITHMETIC.md is the spec of each layout.
+ * CUDA/HIP entry points and the portable CPU list, the Vulkan shader sources
+ * (kernels/vulkan/vulkan.mk reads this file) and, through xpu.formats(), every Lua list of
+ * formats. A new format is a row here, its reference quantize / dequantize in quantize.c
+ * (xpu_quant_<name>, xpu_deq_<name>), and its kernel bodies per backend: rows_<name> in
+ * kernels/cpu/matvec.c (SIMD rows in matvec_avx2.c are optional: without them the kernels run
+ * the portable body), the trait mv_<name> in kernels/cuda/matvec.cuh (its geometry and STREAM
+ * are checked against the row), the FMT_<TYPE> section of kernels/vulkan/matvec.glsl.
+ * docs/ARITHMETIC.md is the spec of each layout.
  *
  * XPU_FORMAT(name, TYPE, block_elems, block_bytes, scale_bytes, scale_offset, payload_bytes,
  *            streams, cpu, cuda, vulkan)
@@ -22,7 +26,9 @@ X(q4_0,   Q4_0,    32,  18, 2,   0,  16, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT |
 X(q8_0,   Q8_0,    32,  34, 2,   0,  32, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
 X(q4_K,   Q4_K,   256, 144, 0,   0, 144, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
 X(q6_K,   Q6_K,   256, 210, 2, 208, 208, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
-X(iq4_nl, IQ4_NL,  32,  18, 2,   0,  16, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4)
+X(iq4_nl, IQ4_NL,  32,  18, 2,   0,  16, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
+X(q5_0,   Q5_0,    32,  22, 2,   0,  20, 1, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4) \
+X(q5_K,   Q5_K,   256, 176, 0,   0, 176, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT | XPU_FK_DOT4)
 
 /* The decode kernels a backend builds for a format. */
 #define XPU_FK_WAVE 1u      /* <name>_q8k_wave */

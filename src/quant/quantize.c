@@ -1,5 +1,5 @@
 /* quantize.c — reference quantize (f32 -> GGUF blocks) and dequantize (blocks -> f32) for
- * q4_0, q8_0, q4_K, q6_K and iq4_nl. Dequantize is ggml's dequantize_row_* operation for
+ * every served format (format_list.h). Dequantize is ggml's dequantize_row_* operation for
  * operation (built with -ffp-contract=off); quantize follows ggml's reference closely enough
  * for a small round-trip error. Uses f16.h and core/xpu.h. */
 #include "formats.h"
@@ -58,6 +58,24 @@ void xpu_deq_iq4_nl(const uint8_t *b, float *y)
 	}
 }
 
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* q5_0: d, qh (bit j: element j's fifth bit), qs as q4_0's; the levels 0..31 are offset by 16. */
+void xpu_deq_q5_0(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	const uint32_t qh = rd32(b + 2);
+	for (int j = 0; j < 16; j++) {
+		const int x0 = (int)((b[6 + j] & 0x0f) | ((qh >> j) & 1) << 4) - 16;
+		const int x1 = (int)((b[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
+		y[j] = (float)x0 * d;
+		y[j + 16] = (float)x1 * d;
+	}
+}
+
 /* ggml's get_scale_min_k4: sub-block j's 6-bit scale and min out of scales[12]. */
 static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m)
 {
@@ -85,6 +103,25 @@ void xpu_deq_q4_K(const uint8_t *b, float *y)
 			*y++ = d1 * (float)(q[l] & 0x0f) - m1;
 		for (int l = 0; l < 32; l++)
 			*y++ = d2 * (float)(q[l] >> 4) - m2;
+	}
+}
+
+/* q5_K: q4_K's head and nibbles; bit j of qh[l] is the fifth bit of sub-block j's element l. */
+void xpu_deq_q5_K(const uint8_t *b, float *y)
+{
+	const float d = xpu_f16_to_f32(rd16(b));
+	const float min = xpu_f16_to_f32(rd16(b + 2));
+	const uint8_t *scales = b + 4, *qh = b + 16, *q = b + 48;
+	for (int p = 0; p < 4; p++, q += 32) {
+		uint8_t sc, m;
+		scale_min_k4(2 * p, scales, &sc, &m);
+		const float d1 = d * (float)sc, m1 = min * (float)m;
+		scale_min_k4(2 * p + 1, scales, &sc, &m);
+		const float d2 = d * (float)sc, m2 = min * (float)m;
+		for (int l = 0; l < 32; l++)
+			*y++ = d1 * (float)((q[l] & 0x0f) | ((qh[l] >> (2 * p)) & 1) << 4) - m1;
+		for (int l = 0; l < 32; l++)
+			*y++ = d2 * (float)((q[l] >> 4) | ((qh[l] >> (2 * p + 1)) & 1) << 4) - m2;
 	}
 }
 
@@ -127,6 +164,29 @@ void xpu_quant_q4_0(const float *x, uint8_t *b)
 		const int q0 = (int)x0 < 15 ? (int)x0 : 15, q1 = (int)x1 < 15 ? (int)x1 : 15;
 		b[2 + j] = (uint8_t)(q0 | q1 << 4);
 	}
+}
+
+/* ggml's quantize_row_q5_0_ref: q4_0's scheme on 32 levels, the signed extreme maps to -16. */
+void xpu_quant_q5_0(const float *x, uint8_t *b)
+{
+	float amax = 0.0f, max = 0.0f;
+	for (int j = 0; j < 32; j++)
+		if (amax < fabsf(x[j])) {
+			amax = fabsf(x[j]);
+			max = x[j];
+		}
+	const float d = max / -16.0f;
+	const float id = d != 0.0f ? 1.0f / d : 0.0f;
+	uint32_t qh = 0;
+	wr16(b, xpu_f32_to_f16(d));
+	for (int j = 0; j < 16; j++) {
+		const float x0 = x[j] * id + 16.5f, x1 = x[j + 16] * id + 16.5f;
+		const int q0 = (int)x0 < 31 ? (int)x0 : 31, q1 = (int)x1 < 31 ? (int)x1 : 31;
+		b[6 + j] = (uint8_t)((q0 & 0x0f) | (q1 & 0x0f) << 4);
+		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
+	}
+	for (int k = 0; k < 4; k++)
+		b[2 + k] = (uint8_t)(qh >> (8 * k));
 }
 
 /* ggml's quantize_row_q8_0_ref. */
@@ -192,11 +252,21 @@ void xpu_quant_iq4_nl(const float *x, uint8_t *b)
 		b[2 + j] = (uint8_t)(L[j] | L[j + 16] << 4);
 }
 
-/* ---- quantize: q4_K ----------------------------------------------------------------------- */
+/* ---- quantize: q4_K and q5_K ------------------------------------------------------------- */
 
 struct fit {
 	float scale, min; /* x ~ scale * L + min, min <= 0 */
 };
+
+/* make_qkx2_quants' search: levels 0..nmax, scales tried at (rmin + 0.1 is + nmax) / range
+ * for is = 0..nstep. */
+struct fit_search {
+	int nmax;
+	float rmin;
+	int nstep;
+};
+
+static const struct fit_search q4_K_search = { 15, -1.0f, 20 }, q5_K_search = { 31, -0.5f, 15 };
 
 static float fit_error(const float *x, const float *w, const uint8_t *L, float scale, float min)
 {
@@ -210,13 +280,13 @@ static float fit_error(const float *x, const float *w, const uint8_t *L, float s
 
 /* Quantize with iscale, then refit scale and min by weighted least squares. Returns false
  * when the levels are degenerate. */
-static bool fit_levels(const float *x, const float *w, float min, float iscale, uint8_t *L,
+static bool fit_levels(const float *x, const float *w, float min, float iscale, int nmax, uint8_t *L,
 		       struct fit *out)
 {
 	float sw = 0, sx = 0, sl = 0, sl2 = 0, sxl = 0;
 	for (int i = 0; i < 32; i++) {
 		int l = nearest_int(iscale * (x[i] - min));
-		l = l < 0 ? 0 : l > 15 ? 15 : l;
+		l = l < 0 ? 0 : l > nmax ? nmax : l;
 		L[i] = (uint8_t)l;
 		sw += w[i];
 		sx += w[i] * x[i];
@@ -236,10 +306,13 @@ static bool fit_levels(const float *x, const float *w, float min, float iscale, 
 	return true;
 }
 
-/* ggml's make_qkx2_quants (rmin -1, rdelta 0.1, 20 steps): the best 4-bit affine fit of one
- * 32-element sub-block. Returns the scale; *neg_min is the (non-negative) subtracted min. */
-static float fit_sub_block(const float *x, const float *w, uint8_t *L, float *neg_min)
+/* ggml's make_qkx2_quants (rdelta 0.1; q4_K: 4 bits, rmin -1, 20 steps; q5_K: 5 bits, rmin
+ * -0.5, 15 steps): the best affine fit of one 32-element sub-block. Returns the scale;
+ * *neg_min is the (non-negative) subtracted min. */
+static float fit_sub_block(const float *x, const float *w, const struct fit_search *fs, uint8_t *L,
+			   float *neg_min)
 {
+	const float nmax = (float)fs->nmax;
 	float min = x[0], max = x[0];
 	for (int i = 1; i < 32; i++) {
 		min = fminf(min, x[i]);
@@ -252,17 +325,17 @@ static float fit_sub_block(const float *x, const float *w, uint8_t *L, float *ne
 		*neg_min = -min;
 		return 0.0f;
 	}
-	struct fit best = { (max - min) / 15.0f, min };
+	struct fit best = { (max - min) / nmax, min };
 	for (int i = 0; i < 32; i++) {
-		int l = nearest_int(15.0f / (max - min) * (x[i] - min));
-		L[i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+		int l = nearest_int(nmax / (max - min) * (x[i] - min));
+		L[i] = (uint8_t)(l < 0 ? 0 : l > fs->nmax ? fs->nmax : l);
 	}
 	float best_err = fit_error(x, w, L, best.scale, best.min);
-	for (int is = 0; is <= 20; is++) {
+	for (int is = 0; is <= fs->nstep; is++) {
 		uint8_t Lt[32];
 		struct fit f;
-		const float iscale = (-1.0f + 0.1f * (float)is + 15.0f) / (max - min);
-		if (!fit_levels(x, w, min, iscale, Lt, &f))
+		const float iscale = (fs->rmin + 0.1f * (float)is + nmax) / (max - min);
+		if (!fit_levels(x, w, min, iscale, fs->nmax, Lt, &f))
 			continue;
 		const float err = fit_error(x, w, Lt, f.scale, f.min);
 		if (err < best_err) {
@@ -293,10 +366,11 @@ static uint8_t q6bits(float v)
 	return (uint8_t)(l < 0 ? 0 : l > 63 ? 63 : l);
 }
 
-void xpu_quant_q4_K(const float *x, uint8_t *b)
+/* The K-quant affine fit shared by q4_K and q5_K: d, dmin and scales[12] written at b, and
+ * the levels L[256] (0..nmax) requantized against the scales as stored. */
+static void quant_affine_K(const float *x, const struct fit_search *fs, uint8_t *b, uint8_t *L)
 {
 	float scales[8], mins[8], max_scale = 0.0f, max_min = 0.0f, w[32];
-	uint8_t L[256];
 	for (int j = 0; j < 8; j++) {
 		const float *xs = x + 32 * j;
 		float sum2 = 0.0f;
@@ -305,7 +379,7 @@ void xpu_quant_q4_K(const float *x, uint8_t *b)
 		const float av = sqrtf(sum2 / 32.0f);
 		for (int l = 0; l < 32; l++)
 			w[l] = av + fabsf(xs[l]);
-		scales[j] = fit_sub_block(xs, w, L + 32 * j, &mins[j]);
+		scales[j] = fit_sub_block(xs, w, fs, L + 32 * j, &mins[j]);
 		max_scale = fmaxf(max_scale, scales[j]);
 		max_min = fmaxf(max_min, mins[j]);
 	}
@@ -325,13 +399,35 @@ void xpu_quant_q4_K(const float *x, uint8_t *b)
 		const float dj = d * (float)s, mj = dmin * (float)m;
 		for (int i = 0; i < 32 && dj != 0.0f; i++) {
 			int l = nearest_int((x[32 * j + i] + mj) / dj);
-			L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > 15 ? 15 : l);
+			L[32 * j + i] = (uint8_t)(l < 0 ? 0 : l > fs->nmax ? fs->nmax : l);
 		}
 	}
+}
+
+void xpu_quant_q4_K(const float *x, uint8_t *b)
+{
+	uint8_t L[256];
+	quant_affine_K(x, &q4_K_search, b, L);
 	uint8_t *q = b + 16;
 	for (int p = 0; p < 4; p++)
 		for (int l = 0; l < 32; l++)
 			q[32 * p + l] = (uint8_t)(L[64 * p + l] | L[64 * p + 32 + l] << 4);
+}
+
+/* q5_K: the levels' low four bits as q4_K's nibbles (at +48), the fifth bit of sub-block j's
+ * element l as bit j of qh[l] (at +16). */
+void xpu_quant_q5_K(const float *x, uint8_t *b)
+{
+	uint8_t L[256];
+	quant_affine_K(x, &q5_K_search, b, L);
+	uint8_t *qh = b + 16, *q = b + 48;
+	memset(qh, 0, 32);
+	for (int p = 0; p < 4; p++)
+		for (int l = 0; l < 32; l++) {
+			const uint8_t lo = L[64 * p + l], hi = L[64 * p + 32 + l];
+			q[32 * p + l] = (uint8_t)((lo & 0x0f) | (hi & 0x0f) << 4);
+			qh[l] |= (uint8_t)((lo >> 4) << (2 * p) | (hi >> 4) << (2 * p + 1));
+		}
 }
 
 /* ---- quantize: q6_K ----------------------------------------------------------------------- */
