@@ -82,7 +82,7 @@ int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c)
 	return xpu_launch_1d(c, k, ((uint64_t)(rows * used) + 7) / 8, WAVE_BLOCK, args, 10);
 }
 
-static struct xpu_kernel *scale_dword, *scale_bytes, *split_bytes;
+static xpu_kernel_cache scale_dword, scale_bytes, split_bytes;
 
 static int split_scales(const struct xpu_call *c, const struct xpu_format *f, const struct xpu_karg *out,
 			const struct xpu_karg *src, uint64_t base, uint64_t n, uint64_t bpr)
