@@ -75,9 +75,13 @@ READLINE_CFLAGS := -DXPULUA_READLINE
 $(B)/xpulua: $(MAIN_OBJ) $(CORE_OBJ)
 	$(CC) $(CFLAGS) -Wl,-E $^ -o $@ -llua5.4 -lreadline $(LIBS)
 
-# The module for stock lua5.4: Lua's symbols come from the host interpreter.
-$(B)/xpu.so: $(CORE_OBJ)
-	$(CC) $(CFLAGS) -shared $^ -o $@ $(LIBS)
+# The module for stock lua5.4: Lua's symbols come from the host interpreter; it exports
+# luaopen_xpu alone (src/lua/xpu.map), so nothing of ours can bind to another module's names.
+# -z nodelete: lua_close unloads C modules, and the CPU pool's workers (parked in our code)
+# must not outlive their code: without it, a third of `lua5.4` runs that opened cpu:0
+# crashed at exit.
+$(B)/xpu.so: $(CORE_OBJ) src/lua/xpu.map
+	$(CC) $(CFLAGS) -shared -Wl,--version-script=src/lua/xpu.map -Wl,-z,nodelete $(CORE_OBJ) -o $@ $(LIBS)
 
 # Static Lua and libyaml, no readline (the REPL reads plain lines), symbols exported so
 # Debian's Lua C modules (lfs, term, system) load into it.

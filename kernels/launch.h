@@ -4,6 +4,13 @@
 
 #include "route/route.h"
 
+#include <stdatomic.h>
+
+/* A launcher's cached kernel lookup. Launchers run on the launching thread, but one xpu.so may
+ * serve Lua states on several threads: the cache is atomic so two first launches race safely
+ * (both store the same table entry; kernels are registered once, before any launch). */
+typedef struct xpu_kernel *_Atomic xpu_kernel_cache;
+
 /* The buffer operand `name` of a call, or NULL with a message naming kernel and operand. */
 const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name);
 /* The query fact `key`, or -1 with a message naming kernel and key. */
@@ -12,7 +19,7 @@ int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key
 int xpu_launch_1d(const struct xpu_call *c, struct xpu_kernel *k, uint64_t groups, uint32_t block,
 		  const struct xpu_karg *args, int nargs);
 /* Launches the kernel named `name` (looked up once through *cache). */
-int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const char *name,
+int xpu_launch_named(const struct xpu_call *c, xpu_kernel_cache *cache, const char *name,
 		     uint64_t groups, uint32_t block, const struct xpu_karg *args, int nargs);
 
 static inline struct xpu_karg xpu_u32(uint64_t v)

@@ -30,10 +30,14 @@ int xpu_launch_1d(const struct xpu_call *c, struct xpu_kernel *k, uint64_t group
 	return xpu_launch(c->stream, k, grid, blk, args, nargs);
 }
 
-int xpu_launch_named(const struct xpu_call *c, struct xpu_kernel **cache, const char *name,
+int xpu_launch_named(const struct xpu_call *c, xpu_kernel_cache *cache, const char *name,
 		     uint64_t groups, uint32_t block, const struct xpu_karg *args, int nargs)
 {
-	if (!*cache && !(*cache = xpu_kernel_find(name)))
-		return xpu_fail("kernel '%s' is not in the kernel table", name);
-	return xpu_launch_1d(c, *cache, groups, block, args, nargs);
+	struct xpu_kernel *k = atomic_load_explicit(cache, memory_order_acquire);
+	if (!k) {
+		if (!(k = xpu_kernel_find(name)))
+			return xpu_fail("kernel '%s' is not in the kernel table", name);
+		atomic_store_explicit(cache, k, memory_order_release);
+	}
+	return xpu_launch_1d(c, k, groups, block, args, nargs);
 }

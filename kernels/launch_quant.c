@@ -118,7 +118,7 @@ static int split_of(struct xpu_kernel *k, const struct xpu_call *c, struct split
 /* The payload pass in dwords (a dword-clean layout: whole payload words). */
 static int payload_dword(const struct xpu_call *c, const struct split *sp)
 {
-	static struct xpu_kernel *k;
+	static xpu_kernel_cache k;
 	const struct xpu_format *f = sp->f;
 	if (!xpu_format_dword_clean(f))
 		return xpu_fail("split_payload_dword: %s's payload (%u bytes a block) is no whole dwords", f->name,

@@ -177,7 +177,7 @@ int xpu_shape_copy_host(const struct xpu_karg *dst, const struct xpu_karg *src, 
 
 /* The copy kernels' grid for n bytes: stream_copy's (vec) groups each a contiguous chunk of n /
  * groups bytes, about COPY_GROUP_BYTES (on the H200 a copy kernel moved 4030-4090 GB/s at 8-16
- * KiB a group, 3890 at 64 KiB: scripts/copy-ceiling-probe.cu), in rows of COPY_ROW groups (the
+ * KiB a group, 3890 at 64 KiB: lab/copy-ceiling-probe.cu), in rows of COPY_ROW groups (the
  * kernel numbers groups across rows, so any count divides n; rows keep x under every driver's
  * limit); copy_bytes' a group per BLOCK bytes. */
 static int copy_grid(uint64_t n, bool vec, uint32_t grid[3])

@@ -36,7 +36,7 @@ cli.fits("bandwidth", d, 2 * bytes, ("--mib %d (a source and a destination)"):fo
 -- Grids per kernel, the fastest kept: 8 groups per resident slot (long chunks) and one group
 -- per 64 KiB (short chunks spread over every memory channel at once); the copy also one group
 -- per 16 KiB, as the copy op launches it (kernels/launch_shape.c: 3890 -> 4030 GB/s on the
--- H200 in scripts/copy-ceiling-probe.cu). A grid of more than 32768 groups goes as rows of
+-- H200 in lab/copy-ceiling-probe.cu). A grid of more than 32768 groups goes as rows of
 -- 32768 (the kernels number groups across rows), under every driver's limit.
 local resident8 = math.max(1, d:dispatch_blocks(8)) * 8
 local grids = { resident8, math.max(resident8, bytes // 65536) }
@@ -77,7 +77,7 @@ local function time_kernel(name, grids, make_args)
 end
 
 -- The driver's own copy (stream:copy) on the same buffers: on the H200 it moves 4190-4250
--- GB/s where copy kernels reached 3890-4090 (scripts/copy-ceiling-probe.cu; docs/PERF.md), so
+-- GB/s where copy kernels reached 3890-4090 (lab/copy-ceiling-probe.cu; docs/PERF.md), so
 -- the copy ceiling is the faster of the two.
 local function time_driver_copy()
   settle.ensure(d, { ceiling = false })

@@ -203,32 +203,6 @@ describe("bench-shape-ops", function()
     assert.matches("%-%-copy%-path 'engines': not measured, kernel or driver\nexit 2\n$", out)
   end)
 
-  on_devices("pad-modes: a row and a record per border mode, the kernel that ran named, bit-gated off the CPU; a bad --cols or --outer refused", function(dev)
-    local gate = dev == "cpu:0" and "%-" or "ok" -- the CPU is the reference
-    for _, outer in ipairs { 1, 0, 3 } do
-      local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --outer %d --jsonl"):format(dev, outer), nil, true)
-      assert.matches("\nexit 0\n$", out)
-      assert.matches("padding %(%(" .. outer .. ", " .. outer .. "%), %(16, 16%)%)", out)
-      local recs = records_of(out)
-      assert.equal(3, #recs, out)
-      for k, mode in ipairs { "constant", "reflect", "replicate" } do
-        assert.matches("\n" .. mode .. " +pad_backward[%w_]* +[%d.]+ +[%d.]+ +[%d.]+ +%d+ +%S+ +" .. gate .. "\n", out)
-        assert.matches('"mode":"' .. mode .. '"', recs[k])
-        assert.matches('"ran":"pad_backward', recs[k])
-        assert.matches('"outer":' .. outer, recs[k])
-        assert.matches('"bit_gate":"' .. gate .. '"', recs[k])
-      end
-    end
-    local out = run(("scripts/pad-modes.lua --device %s --mib 1 --reps 1 --no-gate"):format(dev))
-    assert.matches("\nreflect +pad_backward[%w_]* .* not run\n", out)
-    out = run(("scripts/pad-modes.lua --device %s --outer -1"):format(dev), nil, true)
-    assert.matches("%-%-outer '%-1': not a whole number of rows\nexit 2\n$", out)
-    out = run(("scripts/pad-modes.lua --device %s --cols 3"):format(dev), nil, true)
-    assert.matches("%-%-cols 3: rows must be longer than the 16%-column border %(17 or more%)\nexit 2\n$", out)
-    out = run(("scripts/pad-modes.lua --device %s --cols x"):format(dev), nil, true)
-    assert.matches("%-%-cols 'x': not a whole number of columns\nexit 2\n$", out)
-  end)
-
   it("refuses a --run or --cols that is not a whole number", function()
     for _, bad in ipairs { "0", "2.5", "x" } do
       local out = run("scripts/bench-shape-ops.lua --device cpu:0 --run " .. bad, nil, true)
@@ -382,93 +356,6 @@ describe("bench-matvec-kernel --idle, --busy and --no-settle", function()
   end)
 end)
 
-describe("idle-ramp", function()
-  it("prints the windows' rates after the idle time and when 90 % of the settled rate came #long", function()
-    local out = run("scripts/idle-ramp.lua --device cpu:0 --idle 0 --load 0.2")
-    assert.matches("\nexit 0\n$", out)
-    assert.matches("read rate on cpu:0 after 0 s idle, windows of %d+ x 128 MiB; 90 %% of the last second's median %(%d+ GB/s%) first at [%d.]+ s", out)
-    assert.matches("\n%d+%.%d%d%d +[%d.]+\n", out) -- a window: seconds since the load began, GB/s
-    assert.matches("exit 2\n$", run("scripts/idle-ramp.lua --load -1"))
-    assert.matches("exit 2\n$", run("scripts/idle-ramp.lua --colour 2"))
-  end)
-end)
-
-describe("distinct-rows.sh", function()
-  it("builds each fixture once, then times repeated and all-distinct rows a process each, three rounds #long", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    local bin = BIN:sub(1, 1) == "/" and BIN or os.getenv("PWD") .. "/" .. BIN
-    local p = assert(io.popen(("XPULUA_BIN=%s SHAPE=128x4096 DEVICES=cpu:0 FORMATS=q4_0 COPIES=4 FIXTURES=%s OUT=%s.out "
-      .. "sh scripts/distinct-rows.sh 2>&1; echo \"exit $?\""):format(bin, dir, dir)))
-    local out = p:read("a")
-    p:close()
-    local function exists(path)
-      local f = io.open(path, "rb")
-      if f then f:close() end
-      return f ~= nil
-    end
-    local built = exists(dir .. "/q4_0-128x4096.bin") and exists(dir .. "/q4_0-64x4096.bin")
-    os.execute(("rm -rf %s %s.out"):format(dir, dir))
-    assert.is_truthy(built, out)
-    assert.matches("\nexit 0\n$", out)
-    local n = 0
-    for r, a, b in out:gmatch("\n(%d)\tcpu:0\tq4_0_q8k_wave\t128x4096\t([%d.]+)\t([%d.]+)") do
-      n = n + 1
-      assert.equal(n, tonumber(r))
-      assert.is_true(tonumber(a) > 0 and tonumber(b) > 0, out)
-    end
-    assert.equal(3, n, out)
-  end)
-end)
-
-describe("read-after-churn", function()
-  it("reads the buffers made before and after the churn, a row per half second, and refuses a bad count #long", function()
-    local out = run("scripts/read-after-churn.lua --device cpu:0 --churn 1 --seconds 0.6 --mib 8")
-    assert.matches("\nexit 0\n$", out)
-    assert.matches("streaming reads on cpu:0 %b() after 1 GiB of churn, 8 MiB buffers", out)
-    for _, t in ipairs { "0.0", "0.5" } do assert.matches("\n" .. t .. " +%d+ +%d+ +%d+ +%d+\n", out) end
-    assert.matches("exit 2\n$", run("scripts/read-after-churn.lua --churn -1"))
-    assert.matches("exit 2\n$", run("scripts/read-after-churn.lua --mib 4"))
-  end)
-end)
-
-describe("transpose-shapes", function()
-  it("times each shape beside a copy, says which kernel ran, and leaves out a shape that does not divide", function()
-    local out = run("scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64,1024,3", nil, true)
-    assert.matches("\nexit 0\n$", out)
-    assert.matches("\n4096x64 +256 +16384 +%d+ +%d+ +%d+%% +contiguize", out)
-    assert.matches("\n256x1024 +4096 +1024 +%d+ +%d+ +%d+%% +contiguize", out)
-    assert.matches("3 columns do not divide 262144 elements; shape left out", out)
-    assert.matches("exit 2\n$", run("scripts/transpose-shapes.lua --mib x"))
-  end)
-end)
-
-describe("cpu-read-pages", function()
-  it("times repeated-pattern and unique-page copies round by round, and refuses an unknown argument", function()
-    local out = run("scripts/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0")
-    assert.matches("\nexit 0\n$", out)
-    for r = 1, 2 do assert.matches("\n +" .. r .. " +[%d.]+ +[%d.]+\n", out) end
-    assert.matches("exit 2\n$", run("scripts/cpu-read-pages.lua --rounds"))
-    assert.matches("exit 2\n$", run("scripts/cpu-read-pages.lua --colour 3"))
-  end)
-end)
-
-describe("buffer-rates", function()
-  it("reads each buffer twice over, a row per pass and buffer, and refuses a bad count", function()
-    local out = run("scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 2")
-    assert.matches("\nexit 0\n$", out)
-    for pass = 1, 2 do
-      for b = 1, 2 do assert.matches("\n +" .. pass .. " +" .. b .. " +2097152 +[%d.]+ +[%d.]+", out) end
-    end
-    local copy = run("scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 2 --copy")
-    assert.matches("\nexit 0\n$", copy)
-    assert.matches("copy of each buffer into the next", copy)
-    assert.matches("\n +2 +2 +4194304 +[%d.]+ +[%d.]+", copy)
-    assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --buffers 0"))
-    assert.matches("exit 2\n$", run("scripts/buffer-rates.lua --size 3"))
-  end)
-end)
-
 describe("bench-kv-write", function()
   on_devices("both ops gated and timed, and a step's K and V writes with one wait a step where waits are counted", function(dev)
     local out = run(("scripts/bench-kv-write.lua --device %s --n 3 --heads 2 --ctx 64 --dim 32"):format(dev))
@@ -560,8 +447,7 @@ end)
 describe("the scripts' options", function()
   it("refuse an option that takes a value given none (or given the next option) by name, exit 2", function()
     for _, script in ipairs { "bench-decode", "bench-matvec-kernel", "bench-shape-ops", "bandwidth", "bench-id",
-                              "bench-kv-write", "bench-launch", "idle-ramp", "buffer-rates", "read-after-churn",
-                              "transpose-shapes" } do
+                              "bench-kv-write", "bench-launch" } do
       local out = run(("scripts/%s.lua --device"):format(script), nil, true)
       assert.equal(script .. ": --device needs a value\nexit 2\n", out, script)
       out = run(("scripts/%s.lua --device --mib 1"):format(script), nil, true)
@@ -579,8 +465,7 @@ describe("the scripts' options", function()
                          { "bench-shape-ops", "--reps", "abc", "repetitions" }, { "bench-shape-ops", "--mib", "x", "MiB" },
                          { "bench-shape-ops", "--launches", "0", "launches" }, { "bench-shape-ops", "--warm-ms", "-1", "milliseconds" },
                          { "bench-shape-ops", "--again", "-1", "attempts" },
-                         { "bench-kv-write", "--n", "x", "timed runs" }, { "bench-matvec-kernel", "--distinct", "x", "rows" },
-                         { "buffer-rates", "--buffers", "0", "buffers" }, { "buffer-rates", "--mib", "1.5", "MiB" } } do
+                         { "bench-kv-write", "--n", "x", "timed runs" }, { "bench-matvec-kernel", "--distinct", "x", "rows" } } do
       local out = run(("scripts/%s.lua %s %s"):format(c[1], c[2], c[3]), nil, true)
       assert.equal(("%s: %s '%s': not a whole number of %s\nexit 2\n"):format(c[1], c[2], c[3], c[4]), out)
     end

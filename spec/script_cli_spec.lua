@@ -106,17 +106,9 @@ describe("inputs are validated before any work", function()
     { "bench-matvec-kernel.lua --kernel nosuch_kernel", "--kernel 'nosuch_kernel': cpu:0 has no such kernel" },
     { "shape-ops-dump.lua --device cpu:0 --out /dev/null --ops cumsun", "--ops 'cumsun': no op 'cumsun' (the closest is cumsum;" },
     { "shape-ops-dump.lua --compare a.bin", "--compare takes two dump files" },
-    { "transpose-shapes.lua --cols 64,x", "--cols '64,x': 'x' is not a whole number of columns" },
-    { "buffer-rates.lua --device cpu:0 --buffers 100000 --mib 1024", "do not fit cpu:0's" },
     { "bandwidth.lua --mib 100000000", "bandwidth: --mib 100000000 (a source and a destination): needs 200000000 MiB, more than cpu:0's" },
-    { "pad-modes.lua --mib 100000000", "pad-modes: --mib 100000000 (upstream and gradient" },
-    { "transpose-shapes.lua --device cpu:0 --mib 100000000", "more than cpu:0's" },
-    { "cpu-read-pages.lua --bytes 100000000000000", "give fewer --bytes or --copies" },
-    { "idle-ramp.lua --load -1", "--load '-1': not a number of seconds, 0 or more\n" },
     { "audit.lua", "audit: MODEL is missing" },
     { "audit.lua a.gguf b c", "unexpected argument 'c'" },
-    { "copy-order.lua xy", "copy-order: ORDER 'xy': not sd or ds\n" },
-    { "cpu-matvec-probe.lua rows q9 avx2", "FMT 'q9': not a format" },
     { "bandwidth.lua --mib=1.5", "bandwidth: --mib '1.5': not a whole number of MiB\n" },
     { "bench-launch.lua --jsonl=yes", "--jsonl takes no value" },
     { "bench-shape-ops.lua --contracts /nonexistent/c.md", "--contracts /nonexistent/c.md: " },
@@ -285,10 +277,10 @@ describe("a script run from another directory", function()
   it("finds the contract file beside its scripts/ directory", function()
     local here = io.popen("pwd"):read("l")
     local bin = BIN:sub(1, 1) == "/" and BIN or here .. "/" .. BIN
-    local out, err, code = run(("cd /tmp && %s %s/scripts/transpose-shapes.lua --device cpu:0 --mib 1 --reps 1 --cols 64"):format(
-      bin, here))
+    local out, err, code = run(("cd /tmp && %s %s/scripts/bench-shape-ops.lua --device cpu:0 --mib 1 --reps 1 "
+      .. "--warm-ms 0 --again 0 --ops flip"):format(bin, here))
     assert.equal(0, code, err)
-    assert.matches("contiguize of a transposed f32 view on cpu:0", out)
-    no_traceback(err, "transpose-shapes")
+    assert.matches("\nflip +2097152 ", out)
+    no_traceback(err, "bench-shape-ops")
   end)
 end)

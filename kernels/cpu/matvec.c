@@ -310,11 +310,6 @@ int xpu_matvec_set_path(int path)
 	return 0;
 }
 
-int xpu_matvec_simd(void)
-{
-	return xpu_matvec_path() != XPU_MV_PORTABLE;
-}
-
 static const struct xpu_mv_impl *const path_lists[XPU_MV_PATHS] = {
 	xpu_mv_portable, xpu_mv_avx2, xpu_mv_vnni,
 };

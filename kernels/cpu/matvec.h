@@ -31,8 +31,6 @@ int xpu_matvec_set_path(int path); /* -1 with a message when this CPU cannot run
 bool xpu_matvec_path_available(int path);
 const char *xpu_matvec_path_name(int path);
 int xpu_matvec_path_find(const char *name); /* -1 when unknown */
-/* 1 when the kernels run a SIMD path, 0 on the portable one. */
-int xpu_matvec_simd(void);
 
 /* The body of `type` on `path` (NULL: none, or the CPU cannot run that path). */
 xpu_mv_rows_fn xpu_matvec_fn(int32_t type, int path);

@@ -21,15 +21,8 @@
  * and find each output row's source once; rows that are not whole chunks go item by item
  * (pad_items ... tril_items, contiguize_tiles_odd: "item walks" below).
  *
- * Tuning knobs (make NVCCFLAGS="-O3 -DNAME=V", or a module for XPULUA_CUDA_FATBIN):
- * SHAPE_MIN_BLOCKS, SHAPE_BATCH, SHAPE_STREAMING, SHAPE_ROWS_STREAM, SHAPE_ANY_SHFL, SHAPE_CURSOR,
- * SHAPE_TILE_VEC, SHAPE_SUM_AHEAD, SHAPE_PBW_ROWS_BLOCKS, SHAPE_PBW_BATCH, SHAPE_PBW_SLIM_BORDER,
- * SHAPE_PBW_EARLY_BORDER, SHAPE_PBW_ROW_TERMS, SHAPE_PBW_LAST_FIRST, SHAPE_CONTIG_BLOCKS,
- * SHAPE_ITEM_BATCH, SHAPE_PAD_ITEM_BATCH, SHAPE_PBW_ITEM_BATCH, SHAPE_PAD_ITEMS_BLOCKS,
- * SHAPE_PBW_ITEMS_BLOCKS, SHAPE_TILES_ODD_BLOCKS, SHAPE_ROLL_BATCH, SHAPE_ROLL_BLOCKS,
- * SHAPE_SCAN_AHEAD, SHAPE_SCAN_BLOCKS, SHAPE_RING_BLOCKS, SHAPE_TILES_BLOCKS, SHAPE_TILE_ASYNC,
- * SHAPE_TILE_UNROLL;
- * each is described where it is defined.
+ * Tuning knobs: SHAPE_MIN_BLOCKS below, the rest in shape_tuning.cuh (each with what it
+ * measured; docs/TUNING.md lists them).
  *
  * The typed kernels add in the CPU bodies' order, so both backends give the same bytes on
  * finite values. Uses xpu_cuda.cuh and kernels/shape_grain.h. */
@@ -37,9 +30,7 @@
 #include "../shape_grain.h"
 
 #define SHAPE_BLOCK 256
-#ifndef SHAPE_BATCH
-#define SHAPE_BATCH 4 /* chunks whose loads a thread issues before their stores */
-#endif
+#include "shape_tuning.cuh" /* the knobs: blocks an SM, loads in flight, paths */
 /* Blocks an SM must hold, per kernel: the register cap (3 -> 80, 4 -> 64, 5 -> 48 a thread).
  * A thread moves 64 bytes and is done, so what is in flight on an SM is its resident blocks
  * times 16 KiB, against the registers the index work wants. Measured on the H200 at 1 GiB f32
@@ -56,35 +47,8 @@
 #else
 #define SHAPE_BOUNDS(blocks) __launch_bounds__(SHAPE_BLOCK, blocks)
 #endif
-/* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
- * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
- * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build
- * against one with SHAPE_STREAMING=0 (every kernel cached) in the same run: contiguize 2934 /
- * 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level
- * (docs/PERF.md, fourth pass). 0: no kernel streams. */
-#ifndef SHAPE_STREAMING
-#define SHAPE_STREAMING 1
-#endif
 #define SHAPE_KEEP false /* a kernel's loads and stores stay in the caches */
-/* The rows kernels' loads and stores: streaming (1) as the others, or cached (0). H200, 1 GiB
- * f32, cached against streaming in one call: pad_rows 3894-3907 / 3690-3832 GB/s,
- * pad_backward_rows (the walk below, 8 chunks a batch) 3240-3269 / 3065-3072. */
-#ifndef SHAPE_ROWS_STREAM
-#define SHAPE_ROWS_STREAM 0
-#endif
 
-/* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
- * per chunk); 0: every such chunk loads both of its vectors. Measured on the H200 at 1 GiB f32
- * (when roll still moved vectors): roll 1990 GB/s with the shuffle, 2790 without; pad 2638 /
- * 2758; the other ops the same. */
-#ifndef SHAPE_ANY_SHFL
-#define SHAPE_ANY_SHFL 0
-#endif
-/* 1: a thread's chunks find their (row, column) from the first one's by adding the step (two
- * divisions a thread); 0: each chunk divides its own index (registers for instructions). */
-#ifndef SHAPE_CURSOR
-#define SHAPE_CURSOR 1
-#endif
 
 static_assert(XPU_SHAPE_GRAIN == 16, "a thread's 16 items are elem chunks of 16 bytes each");
 static_assert(XPU_SHAPE_ROW_GROUPS * 8 <= 32 && XPU_SHAPE_PAD_ROW_GROUPS * 8 <= 32,
@@ -691,9 +655,6 @@ pad_rows(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long
 
 /* ---- pad_backward ----------------------------------------------------------------------------- */
 
-#ifndef SHAPE_SUM_AHEAD
-#define SHAPE_SUM_AHEAD 8 /* terms of an element-walk sum whose loads are in flight together */
-#endif
 
 /* bf16 from f32: round to nearest even; NaN stays a quiet NaN (as the CPU body does). */
 static __device__ __forceinline__ uint16_t shape_bf16(float f)
@@ -1028,9 +989,6 @@ __device__ void shape_pad_bwd_op::slow(uint64_t i0, uint32_t count) const
 			   make_ulonglong4(w[8], w[9], w[10], w[11]), i0, count);
 }
 
-#ifndef SHAPE_PBW_ROW_TERMS
-#define SHAPE_PBW_ROW_TERMS 4 /* upstream rows a chunk of a row on an outer border sums as vectors */
-#endif
 
 /* Columns [*lo, *hi) of a gradient row have one term each along the last axis: reflect's
  * mirrors are columns 1 .. lol and len - 1 - hil .. len - 2, replicate's edge runs columns 0,
@@ -1143,20 +1101,6 @@ __device__ uint32_t shape_pad_bwd_op::rows_sum(uint64_t i0, uint32_t mask) const
  * bytes spilled), alternated in one call: 3452 / 3514 / 3379 against 3430 / 3480 / 3337 (16
  * chunks a thread at two blocks: 2919-3055). A thread takes XPU_SHAPE_ROW_GROUPS * elem /
  * SHAPE_PBW_BATCH whole batches: 8 is the most f16 allows. */
-#ifndef SHAPE_PBW_BATCH
-#define SHAPE_PBW_BATCH 8 /* chunks a thread has in flight in pad_backward_rows */
-#endif
-#ifndef SHAPE_PBW_SLIM_BORDER
-#define SHAPE_PBW_SLIM_BORDER 1 /* a one-row lane's reflected border chunks in closed form */
-#endif
-#ifndef SHAPE_PBW_LAST_FIRST
-/* 1: the launch's last group in block 0 (shape_pbw_rows_walk). H200, 1 GiB f32 reflect,
- * padding ((1, 1), (16, 16)), two rounds: 3926-3937 GB/s against 3688-3694 in launch order. */
-#define SHAPE_PBW_LAST_FIRST 1
-#endif
-#ifndef SHAPE_PBW_EARLY_BORDER
-#define SHAPE_PBW_EARLY_BORDER 1 /* ... those at its batch's two ends loaded with the batch */
-#endif
 
 /* Chunk b of batch k of thread t, in the group's chunks. */
 static __device__ __forceinline__ uint32_t shape_pbw_chunk(uint32_t k, uint32_t b, uint32_t t)
@@ -1440,12 +1384,8 @@ pad_backward(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PA
 	shape_pad_bwd<false>(grad, up, geom, SHAPE_PAD_ARGS);
 }
 
-/* pad_backward with each gradient row's upstream row found once a group (shape_pbw_rows_walk).
- * SHAPE_PBW_ROWS_BLOCKS: blocks an SM (2: 128 registers, with 8 chunks a batch; 3: 80, where 4
- * chunks a batch ran 3337-3480 GB/s; 4: 64, 3139-3180 at 4 chunks, 2374-2812 at 8, spilling). */
-#ifndef SHAPE_PBW_ROWS_BLOCKS
-#define SHAPE_PBW_ROWS_BLOCKS 2
-#endif
+/* pad_backward with each gradient row's upstream row found once a group (shape_pbw_rows_walk);
+ * its blocks an SM: SHAPE_PBW_ROWS_BLOCKS (shape_tuning.cuh). */
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ROWS_BLOCKS)
 pad_backward_rows(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
@@ -1522,16 +1462,6 @@ flip(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long lo
 
 /* ---- cumsum ----------------------------------------------------------------------------------- */
 
-#ifndef SHAPE_SCAN_AHEAD
-#define SHAPE_SCAN_AHEAD 8 /* a lane's loads in flight before their sums are stored */
-#endif
-/* SHAPE_SCAN_AHEAD and cumsum's blocks an SM (the register cap; at 3 it holds 64, so four
- * blocks an SM). H200, 1 GiB f32 [256, 1M] along axis 0, alternated in one call, % of the copy
- * beside it: 8 ahead 92-93 %, 16 ahead 86-87 %, 4 ahead at 4 blocks (40 registers, six blocks
- * an SM) 88-90 % (docs/PERF.md, "Triangles item by item"). */
-#ifndef SHAPE_SCAN_BLOCKS
-#define SHAPE_SCAN_BLOCKS 3
-#endif
 
 /* One lane, sequential along dim from the first element (as the CPU body); the loads of the
  * next SHAPE_SCAN_AHEAD steps are issued together, the adds stay in order. */
@@ -1589,13 +1519,6 @@ cumsum(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned long 
 		shape_scan_f32(out, in, base, dim, inner, dt);
 }
 
-/* cumsum_vec4's 16-byte loads in flight a thread. H200, 1 GiB f32 [256, 1M] along axis 0,
- * alternated in one call over two rounds, GB/s: 4 ahead (54 registers) 3886-3903, 4 ahead at
- * four blocks an SM 3800-3899, 8 ahead 3743-3820; the scalar cumsum had run 3700-3780
- * (docs/PERF.md, "The driver's copy path; cumsum_vec4 on CUDA"). */
-#ifndef SHAPE_SCAN4_AHEAD
-#define SHAPE_SCAN4_AHEAD 4
-#endif
 
 /* cumsum_vec4: four neighbouring lanes a thread (f32 whose inner extent is a multiple of 4: the
  * launcher's variant, on a quarter of cumsum's grid), each column added in the scalar order; a
@@ -1750,18 +1673,6 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
  * item by item than in chunks (pad at rows of 64: 44 % against 68 %), hence kernels of their
  * own. */
 
-#ifndef SHAPE_ITEM_BATCH
-#define SHAPE_ITEM_BATCH 8 /* items of a thread whose loads are issued before their stores */
-#endif
-/* pad_items': H200, 1 GiB f32, rows of 1023, GB/s at 4 / 8 / 16 a batch: 2661-2693 / 2766-2829 /
- * 3083-3085 (72 / 76 / 82-83 % of the copy beside it); pad_backward_items at 16 spills (668
- * bytes) and ran 1789-1806 against 1979-2013 at 8. */
-#ifndef SHAPE_PAD_ITEM_BATCH
-#define SHAPE_PAD_ITEM_BATCH 16
-#endif
-#ifndef SHAPE_PBW_ITEM_BATCH
-#define SHAPE_PBW_ITEM_BATCH SHAPE_ITEM_BATCH /* pad_backward_items' */
-#endif
 static_assert(XPU_SHAPE_GRAIN % SHAPE_ITEM_BATCH == 0 && XPU_SHAPE_GRAIN % SHAPE_PAD_ITEM_BATCH == 0 &&
 		      XPU_SHAPE_GRAIN % SHAPE_PBW_ITEM_BATCH == 0,
 	      "whole batches");
@@ -1890,18 +1801,7 @@ flip_items(uint8_t *out, const uint8_t *in, unsigned long long outer, unsigned l
 
 /* roll: out[o, j] = in[o, (j - shift) mod dim] along the flattened [outer, dim * inner], shift
  * folded into [0, dim) by the launcher: an item walk, its cursor (row, column) in 32 bits where
- * the items allow, each warp load and store a run of 32 elements. As 16-byte chunks (flip's
- * walk), a shift that is not a whole chunk made every chunk two loads and a funnel shift. H200,
- * 1 GiB f32 shifted by 7, alternated in one call (GB/s, % of the copy beside it): this walk
- * 4123-4126 (102 %), the same walk with a 64-bit cursor 3527-3582 (89-90 %), this walk at 8 a
- * batch and four blocks an SM (64 registers) 3875-3899 (97-99 %); docs/PERF.md, "Triangles
- * item by item". */
-#ifndef SHAPE_ROLL_BATCH
-#define SHAPE_ROLL_BATCH 16
-#endif
-#ifndef SHAPE_ROLL_BLOCKS
-#define SHAPE_ROLL_BLOCKS 3
-#endif
+ * the items allow (its batch and blocks, and what they measured: shape_tuning.cuh). */
 template <typename T, typename I>
 static __device__ __forceinline__ void shape_roll_walk(T *__restrict__ out, const T *__restrict__ in, I n, I dim,
 						       I shift)
@@ -2030,9 +1930,6 @@ static __device__ __forceinline__ void shape_pad_items(const shape_pad_op &op, c
 	}
 }
 
-#ifndef SHAPE_PAD_ITEMS_BLOCKS
-#define SHAPE_PAD_ITEMS_BLOCKS 4 /* blocks an SM pad_items must hold */
-#endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PAD_ITEMS_BLOCKS)
 pad_items(uint8_t *out, const uint8_t *in, unsigned long long geom, unsigned long long fill, SHAPE_PAD_PARAMS)
 {
@@ -2110,9 +2007,6 @@ static __device__ __forceinline__ uint32_t shape_pbw_items(const shape_pad_bwd_o
 	return slow;
 }
 
-#ifndef SHAPE_PBW_ITEMS_BLOCKS
-#define SHAPE_PBW_ITEMS_BLOCKS 3 /* blocks an SM pad_backward_items must hold */
-#endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_PBW_ITEMS_BLOCKS)
 pad_backward_items(uint8_t *grad, const uint8_t *up, unsigned long long geom, SHAPE_PAD_PARAMS)
 {
@@ -2434,11 +2328,6 @@ struct shape_ring_rows_op {
 };
 
 /* The position is loaded first: the start is on every store's path. */
-/* write_slice_rotating_rows' blocks an SM: at 3, 76 registers; at 4 it spills 84 bytes and ran
- * 82 % of the copy beside it against 96-97 % (H200, 1 GiB f32; docs/PERF.md). */
-#ifndef SHAPE_RING_BLOCKS
-#define SHAPE_RING_BLOCKS 3
-#endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_RING_BLOCKS)
 write_slice_rotating_rows(uint8_t *dest, const uint8_t *src, const uint32_t *pos, unsigned long long geom,
 			  SHAPE_SLAB_PARAMS)
@@ -2500,29 +2389,6 @@ write_slice_rows(uint8_t *dest, const uint8_t *src, unsigned long long geom, SHA
 
 /* ---- contiguize -------------------------------------------------------------------------------- */
 
-/* 1: full tiles on 16-byte boundaries move 16-byte vectors on both sides of a transpose; 0:
- * every tile goes element by element. */
-#ifndef SHAPE_TILE_VEC
-#define SHAPE_TILE_VEC 1
-#endif
-/* 1: a block's full vector tiles come into shared memory by cp.async (sm_80 on), the next
- * tile's copies in flight while the current one is written out, two tiles of shared memory a
- * block; 0: through registers, one tile at a time (shape_tile_vec). HIP has no cp.async. */
-#ifndef SHAPE_TILE_ASYNC
-#ifdef XPU_HIP
-#define SHAPE_TILE_ASYNC 0
-#else
-#define SHAPE_TILE_ASYNC 1
-#endif
-#endif
-
-/* Vectors of a tile a thread copies in (shape_tile_fetch) or writes out (shape_tile_drain) in
- * one unrolled step: 4 (all of an f32 tile's) needs two blocks an SM (at three, 404 bytes
- * spilled; 1 spills 24). H200, 1 GiB f32 transposed, two rounds: 4 at two blocks 3880-3903
- * GB/s, 1 at three 3846-3851, registers one tile at a time (SHAPE_TILE_ASYNC 0) 3763. */
-#ifndef SHAPE_TILE_UNROLL
-#define SHAPE_TILE_UNROLL 4
-#endif
 
 #if SHAPE_TILE_ASYNC
 /* 16 bytes from global to shared memory, with no register between (cp.async.cg: cached in L2
@@ -2974,14 +2840,6 @@ static __device__ void shape_transpose(const shape_contig_op &op, int p, uint4 *
 		long long st2, long long st3, long long st4, long long st5, long long st6, long long st7
 #define SHAPE_CONTIG_ARGS out, in, geom, offset, d01, d23, d45, d67, st0, st1, st2, st3, st4, st5, st6, st7
 
-/* Blocks an SM the plain contiguize (the walks) must hold: 3 -> 70 registers, no spill; 4 -> 64,
- * 16 bytes spilled. H200, 1 GiB f32, a view of runs of 512 / 64 / 8 items at stride 1
- * (`bench-shape-ops.lua --run N`), GB/s: 3 blocks 3094-3127 / 3120 / 2775-2819, 4 blocks
- * 3337-3372 / 3399 / 2811-2812; with the tiles in the kernel (80 registers, 192 bytes spilled)
- * 2243-2288 / 2292 / 1903-1919 (docs/PERF.md, "Row tables"). */
-#ifndef SHAPE_CONTIG_BLOCKS
-#define SHAPE_CONTIG_BLOCKS 4
-#endif
 
 /* TILES: the grid has a group for every XPU_SHAPE_TILE_GROUPS tiles of a transpose (the
  * launcher's contiguize_tiles), so a group's setup (the view's geometry over eight axes, about
@@ -3029,29 +2887,15 @@ contiguize(SHAPE_CONTIG_PARAMS)
 	shape_contiguize<false>(SHAPE_CONTIG_ARGS);
 }
 
-/* Blocks an SM contiguize_tiles must hold. With a tile's copies in flight beside the one
- * written out (SHAPE_TILE_ASYNC), 2 (128 registers, 33 KB of shared memory a block; see
- * SHAPE_TILE_UNROLL). One tile at a time, 3: 80 registers and 16 bytes spilled; H200, 1 GiB
- * f32 transposed, % of the copy beside it: 3 93 %, 2 (120 registers) 81 %, 4 (192 bytes
- * spilled) 81-83 % (docs/PERF.md, "Triangles item by item"). */
-#ifndef SHAPE_TILES_BLOCKS
-#define SHAPE_TILES_BLOCKS (SHAPE_TILE_ASYNC ? 2 : 3)
-#endif
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_TILES_BLOCKS)
 contiguize_tiles(SHAPE_CONTIG_PARAMS)
 {
 	shape_contiguize<true>(SHAPE_CONTIG_ARGS);
 }
 
-/* contiguize_tiles for transposes whose steps (the last axis's stride, axis p's output stride)
- * are off 16 bytes, so that no tile takes the vector form: every tile through
- * shape_tile_ahead, inlined. H200, 1 GiB f32, a transpose of rows of 1023: 72-73 % of the copy
- * beside it (contiguize_tiles 33 %; at two blocks an SM, 128 registers, 69 %). A kernel of its
- * own: in contiguize_tiles, shape_tile_ahead's registers cost the vector tiles (200-550 bytes
- * spilled, 16 % slower at rows of 1024). */
-#ifndef SHAPE_TILES_ODD_BLOCKS
-#define SHAPE_TILES_ODD_BLOCKS 3 /* blocks an SM contiguize_tiles_odd must hold */
-#endif
+/* contiguize_tiles for transposes whose steps are off 16 bytes, so that no tile takes the
+ * vector form: every tile through shape_tile_ahead (why a kernel of its own: shape_tuning.cuh,
+ * SHAPE_TILES_ODD_BLOCKS). */
 extern "C" __global__ void SHAPE_BOUNDS(SHAPE_TILES_ODD_BLOCKS)
 contiguize_tiles_odd(SHAPE_CONTIG_PARAMS)
 {

@@ -3,7 +3,7 @@
 -- value) as one line on stderr with exit 2. Uses nothing but Lua.
 --
 --   local opts = cli.parse(arg, {
---     name = "bandwidth", about = "one line on what it does",
+--     name = "bandwidth", about = "one line on what it does", -- dir = "lab": a lab/ script
 --     example = "xpulua scripts/bandwidth.lua --device cpu:0 --mib 256",
 --     options = {
 --       { "device", "string", "cpu:0", "the device to time", value = "ID" },
@@ -48,11 +48,12 @@ function M.fits(name, dev, bytes, what, fix)
 end
 
 -- A file of the source tree (e.g. "contracts/shape-ops.md"): as given where it exists from here,
--- else beside the running script's scripts/ directory, so a script run from elsewhere finds it.
+-- else beside the running script's scripts/ (or lab/) directory, so a script run from elsewhere
+-- finds it.
 function M.repo_file(rel)
   local f = io.open(rel)
   if f then f:close(); return rel end
-  local root = arg and arg[0] and arg[0]:match("^(.*)/scripts/[^/]+$")
+  local root = arg and arg[0] and (arg[0]:match("^(.*)/scripts/[^/]+$") or arg[0]:match("^(.*)/lab/[^/]+$"))
   if root then
     local there = root .. "/" .. rel
     f = io.open(there)
@@ -142,7 +143,7 @@ end
 -- The --help text.
 function M.help(spec)
   local opts = normalise(spec)
-  local lines, usage = {}, { "usage: xpulua scripts/" .. spec.name .. ".lua" }
+  local lines, usage = {}, { "usage: xpulua " .. (spec.dir or "scripts") .. "/" .. spec.name .. ".lua" }
   if #opts > 0 then usage[#usage + 1] = "[options]" end
   for _, a in ipairs(spec.args or {}) do usage[#usage + 1] = a.required and a[1] or "[" .. a[1] .. "]" end
   lines[1] = table.concat(usage, " ")
@@ -175,7 +176,7 @@ function M.help(spec)
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "example:"
-  lines[#lines + 1] = "  " .. (spec.example or ("xpulua scripts/" .. spec.name .. ".lua"))
+  lines[#lines + 1] = "  " .. (spec.example or ("xpulua " .. (spec.dir or "scripts") .. "/" .. spec.name .. ".lua"))
   return table.concat(lines, "\n") .. "\n"
 end
 

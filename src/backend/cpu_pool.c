@@ -76,11 +76,6 @@ int xpu_pool_start(int workers)
 	return rc;
 }
 
-int xpu_pool_workers(void)
-{
-	return nworkers + 1;
-}
-
 void xpu_pool_run(xpu_cpu_fn fn, const struct xpu_karg *args, uint64_t ngroups,
 		  const struct xpu_cpu_launch *launch)
 {

@@ -6,7 +6,6 @@
 #include "cpu/cpu_kernel.h"
 
 int xpu_pool_start(int workers);
-int xpu_pool_workers(void);
 /* Runs fn over groups [0, ngroups) and returns when every group is done. */
 void xpu_pool_run(xpu_cpu_fn fn, const struct xpu_karg *args, uint64_t ngroups,
 		  const struct xpu_cpu_launch *launch);

@@ -13,11 +13,6 @@ extern const struct xpu_backend_ops xpu_cuda_backend;
 extern const struct xpu_backend_ops xpu_hip_backend;
 extern const struct xpu_backend_ops xpu_vulkan_backend;
 
-/* A backend left out of this build: listed, with the reason, never opened. */
-#define NOT_BUILT(nm) { .name = nm, .probe = NULL }
-static const struct xpu_backend_ops not_built[] = {
-};
-
 static const struct xpu_backend_ops *const built[] = {
 	&xpu_cpu_backend,
 	&xpu_cuda_backend,
@@ -26,19 +21,18 @@ static const struct xpu_backend_ops *const built[] = {
 };
 
 #define NBUILT ((int)(sizeof built / sizeof *built))
-#define NNOT ((int)(sizeof not_built / sizeof *not_built))
 
-static struct xpu_probe probes[NBUILT + NNOT];
+static struct xpu_probe probes[NBUILT];
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 
 int xpu_backend_count(void)
 {
-	return NBUILT + NNOT;
+	return NBUILT;
 }
 
 const struct xpu_backend_ops *xpu_backend_at(int i)
 {
-	return i < NBUILT ? built[i] : not_built + (i - NBUILT); /* not_built may be empty */
+	return built[i];
 }
 
 static bool disabled(const char *name)
@@ -58,7 +52,7 @@ static void probe_all(void)
 	for (int i = 0; i < xpu_backend_count(); i++) {
 		const struct xpu_backend_ops *ops = xpu_backend_at(i);
 		struct xpu_probe *p = &probes[i];
-		if (!ops->probe) {
+		if (!ops->probe) { /* a vtable with no probe: its backend was compiled out */
 			p->state = XPU_NOT_BUILT;
 			snprintf(p->reason, sizeof p->reason, "this xpulua was built without the %s backend",
 				 ops->name);

@@ -5,7 +5,7 @@
  * each buffer having its own vkAllocateMemory was the suspect. That slowdown was the GPU's
  * clock, dropped during the host's uploads between timings (docs/PERF.md, "Clocks between
  * cells"; lua/xpu/settle.lua), not where buffers land: with settling, one process reads at
- * the ceiling through any churn (scripts/read-after-churn.lua). The pool stays for what it
+ * the ceiling through any churn (lab/read-after-churn.lua). The pool stays for what it
  * does anyway: one driver allocation serves many buffers. Buffers are placed in blocks of at
  * least XPU_VK_BLOCK bytes (XPU_VK_BLOCK_HOST where device memory is host memory: integrated
  * and CPU devices), first fit, 2 MiB apart where large, and a block that empties is kept for

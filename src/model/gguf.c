@@ -812,24 +812,6 @@ static int keyed(const struct gguf *g, const char *key)
 	return xpu_fail("%s: key '%s': %s", g->path, key, msg);
 }
 
-int gguf_get_u64(const struct gguf *g, const char *key, uint64_t *out)
-{
-	const struct gguf_value *v = get(g, key);
-	return !v ? -1 : gguf_value_u64(v, out) ? keyed(g, key) : 0;
-}
-
-int gguf_get_i64(const struct gguf *g, const char *key, int64_t *out)
-{
-	const struct gguf_value *v = get(g, key);
-	return !v ? -1 : gguf_value_i64(v, out) ? keyed(g, key) : 0;
-}
-
-int gguf_get_f64(const struct gguf *g, const char *key, double *out)
-{
-	const struct gguf_value *v = get(g, key);
-	return !v ? -1 : gguf_value_f64(v, out) ? keyed(g, key) : 0;
-}
-
 int gguf_get_str(const struct gguf *g, const char *key, const char **s, size_t *len)
 {
 	const struct gguf_value *v = get(g, key);

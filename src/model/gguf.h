@@ -89,9 +89,6 @@ void gguf_array_iter(const struct gguf_value *array, struct gguf_iter *it);
 bool gguf_array_next(struct gguf_iter *it, struct gguf_value *out);
 
 /* By key, failing with the file and key named when absent or of another type. */
-int gguf_get_u64(const struct gguf *g, const char *key, uint64_t *out);
-int gguf_get_i64(const struct gguf *g, const char *key, int64_t *out);
-int gguf_get_f64(const struct gguf *g, const char *key, double *out);
 int gguf_get_str(const struct gguf *g, const char *key, const char **s, size_t *len);
 
 uint64_t gguf_tensor_count(const struct gguf *g);

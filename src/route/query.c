@@ -42,14 +42,3 @@ const struct xpu_karg *xpu_call_operand(const struct xpu_call *c, const char *na
 			return &c->operands[i].arg;
 	return NULL;
 }
-
-bool xpu_call_receiver(const struct xpu_call *c, const char *key, int64_t *out)
-{
-	int32_t id = xpu_name_find(XPU_NAME_KEY, key);
-	for (int i = 0; id >= 0 && i < c->nreceiver; i++)
-		if (c->receiver[i].key == id) {
-			*out = c->receiver[i].value;
-			return true;
-		}
-	return false;
-}

@@ -53,7 +53,6 @@ struct xpu_call {
 };
 
 const struct xpu_karg *xpu_call_operand(const struct xpu_call *c, const char *name);
-bool xpu_call_receiver(const struct xpu_call *c, const char *key, int64_t *out);
 
 /* ---- rows ------------------------------------------------------------------------------ */
 

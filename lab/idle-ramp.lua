@@ -4,7 +4,7 @@
 -- one each 0.25 s) and when the rate first reached 90 % of the last second's median. On the
 -- H200 with NVIDIA's Vulkan driver, after 8 s or more idle: about 1450 GB/s for at least 50 ms,
 -- then 3500 by 0.55 s; CUDA reads at full rate from the first window (docs/PERF.md).
---   xpulua scripts/idle-ramp.lua [--device D] [--idle S] [--load L]
+--   xpulua lab/idle-ramp.lua [--device D] [--idle S] [--load L]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -13,9 +13,9 @@ local cli = require "xpu.cli"
 
 local NAME = "idle-ramp"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "A device's read rate after it sat idle: windows of back-to-back reads, and when 90 % of the settled rate came.",
-  example = "xpulua scripts/idle-ramp.lua --device cpu:0 --idle 2 --load 1",
+  example = "xpulua lab/idle-ramp.lua --device cpu:0 --idle 2 --load 1",
   options = {
     { "device", "string", "cpu:0", "the device to time", value = "D" },
     { "idle", "number", 10, "idle time before the reads", unit = "seconds", min = 0 },

@@ -7,7 +7,7 @@
  * and a middle word are checked after each form. copy_bulk moves the bytes by the tensor memory
  * accelerator's bulk copies instead of the SMs' loads and stores.
  * With `driver` first, only the driver's copy runs (for a profiler: which kernel it launches).
- *   nvcc -O3 -arch=sm_90 -o copy-ceiling-probe scripts/copy-ceiling-probe.cu && ./copy-ceiling-probe [driver] [MiB ...] */
+ *   nvcc -O3 -arch=sm_90 -o copy-ceiling-probe lab/copy-ceiling-probe.cu && ./copy-ceiling-probe [driver] [MiB ...] */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 /* launch-probe.c — the driver's own cost per cuLaunchKernel: an empty kernel (inline PTX), 1000
  * launches on a blocking and a non-blocking stream, host time to submit and to sync. No
  * xpulua code in the path, so it bounds what any launcher on that machine can reach.
- *   cc -O2 -o launch-probe scripts/launch-probe.c -ldl && ./launch-probe */
+ *   cc -O2 -o launch-probe lab/launch-probe.c -ldl && ./launch-probe */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <time.h>

@@ -3,7 +3,7 @@
 -- stream_read kernel over COPIES rotated copies of BYTES, written two ways: a 12-byte pattern
 -- repeated, and pages that each start with their own (copy, page) and a per-page LCG stream;
 -- the two timed alternately ROUNDS times, SLEEP seconds apart (merging takes time), us a copy.
---   xpulua scripts/cpu-read-pages.lua [--device cpu:0] [--bytes 33030144] [--copies 9] [--rounds 4] [--sleep 3]
+--   xpulua lab/cpu-read-pages.lua [--device cpu:0] [--bytes 33030144] [--copies 9] [--rounds 4] [--sleep 3]
 local xpu = require "xpu"
 local report = require "xpu.report"
 
@@ -11,9 +11,9 @@ local cli = require "xpu.cli"
 
 local NAME = "cpu-read-pages"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "Whether this machine reads pages of repeated content faster than pages each unique.",
-  example = "xpulua scripts/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0",
+  example = "xpulua lab/cpu-read-pages.lua --bytes 262144 --copies 2 --rounds 2 --sleep 0",
   options = {
     { "device", "string", "cpu:0", "the device to time", value = "ID" },
     { "bytes", "int", 33030144, "bytes per copy", unit = "bytes" },

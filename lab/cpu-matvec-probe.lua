@@ -1,11 +1,11 @@
 -- cpu-matvec-probe.lua — what one core's mat-vec body does alone (xpu.quant.matvec_host: the
 -- kernel body on the calling thread, no pool), for the figures in docs/PERF.md's CPU section.
---   xpulua scripts/cpu-matvec-probe.lua rates [PATH]        one core, 8 MiB L3-resident
+--   xpulua lab/cpu-matvec-probe.lua rates [PATH]        one core, 8 MiB L3-resident
 --       matrices (3584x4096 and 1024x14336) per format, best of 7
---   xpulua scripts/cpu-matvec-probe.lua rows [FMT] [PATH]   one core from DRAM: the same
+--   xpulua lab/cpu-matvec-probe.lua rows [FMT] [PATH]   one core from DRAM: the same
 --       58.7 M weights as 28672x2048 .. 2048x28672, three rotated copies, best of 6
---   xpulua scripts/cpu-matvec-probe.lua once FMT [PATH] [N] N calls (default 1) at 1024x14336,
---       for an instruction count:  valgrind --tool=callgrind xpulua scripts/cpu-matvec-probe.lua
+--   xpulua lab/cpu-matvec-probe.lua once FMT [PATH] [N] N calls (default 1) at 1024x14336,
+--       for an instruction count:  valgrind --tool=callgrind xpulua lab/cpu-matvec-probe.lua
 --       once q4_K avx2 1  (then callgrind_annotate --inclusive=yes: rows_<fmt>_<path> / blocks)
 -- PATH: portable, avx2 or vnni (default avx2; valgrind runs no AVX-512, so count with avx2).
 local xpu = require "xpu"
@@ -14,9 +14,9 @@ local decode = require "xpu.decode"
 local cli = require "xpu.cli"
 local NAME = "cpu-matvec-probe"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "One core's mat-vec body alone: rates [PATH] | rows [FMT] [PATH] | once FMT [PATH] [N].",
-  example = "xpulua scripts/cpu-matvec-probe.lua rows q4_K avx2",
+  example = "xpulua lab/cpu-matvec-probe.lua rows q4_K avx2",
   options = {},
   args = { { "MODE", "rates, rows or once", required = true, kind = "choice", choices = { "rates", "rows", "once" } },
            { "A2", "rates: PATH; rows: FMT (q4_0); once: FMT" }, { "A3", "rows, once: PATH (avx2)" },

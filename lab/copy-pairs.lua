@@ -1,14 +1,14 @@
 -- copy-pairs.lua — pairs of 1 GiB buffers made one after another in one process, each pair's
 -- copy rate timed when it is made (with the first pair's again beside it), then every pair's
 -- again at the end: whether a rate belongs to the buffers, to the process, or to the moment.
---   xpulua scripts/copy-pairs.lua [DEVICE] [PAIRS]
+--   xpulua lab/copy-pairs.lua [DEVICE] [PAIRS]
 local xpu = require "xpu"
 local settle = require "xpu.settle" -- each pair's upload is host time: settled before each rate
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "copy-pairs",
+  name = "copy-pairs", dir = "lab",
   about = "Pairs of 1 GiB buffers made one after another, each pair's copy rate timed when made and again at the end.",
-  example = "xpulua scripts/copy-pairs.lua vulkan:0 6",
+  example = "xpulua lab/copy-pairs.lua vulkan:0 6",
   options = {},
   args = { { "DEVICE", "the device", default = "vulkan:0" },
            { "PAIRS", "pairs of buffers", default = 6, kind = "int", unit = "pairs" } },

@@ -8,14 +8,14 @@
 -- idle clock (docs/PERF.md, "Idle clocks"), and the tiny copy's doubling is its signature.
 -- Each timing below now settles first (xpu.settle), so what remains is the buffers' own
 -- (none was, once settling looked every 20 ms: docs/PERF.md, "Clocks between cells").
---   xpulua scripts/vk-buffers-probe.lua [DEVICE]
+--   xpulua lab/vk-buffers-probe.lua [DEVICE]
 local xpu = require "xpu"
 local settle = require "xpu.settle"
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "vk-buffers-probe",
+  name = "vk-buffers-probe", dir = "lab",
   about = "One roll over the same 1 GiB buffers, timed before and after the process makes and frees 1.5 GiB more.",
-  example = "xpulua scripts/vk-buffers-probe.lua vulkan:0",
+  example = "xpulua lab/vk-buffers-probe.lua vulkan:0",
   options = {},
   args = { { "DEVICE", "the device", default = "vulkan:0" } },
 })

@@ -7,7 +7,7 @@
  * their registers. Each line: the median of 20 launches, GB/s of read + write bytes. The
  * interior rows are checked against the host (the two rows with outer mirrors are left out).
  * On the H200 (docs/PERF.md, shape ops fifth pass): U4 4000 GB/s, U4 3/SM 3060, copy 3835-4052.
- *   nvcc -O3 -arch=sm_90 -o pad-backward-probe scripts/pad-backward-probe.cu && ./pad-backward-probe */
+ *   nvcc -O3 -arch=sm_90 -o pad-backward-probe lab/pad-backward-probe.cu && ./pad-backward-probe */
 #include <algorithm>
 #include <cstdio>
 #include <vector>

@@ -2,7 +2,7 @@
 """torch-shape-ops.py — the shape ops of scripts/bench-shape-ops.lua run through PyTorch on the
 same GPU, at the same shapes and counting the same bytes (what each op must read + write), so
 the two tables can be read side by side. Timed with CUDA events: 2 warm-ups, median of --reps.
-    python3 scripts/torch-shape-ops.py [--mib 960] [--reps 7] [--ceiling GBPS]
+    python3 lab/torch-shape-ops.py [--mib 960] [--reps 7] [--ceiling GBPS]
 """
 import argparse
 import statistics

@@ -3,14 +3,14 @@
 -- into the middle of the dest timed seven times: its median GB/s (read + write bytes). Run in
 -- many processes, it asks whether the order of the two allocations puts a Vulkan process in the
 -- slow mode of docs/PERF.md (it did not in ten).
---   xpulua scripts/copy-order.lua sd|ds [MIB]
+--   xpulua lab/copy-order.lua sd|ds [MIB]
 local xpu = require "xpu"
 local settle = require "xpu.settle"
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "copy-order",
+  name = "copy-order", dir = "lab",
   about = "Source and dest buffers made in the order asked, then the copy between them timed: its median GB/s.",
-  example = "XPULUA_DEVICE=vulkan:0 xpulua scripts/copy-order.lua ds 512",
+  example = "XPULUA_DEVICE=vulkan:0 xpulua lab/copy-order.lua ds 512",
   options = {},
   args = { { "ORDER", "sd (source first) or ds (dest first)", default = "sd", kind = "choice", choices = { "sd", "ds" } },
            { "MIB", "the source's size in MiB (the dest: twice it)", default = 512, kind = "int", unit = "MiB" } },

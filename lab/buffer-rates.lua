@@ -3,7 +3,7 @@
 -- with the streaming read kernel (replayed batches, median of 5) and prints its GB/s, twice
 -- over, so a rate that belongs to a buffer shows as the same in both passes. --copy: copies
 -- each buffer into the next instead (GB/s of read and write bytes), so writes are timed too.
---   xpulua scripts/buffer-rates.lua [--device D] [--buffers N] [--mib M] [--copy]
+--   xpulua lab/buffer-rates.lua [--device D] [--buffers N] [--mib M] [--copy]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -12,9 +12,9 @@ local cli = require "xpu.cli"
 
 local NAME = "buffer-rates"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "Reads (or copies) each of N written buffers twice over: whether a rate belongs to a buffer or the process.",
-  example = "xpulua scripts/buffer-rates.lua --device cpu:0 --buffers 2 --mib 64 --copy",
+  example = "xpulua lab/buffer-rates.lua --device cpu:0 --buffers 2 --mib 64 --copy",
   options = {
     { "device", "string", "cpu:0", "the device to time", value = "D" },
     { "buffers", "int", 6, "buffers made", unit = "buffers" },

@@ -10,11 +10,11 @@
 # SHAPE (default 4096x14336), DEVICES (default "cuda:0 vulkan:0"), FORMATS (q4_0 iq4_nl);
 # COPIES: the weight copies a timed process rotates (default: past the caches).
 case "${1:-}" in -h|--help)
-	echo 'usage: [SHAPE=RxC] [DEVICES="cuda:0 vulkan:0"] [FORMATS="q4_0 iq4_nl"] [COPIES=K] sh scripts/distinct-rows.sh'
+	echo 'usage: [SHAPE=RxC] [DEVICES="cuda:0 vulkan:0"] [FORMATS="q4_0 iq4_nl"] [COPIES=K] sh lab/distinct-rows.sh'
 	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 esac
 set -u
-. "$(dirname "$0")/device-env.sh" >/dev/null
+. "$(dirname "$0")/../scripts/device-env.sh" >/dev/null
 SHAPE=${SHAPE:-4096x14336}
 ROWS=${SHAPE%x*}
 FX=${FIXTURES:-/tmp/xpulua-fixtures}

@@ -3,16 +3,16 @@
 -- time), then again after each step: eager launches without and with timer marks, a
 -- download, a small gate-sized launch, the shared-memory stream_read, one launch of each
 -- other decode kernel. On the H200 none moved it (docs/PERF.md); the slowdown that
--- scripts/vk-alloc-history.lua showed was later found to be the clock, dropped during the
+-- lab/vk-alloc-history.lua showed was later found to be the clock, dropped during the
 -- uploads of new weights (docs/PERF.md, "Clocks between cells").
---   xpulua scripts/vk-steps-probe.lua [DEVICE] [KERNEL]
+--   xpulua lab/vk-steps-probe.lua [DEVICE] [KERNEL]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "vk-steps-probe",
+  name = "vk-steps-probe", dir = "lab",
   about = "Which earlier work in a process slows a Vulkan mat-vec: the same weights timed again after each step.",
-  example = "xpulua scripts/vk-steps-probe.lua vulkan:0 q6_K_q8k_wave_dot4",
+  example = "xpulua lab/vk-steps-probe.lua vulkan:0 q6_K_q8k_wave_dot4",
   options = {},
   args = { { "DEVICE", "the device", default = "vulkan:0" },
            { "KERNEL", "the mat-vec kernel", default = "q6_K_q8k_wave_dot4" } },

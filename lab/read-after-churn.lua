@@ -11,7 +11,7 @@
 -- sample a replayed batch of four reads, and printed with its time since the churn ended.
 -- --churn GIB: rounds of 1 GiB, each 32 buffers of 32 MiB made, written, read once, freed (0:
 -- none, a baseline). Progress and the churn's timing go to stderr, the table to stdout.
---   xpulua scripts/read-after-churn.lua [--device D] [--churn GIB] [--seconds S] [--mib M]
+--   xpulua lab/read-after-churn.lua [--device D] [--churn GIB] [--seconds S] [--mib M]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -20,9 +20,9 @@ local cli = require "xpu.cli"
 
 local NAME = "read-after-churn"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "Reads buffers made before and after bulk allocate-fill-free churn, a row per half second.",
-  example = "xpulua scripts/read-after-churn.lua --device cpu:0 --churn 1 --seconds 2 --mib 64",
+  example = "xpulua lab/read-after-churn.lua --device cpu:0 --churn 1 --seconds 2 --mib 64",
   options = {
     { "device", "string", "vulkan:0", "the device to time", value = "D" },
     { "churn", "int", 8, "rounds of 1 GiB churn (0: a baseline)", unit = "GiB", min = 0 },

@@ -1,14 +1,14 @@
 -- ncu-decode.lua — two launches of each CUDA decode mat-vec at 14336x4096, at the launcher's grid,
 -- for a profiler:  ncu -k regex:q8k_wave --launch-count 10 --section SpeedOfLight \
 --   --section WarpStateStats --section Occupancy --section MemoryWorkloadAnalysis \
---   xpulua scripts/ncu-decode.lua
+--   xpulua lab/ncu-decode.lua
 local xpu = require "xpu"
 local decode = require "xpu.decode"
 local cli = require "xpu.cli"
 cli.parse(arg, {
-  name = "ncu-decode",
+  name = "ncu-decode", dir = "lab",
   about = "Two launches of each CUDA decode mat-vec at 14336x4096, for a profiler (ncu).",
-  example = "ncu -k regex:q8k_wave --launch-count 10 --section SpeedOfLight xpulua scripts/ncu-decode.lua",
+  example = "ncu -k regex:q8k_wave --launch-count 10 --section SpeedOfLight xpulua lab/ncu-decode.lua",
   options = {},
 })
 local d, why = xpu.device "cuda:0"

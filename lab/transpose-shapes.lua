@@ -5,7 +5,7 @@
 -- either stride grows points at page translation, one level across shapes at the kernel.
 -- Each shape is timed beside a plain copy of the same bytes in the same process (settled,
 -- 100 ms back to back, then --reps timed launches); GB/s of read + write bytes.
---   xpulua scripts/transpose-shapes.lua [--device D] [--mib M] [--reps N] [--cols c1,c2,...]
+--   xpulua lab/transpose-shapes.lua [--device D] [--mib M] [--reps N] [--cols c1,c2,...]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -14,9 +14,9 @@ local cli = require "xpu.cli"
 
 local NAME = "transpose-shapes"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "contiguize of a transposed f32 view at one size and several shapes, each beside a plain copy.",
-  example = "xpulua scripts/transpose-shapes.lua --device cpu:0 --mib 16 --reps 3 --cols 64,1024",
+  example = "xpulua lab/transpose-shapes.lua --device cpu:0 --mib 16 --reps 3 --cols 64,1024",
   options = {
     { "device", "string", "vulkan:0", "the device to time", value = "D" },
     { "mib", "int", 1024, "the input's size", unit = "MiB" },

@@ -7,14 +7,14 @@
 -- figures predate xpu.settle (each trial's upload is host time, the device idle); each timing
 -- now settles first, and with settling every 20 ms the benches' in-process slowdown was gone
 -- (docs/PERF.md, "Clocks between cells"): a slowdown left here would be the allocations'.
---   xpulua scripts/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
+--   xpulua lab/vk-alloc-history.lua [DEVICE] [KERNEL] [KERNEL2]
 local xpu = require "xpu"; local decode = require "xpu.decode"; local report = require "xpu.report"
 local settle = require "xpu.settle"
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "vk-alloc-history",
+  name = "vk-alloc-history", dir = "lab",
   about = "The same mat-vec timed on fresh weight allocations, trial after trial in one process.",
-  example = "SPACER=0 xpulua scripts/vk-alloc-history.lua vulkan:0 iq4_nl_q8k_wave_dot4 q8_0_q8k_wave",
+  example = "SPACER=0 xpulua lab/vk-alloc-history.lua vulkan:0 iq4_nl_q8k_wave_dot4 q8_0_q8k_wave",
   options = {},
   args = { { "DEVICE", "the device", default = "vulkan:0" },
            { "KERNEL", "the first kernel", default = "iq4_nl_q8k_wave_dot4", key = "kernel1" },

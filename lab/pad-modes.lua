@@ -9,7 +9,7 @@
 -- is bit-gated first: the gradient, written over a poisoned buffer, against the CPU's bytes on
 -- the same upstream ("bit gate": ok, DIFFERS or UNWRITTEN with the count of such elements; either
 -- fails the run); --no-gate leaves it out.
---   xpulua scripts/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [-o table|jsonl|csv]
+--   xpulua lab/pad-modes.lua [--device D] [--mib N] [--cols N] [--outer N] [--reps N] [--no-gate] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
@@ -19,9 +19,9 @@ local cli = require "xpu.cli"
 
 local NAME = "pad-modes"
 local opts = cli.parse(arg, {
-  name = NAME,
+  name = NAME, dir = "lab",
   about = "pad_backward in each border mode, bit-gated, timed past the caches against the copy ceiling.",
-  example = "xpulua scripts/pad-modes.lua --device cpu:0 --mib 16 --cols 1024 --outer 1 --reps 3 -o jsonl",
+  example = "xpulua lab/pad-modes.lua --device cpu:0 --mib 16 --cols 1024 --outer 1 --reps 3 -o jsonl",
   options = {
     { "device", "string", "cpu:0", "the device to time", value = "D" },
     { "mib", "int", nil, "the gradient's size", unit = "MiB", default_text = "past the caches" },

@@ -18,7 +18,7 @@
  * the same GPU under CUDA"), 14336x4096 at U 1: prmt 15.6 us, nibble 19.1, pair32 25.4, half32
  * 27.2, none 12.4: the nibble table trails the permutes by what Vulkan's kernel trails CUDA's;
  * on resident blocks pairdp 18.2 against prmt 16.8, and at 4096x14336 17.5 against 19.0.
- *   nvcc -O3 -fmad=false -arch=sm_90 -o iq4nl-lookup-probe scripts/iq4nl-lookup-probe.cu
+ *   nvcc -O3 -fmad=false -arch=sm_90 -o iq4nl-lookup-probe lab/iq4nl-lookup-probe.cu
  *   ./iq4nl-lookup-probe                 # both shapes, every lookup, U 1 and 2
  *   ncu --kernel-name-base demangled -k "regex:mv<.int.1, .int.1>" --launch-skip 1 --launch-count 1 \
  *       ./iq4nl-lookup-probe 14336 4096   # nibble at U 1; .int.0 prmt, 2 pair32, 3 half32, 4 none,

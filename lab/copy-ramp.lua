@@ -2,13 +2,13 @@
 -- then with 100 ms and 20 ms of host time between launches, then back to back again. On
 -- NVIDIA's Vulkan driver (H200, 580) the first five launches of a process ran at about half
 -- the rate of the rest; CUDA's first launch is at full rate (docs/PERF.md).
---   xpulua scripts/copy-ramp.lua [DEVICE]
+--   xpulua lab/copy-ramp.lua [DEVICE]
 local xpu = require "xpu"
 local cli = require "xpu.cli"
 local opts = cli.parse(arg, {
-  name = "copy-ramp",
+  name = "copy-ramp", dir = "lab",
   about = "A 1 GiB copy timed launch by launch from a process's start, with and without host gaps between launches.",
-  example = "xpulua scripts/copy-ramp.lua vulkan:0",
+  example = "xpulua lab/copy-ramp.lua vulkan:0",
   options = {},
   args = { { "DEVICE", "the device", default = "vulkan:0" } },
 })
