@@ -265,6 +265,50 @@ for _, entry in ipairs(devices) do
   end)
 end
 
+-- ---- lavapipe at every subgroup width ----------------------------------------------------------
+
+-- LP_NATIVE_VECTOR_WIDTH sets lavapipe's subgroup size (128 bits: 4 lanes .. 2048: 64); the
+-- virtual 32-lane waves must give the CPU's bits at each. A child process per width.
+local WIDTH_CHILD = [[
+  local xpu = require "xpu"
+  local wg = require "xpu.workgroup"
+  local routes = require "routes.workgroup"
+  local vk, cpu = assert(xpu.device "vulkan:0"), xpu.device "cpu:0"
+  local function run(d, regime, dt, block, x, n, size)
+    local ops = { x = d:buffer(x), out = d:buffer(("\255"):rep(n * size)), agree = d:buffer(("\255"):rep(4 * n)) }
+    local c = xpu.call { query = wg.query(regime, dt, "add", block), device = d, operands = ops }
+    routes:bind(c):dispatch(c)
+    d:default_stream():sync()
+    return ops.out:download() .. ops.agree:download()
+  end
+  local parts, wide = {}, {}
+  for i = 1, 1024 do
+    parts[i] = string.pack("<f", (i % 7 - 3) * 2.0 ^ (i % 5 * 9 - 18))
+    wide[i] = string.pack("<i8", (i * 0x9E3779B97F4A7C15) ~ (i << 40))
+  end
+  local f, w = table.concat(parts), table.concat(wide)
+  local same = 0
+  for _, block in ipairs { 32, 256, 1024 } do
+    same = same + (run(vk, "reduce", "f32", block, f, 1024, 4) == run(cpu, "reduce", "f32", block, f, 1024, 4) and 1 or 0)
+    same = same + (run(vk, "scan", "i64", block, w, 1024, 8) == run(cpu, "scan", "i64", block, w, 1024, 8) and 1 or 0)
+  end
+  print(vk.name, vk.wave_size, same)
+]]
+
+describe("workgroup primitives on lavapipe at every subgroup width", function()
+  local vk, why = xpu.device "vulkan:0"
+  it("== cpu:0 at 4, 8, 16, 32 and 64 lanes a subgroup (LP_NATIVE_VECTOR_WIDTH 128 .. 2048)", function()
+    if not vk then return pending("skipped: no vulkan:0 (" .. tostring(why) .. ")") end
+    if not vk.name:match "llvmpipe" then return pending("skipped: vulkan:0 is not lavapipe (" .. vk.name .. ")") end
+    for _, bits in ipairs { 128, 256, 512, 1024, 2048 } do
+      local out = fx.child("LP_NATIVE_VECTOR_WIDTH=" .. bits, WIDTH_CHILD)
+      local width, same = out:match "\t(%d+)\t(%d+)"
+      assert.equal(tostring(bits // 32), width, "subgroup width at " .. bits .. ": " .. out)
+      assert.equal("6", same, "cases == cpu:0 at " .. bits .. " bits: " .. out)
+    end
+  end)
+end)
+
 -- ---- the rows: each fires, and does not where it does not serve -------------------------------
 
 describe("routes.workgroup", function()
