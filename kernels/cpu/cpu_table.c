@@ -7,5 +7,6 @@ const struct xpu_cpu_entry *const xpu_cpu_entry_lists[] = {
 	xpu_cpu_entries_base,
 	xpu_cpu_entries_quant,
 	xpu_cpu_entries_shape,
+	xpu_cpu_entries_workgroup,
 	NULL,
 };

@@ -72,6 +72,7 @@ struct xpu_kernel_def {
 	xpu_launcher_fn launch; /* may be NULL: no route row can name it */
 	uint32_t block;         /* the threads-per-group it is compiled for (0: any) */
 	const char *format;     /* the decode format it reads (quant/format_list.h), NULL: none */
+	uint32_t waves_max;     /* blocks of 1-D whole 32-lane waves, at most this many (0: any) */
 };
 
 struct xpu_kernel {

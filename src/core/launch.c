@@ -90,6 +90,10 @@ static int check_geometry(const struct xpu_kernel *k, const uint32_t grid[3], co
 	if (k->def->block && block[0] * block[1] * block[2] != k->def->block)
 		return xpu_fail("kernel '%s' is built for a block of %u threads, launched with %u",
 				k->def->name, k->def->block, block[0] * block[1] * block[2]);
+	uint32_t waves = k->def->waves_max;
+	if (waves && (block[1] != 1 || block[2] != 1 || block[0] % 32 || block[0] / 32 > waves))
+		return xpu_fail("kernel '%s' takes a 1-D block of whole 32-lane waves, 32 to %u threads, "
+				"launched with {%u,%u,%u}", k->def->name, 32 * waves, block[0], block[1], block[2]);
 	return 0;
 }
 

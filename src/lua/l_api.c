@@ -397,6 +397,14 @@ static const struct api_entry settle_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry workgroup_entries[] = {
+	{ "xpu.workgroup.rows", "workgroup.rows(table) -> table",
+	  "registers the rows of workgroup_reduce (f32, i32, i64) and workgroup_scan (i32, i64)" },
+	{ "xpu.workgroup.query", "workgroup.query(regime, dtype, op, block [, trips]) -> Query",
+	  "the query for a reduce or scan over dtype with op (add, max, min) at that block" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -436,6 +444,8 @@ static const struct api_section sections[] = {
 	{ "xpu.cli", "The scripts' option parser (`require \"xpu.cli\"`).", cli_entries, NULL },
 	{ "xpu.settle", "Bringing a GPU to its working clocks before timing "
 	  "(`require \"xpu.settle\"`).", settle_entries, NULL },
+	{ "xpu.workgroup", "The workgroup reduce and scan test kernels as route rows "
+	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
