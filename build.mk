@@ -17,8 +17,8 @@ XCFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -ffp-contract=off -Isrc -Ikernels -I$(B)
            -I$(LUA_INC) -DXPULUA_PREFIX='"$(PREFIX)"' $(WARN) $(CFLAGS)
 LIBS    := -lyaml -ldl -lpthread -lm
 
-CORE_SRC := $(wildcard src/core/*.c src/route/*.c src/backend/*.c src/quant/*.c \
-              src/model/*.c src/contract/*.c src/lua/*.c kernels/*.c kernels/cpu/*.c)
+CORE_SRC := $(wildcard src/core/*.c src/route/*.c src/ops/*.c src/ops/*/*.c src/backend/*.c src/backend/*/*.c \
+              src/quant/*.c src/model/*.c src/contract/*.c src/lua/*.c kernels/cpu/*.c)
 LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o

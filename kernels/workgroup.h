@@ -1,5 +1,5 @@
 /* workgroup.h — the codes of the workgroup primitives' test kernels (workgroup_reduce,
- * workgroup_scan: kernels/table_workgroup.c) and the order every backend's helpers keep
+ * workgroup_scan: src/ops/workgroup/table.c) and the order every backend's helpers keep
  * (kernels/cpu/workgroup.c, kernels/cuda/workgroup.cuh, kernels/vulkan/workgroup.glsl).
  * Included by C, CUDA and GLSL alike, so it holds nothing but defines.
  *

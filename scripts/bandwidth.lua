@@ -35,7 +35,7 @@ local bytes = mib << 20
 cli.fits("bandwidth", d, 2 * bytes, ("--mib %d (a source and a destination)"):format(mib), "give a smaller --mib")
 -- Grids per kernel, the fastest kept: 8 groups per resident slot (long chunks) and one group
 -- per 64 KiB (short chunks spread over every memory channel at once); the copy also one group
--- per 16 KiB, as the copy op launches it (kernels/launch_shape.c: 3890 -> 4030 GB/s on the
+-- per 16 KiB, as the copy op launches it (src/ops/shape/launch.c: 3890 -> 4030 GB/s on the
 -- H200 in lab/copy-ceiling-probe.cu). A grid of more than 32768 groups goes as rows of
 -- 32768 (the kernels number groups across rows), under every driver's limit.
 local resident8 = math.max(1, d:dispatch_blocks(8)) * 8

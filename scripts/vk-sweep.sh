@@ -1,6 +1,6 @@
 #!/bin/sh
 # vk-sweep.sh — the Vulkan decode mat-vecs on vulkan:0 under the tuning settings worth
-# comparing (XPULUA_VULKAN_MATVEC_SPEC, src/backend/vulkan_pipe.c; what each constant does:
+# comparing (XPULUA_VULKAN_MATVEC_SPEC, src/backend/vulkan/vulkan_pipe.c; what each constant does:
 # kernels/vulkan/matvec.glsl), one bench-matvec-kernel process per setting, each kernel bit-
 # gated against the CPU before it is timed (a failed gate shows as FAIL). Prints per shape a
 # table of median us per launch (deferred batches, weights rotated past L2): kernels down,

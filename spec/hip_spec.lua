@@ -1,4 +1,4 @@
--- hip_spec.lua — the HIP backend and the AMDGPU code-object reader (src/backend/amdgpu_notes.c).
+-- hip_spec.lua — the HIP backend and the AMDGPU code-object reader (src/backend/hip/amdgpu_notes.c).
 --
 -- What these specs prove on a machine with no AMD GPU (CI):
 --   * the metadata reader agrees with LLVM's own (llvm-readelf --notes) on every field of a code

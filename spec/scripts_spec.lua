@@ -52,7 +52,9 @@ describe("scripts/audit.lua", function()
     assert.matches("unserved tensors: 1", out)
     assert.matches("blk.0.ffn_down.weight", out)
     assert.matches("no row admits q2_K decode; row 'q4_0%-dot4%-wave' got furthest, refused at Format", out)
-    assert.matches("rows that never fire: 15", out) -- 8 decode rows of absent formats + 7 bind rows
+    -- 8 decode rows of absent formats + 19 bind rows (a split row per way it runs: 3 for each
+    -- of the five formats with a row prefix, 2 for q4_K and q5_K)
+    assert.matches("rows that never fire: 27", out)
     -- the dot4 and the plain row both serve attn_q, and the q5_K and q5_0 tensors likewise
     assert.matches("shadowed queries: 3", out)
     for _, t in ipairs { "attn_q", "ffn_up", "ffn_gate" } do
@@ -98,7 +100,7 @@ describe("route tables per model", function()
         local fits = { format = r.format, regime = "decode", in_dim = 4096, out_dim = 4096 }
         local misfit = { format = r.format, regime = "decode", in_dim = 4000, out_dim = 4096 }
         if r.regime == "bind" then
-          fits = { format = r.format, regime = "bind", bpr = 16 }
+          fits = { format = r.format, regime = "bind", bpr = 16, block_base = 0, blocks = 32 } -- whole rows
           misfit = { format = r.format, regime = "bind" } -- no bpr: the split cannot lay rows out
         end
         if r.name:match("%-id$") then fits.experts, misfit.experts = 8, 8 end
@@ -107,7 +109,11 @@ describe("route tables per model", function()
         assert.equal(1, fires, r.name)
         assert.equal(1, refuses, r.name)
       end
-      assert.equal(#common.decode_formats * (name == "routes.moe" and 5 or 3), #t)
+      -- per format: its decode rows (wave, dot4 wave; moe adds id and dot4 id) and its split
+      -- rows (3 with a row prefix, 2 without)
+      local split_rows = 0
+      for _, f in ipairs(common.decode_formats) do split_rows = split_rows + (xpu.quant.info(f).scale_bytes > 0 and 3 or 2) end
+      assert.equal(#common.decode_formats * (name == "routes.moe" and 4 or 2) + split_rows, #t)
     end)
   end
 

@@ -1,5 +1,5 @@
 -- shape_rows_spec.lua — every way a shape op runs is a route row of its own: each contract
--- makes a row per dtype and per variant its backend builds (kernels/shape_variants.c), the
+-- makes a row per dtype and per variant its backend builds (src/ops/shape/variants.c), the
 -- variant's geometry gate speaks in the shape half (so the audit sees it, with no device), its
 -- operand gate in the ready half, and a contract launch is picked in the contract's own table
 -- (c.routes), whose records and census name the row that ran. Which variant fires on which

@@ -1,7 +1,7 @@
 /* quant_kernels.c — the CPU bodies of the quant kernels: q8_K pack, the bind split (seed 001
  * §25.4.1) and the integer-route decode mat-vecs, dense and grouped over experts.
  * Uses cpu_kernel.h's launch contract, matvec.h and quant/formats.h. Arguments arrive
- * checked against table_quant.c's signatures and extents. */
+ * checked against src/ops/quant/table.c's signatures and extents. */
 #include "cpu_kernel.h"
 #include "matvec.h"
 #include "quant/formats.h"

@@ -1,4 +1,4 @@
-/* shape_ops.c — CPU bodies of the shape kernels (kernels/table_shape.c): pad, pad_backward,
+/* shape_ops.c — CPU bodies of the shape kernels (src/ops/shape/table.c): pad, pad_backward,
  * flip, roll, cumsum, triu, tril, write_slice, write_slice_rotating, contiguize. A group is
  * 256 * XPU_SHAPE_GRAIN items (output elements; write_slice*: source elements), cumsum's 256
  * lanes (its grain is one); each body walks its items a row run at a time with memcpy where

@@ -169,7 +169,7 @@ static void group_scan(uint32_t op, uint32_t dt, uint64_t *v, uint32_t block, ui
 	}
 }
 
-/* out agree x n groups trips op dtype (kernels/table_workgroup.c). */
+/* out agree x n groups trips op dtype (src/ops/workgroup/table.c). */
 static void workgroup_reduce(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 			     const struct xpu_cpu_launch *l)
 {
@@ -190,7 +190,7 @@ static void workgroup_reduce(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 		}
 }
 
-/* out x n trips op dtype (kernels/table_workgroup.c). */
+/* out x n trips op dtype (src/ops/workgroup/table.c). */
 static void workgroup_scan(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 			   const struct xpu_cpu_launch *l)
 {

@@ -1,4 +1,4 @@
-/* base.cu — CUDA bodies of the basic kernels (kernels/table_base.c): byte copy, strided fill,
+/* base.cu — CUDA bodies of the basic kernels (src/ops/base/table.c): byte copy, strided fill,
  * and the streaming read and copy that measure the device's bandwidth ceiling. */
 #include "xpu_cuda.cuh"
 

@@ -1,5 +1,5 @@
 /* matvec.cu — the decode mat-vecs <fmt>_q8k_wave and their grouped-expert twins <fmt>_q8k_id
- * (kernels/table_quant.c), one pair per row of src/quant/format_list.h, on matvec.cuh's walk.
+ * (src/ops/quant/table.c), one pair per row of src/quant/format_list.h, on matvec.cuh's walk.
  * A group of 256 threads is 8 warps, each one row (wave v = group * 8 + warp), as
  * kernels/cpu/quant_kernels.c numbers them. */
 #include "matvec.cuh"

@@ -1,4 +1,4 @@
-/* shape_ops.cu — CUDA bodies of the shape kernels (kernels/table_shape.c), the same names,
+/* shape_ops.cu — CUDA bodies of the shape kernels (src/ops/shape/table.c), the same names,
  * arguments and results as kernels/cpu/shape_ops.c. A block of 256 threads covers 256 *
  * XPU_SHAPE_GRAIN = 4096 items (output elements; write_slice*: source elements), except
  * cumsum: 256 lanes, one a thread.
@@ -410,7 +410,7 @@ static __device__ __forceinline__ void shape_chunks(const Op &op)
  * reads; a chunk's place is a row of the table and a column, stepped in 32 bits. Per chunk
  * this leaves a table read, the op's plan_row(entry, j, per, &chunk) and the moves (pad: 140
  * instructions a chunk and 250 of setup a thread were the generic walk's; docs/PERF.md).
- * kernels/launch_shape.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
+ * src/ops/shape/launch.c takes these kernels where the rows hold at least XPU_SHAPE_ROW_MIN
  * items (below 2^31), so a group spans at most XPU_SHAPE_ROWS rows; a chunk past the table,
  * or one across two rows, takes the element walk, so any geometry is still right. */
 template <class Op>
@@ -1657,7 +1657,7 @@ tril(uint8_t *out, const uint8_t *in, unsigned long long batch, unsigned long lo
 }
 
 /* ---- item walks: pad, pad_backward, flip, triu, tril on rows that are not whole chunks ------------
- * Kernels of their own (pad_items ... tril_items; kernels/launch_shape.c takes them where a
+ * Kernels of their own (pad_items ... tril_items; src/ops/shape/launch.c takes them where a
  * row is not a whole number of 16-byte chunks or a base is off 16 bytes, and the device has
  * them; triu_items and tril_items for every shape). roll is such a walk itself. Each thread moves its 16 items (item u * 256 + t of the group's 4096, so a warp's
  * loads and stores are runs of 32 elements) one element at a time, a batch of them loaded
@@ -2242,7 +2242,7 @@ write_slice_rotating(uint8_t *dest, const uint8_t *src, const uint32_t *pos, uns
 /* The ring's rows are whole dest rows (every axis after the ring whole: rows of I items) and
  * the axes before it make a block of rings, one dest span (the ring axis's extent times I)
  * apart: one-wide axes, then at most one partial axis, then whole ones (a KV cache of any
- * heads, a ring over the outermost axis; kernels/launch_shape.c's ring_of_rows). Ring o takes
+ * heads, a ring over the outermost axis; src/ops/shape/launch.c's ring_of_rows). Ring o takes
  * source items [o * seg, (o + 1) * seg) (seg = the ring's width times I) as two contiguous
  * runs: from row `start` on, and past the ring's end from its row 0. So an item's dest is a
  * division for its ring (none for one ring) and a compare: a one-token write is latency, and
@@ -2373,7 +2373,7 @@ ring_copy(uint8_t *dst, const uint8_t *src, const uint32_t *pos, unsigned long l
 	}
 }
 
-/* write_slice's block of whole rows (kernels/launch_shape.c's ring_of_rows about the slab's last
+/* write_slice's block of whole rows (src/ops/shape/launch.c's ring_of_rows about the slab's last
  * partial axis): the same walk with the start from the geometry's high word (no load first) and
  * a modulus no start reaches, so the run never wraps. */
 extern "C" __global__ void SHAPE_BOUNDS(3)

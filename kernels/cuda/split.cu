@@ -1,5 +1,5 @@
 /* split.cu — the bind split of GGUF blocks into resident rows (seed 001 §25.4.1), the four
- * forms of kernels/table_quant.c: payload dwords, prefix dwords, scale bytes, and the byte
+ * forms of src/ops/quant/table.c: payload dwords, prefix dwords, scale bytes, and the byte
  * form for any layout. Work item t = group * block.x + thread.x, as on the CPU; the table
  * leaves the block free, so these take any block up to 1024. */
 #include "xpu_cuda.cuh"

@@ -1,4 +1,4 @@
-/* workgroup.cu — CUDA bodies of workgroup_reduce and workgroup_scan (kernels/table_workgroup.c),
+/* workgroup.cu — CUDA bodies of workgroup_reduce and workgroup_scan (src/ops/workgroup/table.c),
  * the test kernels of the workgroup primitives (workgroup.cuh): each trip of a group reduces
  * or scans block consecutive items, the identity standing for an item at or past n. */
 #include "workgroup.cuh"

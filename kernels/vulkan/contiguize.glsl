@@ -1,5 +1,5 @@
 /* contiguize.glsl — the body of contiguize.comp and contiguize_tiles.comp: out:buf! in:buf
- * geom:u64 offset:i64 d01..d67 st0..st7:i64 (kernels/table_shape.c).
+ * geom:u64 offset:i64 d01..d67 st0..st7:i64 (src/ops/shape/table.c).
  * Item e, an output element, reads the view's element offset + sum(idx[k] * st[k]). The sum
  * is taken modulo 2^32 on the i64s' low words: its true value is an element inside the input
  * binding (the extent checked that), below 2^32 bytes, so the wrapped sum is that value.
@@ -21,7 +21,7 @@ layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };
 /* The same bindings in 8-byte words, for tiles of 8-byte elements: the view is on a multiple
  * of 8 bytes, and so is its offset from the binding's start (pc.off_in, off_out: below the
- * storage alignment, keeping the view's own; src/backend/vulkan_pipe.c), so such an element
+ * storage alignment, keeping the view's own; src/backend/vulkan/vulkan_pipe.c), so such an element
  * is one of these words. */
 layout(std430, set = 0, binding = 0) buffer Out2 { uvec2 dst2[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In2 { uvec2 src2[]; };
@@ -316,7 +316,7 @@ void contig_one(uint e, uint rank, uint elem)
 
 /* The tiles split their 4096 elements over a group of 256 (the launcher's); another size
  * walks. CONTIG_TILES (contiguize_tiles.comp): the grid has a group for every
- * XPU_SHAPE_TILE_GROUPS tiles of a transpose (kernels/launch_shape.c takes this kernel for
+ * XPU_SHAPE_TILE_GROUPS tiles of a transpose (src/ops/shape/launch.c takes this kernel for
  * transposes only), so each group walks that many tiles, each tile's loads issued before the
  * barrier that frees the tile before it; a view that is no transpose then goes element by
  * element across the whole grid, right for any grid, as CUDA's contiguize_tiles does. */

@@ -1,4 +1,4 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* cumsum — kernels/table_shape.c's signature; the body is cumsum.glsl: a lane an invocation. */
+/* cumsum — src/ops/shape/table.c's signature; the body is cumsum.glsl: a lane an invocation. */
 #include "cumsum.glsl"

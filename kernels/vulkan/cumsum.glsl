@@ -1,5 +1,5 @@
 /* cumsum.glsl — the body of cumsum.comp and cumsum_vec4.comp: out:buf! in:buf outer:u64
- * dim:u64 inner:u64 dtype:u32 (kernels/table_shape.c).
+ * dim:u64 inner:u64 dtype:u32 (src/ops/shape/table.c).
  * Item `lane` (o, i) scans along dim sequentially from the first element, as the CPU body:
  * f32 adds natively (`precise`: no contraction), f16 and bf16 widen to f32, add in f32 and
  * round to nearest even once per stored element. f64 (dtype 1) needs shaderFloat64, which

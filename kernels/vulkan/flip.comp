@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* flip — out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64 (kernels/table_shape.c).
+/* flip — out:buf! in:buf outer:u64 dim:u64 inner:u64 elem:u64 (src/ops/shape/table.c).
  * out[o, j, i] = in[o, dim - 1 - j, i]; item e is the output element. */
 layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };
 layout(std430, set = 0, binding = 1) readonly buffer In { uint src[]; };

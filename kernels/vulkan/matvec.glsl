@@ -896,7 +896,7 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 		y[pc.off_y / 4u + pc.y_off + v] = bad_sel ? 0x7fc00000u : floatBitsToUint(sum);
 }
 
-/* The grid's waves stride over the rows (kernels/launch_quant.c): wave v of W serves rows v,
+/* The grid's waves stride over the rows (src/ops/quant/launch.c): wave v of W serves rows v,
  * v + W, ...; a grid of a wave per row is the plain form. The loop runs on the group's first
  * wave, so every invocation of the group makes the same trips (the shared-memory module's
  * barriers). */

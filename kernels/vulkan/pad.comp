@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* pad — out:buf! in:buf geom:u64 fill:u64 d01..d67 b01..b67 a01..a67 (kernels/table_shape.c).
+/* pad — out:buf! in:buf geom:u64 fill:u64 d01..d67 b01..b67 a01..a67 (src/ops/shape/table.c).
  * Item e (an output element) copies the input element its coordinates map to, or the fill
  * element in a constant border; reflect and replicate map every coordinate inside. */
 /* pad's own row table, PAD_ROWS entries (1 KB) instead of shape_ops.glsl's one a group item

@@ -1,4 +1,4 @@
-/* pad.glsl — what pad.comp and pad_rows.comp share: pad's signature (kernels/table_shape.c:
+/* pad.glsl — what pad.comp and pad_rows.comp share: pad's signature (src/ops/shape/table.c:
  * out:buf! in:buf geom:u64 fill:u64 d01..d67 b01..b67 a01..a67), the row table (PAD_ROWS
  * entries, set by the includer) and the map from an output coordinate to the input's. */
 #ifndef XPU_PAD_GLSL

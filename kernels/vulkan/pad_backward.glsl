@@ -1,5 +1,5 @@
 /* pad_backward.glsl — the body of pad_backward.comp and pad_backward_rows.comp: grad:buf! up:buf
- * geom:u64 d01..d67 b01..b67 a01..a67 (kernels/table_shape.c).
+ * geom:u64 d01..d67 b01..b67 a01..a67 (src/ops/shape/table.c).
  * Item e (a gradient element) sums the upstream positions that pad read it into, in
  * ascending upstream index from the first term, as the CPU body: the product of each axis's
  * preimage (reflect: left mirror, interior, right mirror) walked by an odometer, the last axis

@@ -1,8 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* pad_backward_rows — pad_backward's signature (kernels/table_shape.c) and helpers
+/* pad_backward_rows — pad_backward's signature (src/ops/shape/table.c) and helpers
  * (pad_backward.glsl), for gradient rows of XPU_SHAPE_ROW_MIN items or more: a group covers
- * XPU_SHAPE_ROW_GROUPS times pad_backward's items (kernels/launch_shape.c's grid), and an
+ * XPU_SHAPE_ROW_GROUPS times pad_backward's items (src/ops/shape/launch.c's grid), and an
  * invocation walks columns, not items: column j, j + 256, ... of every row the group touches,
  * so what a column is (one term, or reflect's interior and one mirror, and the mirror's place
  * in the row) is worked out once per column, and an item costs its row's table entry, its

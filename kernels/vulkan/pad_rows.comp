@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 /* pad_rows — pad's signature and helpers (pad.glsl), for output rows of XPU_SHAPE_ROW_MIN items
- * or more in whole 16-byte chunks (kernels/launch_shape.c): a group covers XPU_SHAPE_PAD_ROW_GROUPS
+ * or more in whole 16-byte chunks (src/ops/shape/launch.c): a group covers XPU_SHAPE_PAD_ROW_GROUPS
  * times pad's items and finds each output row's input row once, into its table; an invocation
  * then moves 16-byte chunks, chunk u * 256 + i of the group for invocation i, so a subgroup's
  * chunks are neighbours. A chunk inside the input row's run is one 16-byte load where the run

@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* ring_copy — dst:buf@16! src:buf@16 pos:buf@4 n:u64 geom:u64 (kernels/table_shape.c):
+/* ring_copy — dst:buf@16! src:buf@16 pos:buf@4 n:u64 geom:u64 (src/ops/shape/table.c):
  * write_slice_rotating's one ring of rows whose rows are whole 16-byte words, as stream_copy's
  * grid: source word v goes to ring word (start + v) mod (row * modulus / 16), start the
  * position's row (pos % modulus) times the row; the source is at most one ring, so a word

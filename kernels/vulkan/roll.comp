@@ -1,6 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* roll — out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64 (kernels/table_shape.c).
+/* roll — out:buf! in:buf outer:u64 dim:u64 inner:u64 shift:u64 elem:u64 (src/ops/shape/table.c).
  * out[o, j, i] = in[o, (j - shift) mod dim, i], shift already in [0, dim); item e is the
  * output element. */
 layout(std430, set = 0, binding = 0) buffer Out { uint dst[]; };

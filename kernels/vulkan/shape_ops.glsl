@@ -1,4 +1,4 @@
-/* shape_ops.glsl — what the shape kernels (pad.comp ... contiguize.comp; kernels/table_shape.c)
+/* shape_ops.glsl — what the shape kernels (pad.comp ... contiguize.comp; src/ops/shape/table.c)
  * share: one item per output element (cumsum: lane; write_slice*: source element), 256 *
  * XPU_SHAPE_GRAIN per group (kernels/shape_grain.h; cumsum: 256), as kernels/cpu/shape_ops.c and
  * kernels/cuda/shape_ops.cu number them; an invocation moves its items (shape_item_at) in the
@@ -98,7 +98,7 @@ shared uint shape_rows[SHAPE_TABLE_ROWS];
 #endif
 
 /* The first row the group's items touch, and how many rows from it (0: the group is past n).
- * Blocks are 256 invocations (kernels/table_shape.c; launch refuses another count), so the
+ * Blocks are 256 invocations (src/ops/shape/table.c; launch refuses another count), so the
  * table holds every row. */
 uvec2 shape_row_span(uint n, uint len)
 {

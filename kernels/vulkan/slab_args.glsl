@@ -1,4 +1,4 @@
-/* slab_args.glsl — the bindings and push constants of write_slice* (kernels/table_shape.c's
+/* slab_args.glsl — the bindings and push constants of write_slice* (src/ops/shape/table.c's
  * signatures): dest and source as words and as 16-byte words, RING's position buffer, and the
  * geometry (geom, then dest dims, starts and ends, eight u32 each), then the views' offsets. */
 #ifndef XPU_SLAB_ARGS_GLSL

@@ -1,5 +1,5 @@
 /* stream.glsl — the chunk of the streaming kernels: group g of `groups` covers bytes
- * [g*c, (g+1)*c) of n, c = n / groups rounded up to 16, clipped to n (table_base.c). */
+ * [g*c, (g+1)*c) of n, c = n / groups rounded up to 16, clipped to n (src/ops/base/table.c). */
 #ifndef XPU_STREAM_GLSL
 #define XPU_STREAM_GLSL
 

@@ -1,4 +1,4 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* tril — kernels/table_shape.c's signature; the body is shape_tri.glsl. */
+/* tril — src/ops/shape/table.c's signature; the body is shape_tri.glsl. */
 #include "shape_tri.glsl"

@@ -1,5 +1,5 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* triu — kernels/table_shape.c's signature; the body is shape_tri.glsl. */
+/* triu — src/ops/shape/table.c's signature; the body is shape_tri.glsl. */
 #define UPPER
 #include "shape_tri.glsl"

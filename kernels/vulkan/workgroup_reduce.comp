@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 /* workgroup_reduce — out:buf@8! agree:buf@4! x:buf@8 n:u32 groups:u32 trips:u32 op:u32
- * dtype:u32 (kernels/table_workgroup.c): group g's trip k reduces items (g * trips + k) *
+ * dtype:u32 (src/ops/workgroup/table.c): group g's trip k reduces items (g * trips + k) *
  * block + lane (the identity at or past n) into out[g * trips + k], lane 0's result, and
  * agree[...], the lanes whose result differs from lane 0's in any bit. */
 #include "workgroup.glsl"

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 /* workgroup_scan — out:buf@8! x:buf@8 n:u32 trips:u32 op:u32 dtype:u32
- * (kernels/table_workgroup.c): out[i], for every item i < n, is its exclusive prefix within
+ * (src/ops/workgroup/table.c): out[i], for every item i < n, is its exclusive prefix within
  * its group's trip (the reduce's items: (g * trips + k) * block + lane). i32 and i64. */
 #include "workgroup.glsl"
 

@@ -1,4 +1,4 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-/* write_slice — kernels/table_shape.c's signature; the body is shape_slab.glsl. */
+/* write_slice — src/ops/shape/table.c's signature; the body is shape_slab.glsl. */
 #include "shape_slab.glsl"

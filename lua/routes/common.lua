@@ -63,7 +63,7 @@ end
 -- first. A format without a row prefix (q4_K) is its payload pass alone; one with a prefix takes
 -- the dword scale pass on a chunk of whole rows (a prefix dword spans two blocks of a row) and
 -- the byte scale pass on any other; split_bytes serves a payload that is no whole dwords. Each
--- launcher launches the passes its row names (kernels/launch_quant.c).
+-- launcher launches the passes its row names (src/ops/quant/launch.c).
 local function split_shape(q)
   if not q.bpr or q.bpr < 1 then return "query has no bpr (blocks per row)" end
 end

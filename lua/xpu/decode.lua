@@ -75,7 +75,7 @@ M.NAN = string.pack("<I4", 0x7fc00001)
 -- a number is taken as it is. Every form covers every row. A second result says where a
 -- "resident" grid the caller asked for could not be had (the device or the kernel does not say
 -- what stays resident) and the grid is a wave per row instead, for the caller to report.
--- Without a grid, the launcher's choice (kernels/launch_quant.c): the resident grid for the
+-- Without a grid, the launcher's choice (src/ops/quant/launch.c): the resident grid for the
 -- mat-vecs that stream (M.STREAMS: xpu.formats()'s `streams`), a wave per row for the others.
 
 function M.groups(dev, k, rows, grid)

@@ -11,7 +11,7 @@ M.REDUCE, M.SCAN = "reduce", "scan"
 xpu.regime(M.REDUCE)
 xpu.regime(M.SCAN)
 
--- The facts the rows' shape half and the launcher (kernels/launch_workgroup.c) read.
+-- The facts the rows' shape half and the launcher (src/ops/workgroup/launch.c) read.
 local FACTS = { "op", "block", "trips" }
 
 -- What the kernels serve: an op code, a block of whole 32-lane waves, at least one trip.

@@ -5,11 +5,11 @@
 
 #include "contract.h"
 #include "route/route.h"
-#include "shape.h"
+#include "ops/shape/shape.h"
 
 /* The rows contract c serves `dtype` with (format: the dtype's xpu.format name), in `regime`,
  * each needing the code capability of the contract's backend and holding a reference to the
- * contract's file: for a shape op, one row per variant the backend builds (kernels/shape.h),
+ * contract's file: for a shape op, one row per variant the backend builds (src/ops/shape/shape.h),
  * best first at priority + the variant's rank, named `<op>.<backend>.<dtype>` for the op's own
  * kernel and `<op>.<backend>.<dtype>:<variant>` for the others; for any other entry point the
  * one row launching it. Writes at most max rows; returns how many, -1 with a message. */

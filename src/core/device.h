@@ -83,7 +83,9 @@ struct xpu_kernel {
 	uint64_t launches; /* the census: every launch on every device */
 };
 
-/* The registry is filled at start-up from the kernel table (kernels/table.c). */
+/* The kernel table the registry is filled from at start-up: every op family's list of kernels,
+ * NULL-terminated. Defined by the ops (src/ops/table.c); the core names none of them. */
+extern const struct xpu_kernel_def *const xpu_kernel_groups[];
 int xpu_kernels_init(void);
 int xpu_kernel_count(void);
 struct xpu_kernel *xpu_kernel_at(int id);

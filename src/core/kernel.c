@@ -1,7 +1,6 @@
 /* kernel.c — the kernel registry: names and argument signatures from the kernel table,
  * parsed once at start-up; the census counters live here. */
 #include "device.h"
-#include "table.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * Uses backend/amdgpu_notes.h. */
 #include "lx.h"
 #include "xpu_lua.h"
-#include "backend/amdgpu_notes.h"
+#include "backend/hip/amdgpu_notes.h"
 
 #include <string.h>
 

@@ -1,14 +1,14 @@
-/* table_shape.c — signatures of the shape kernels (contracts/shape-ops.md) and their extents:
+/* src/ops/shape/table.c — signatures of the shape kernels (contracts/shape-ops.md) and their extents:
  * every geometry checked and every buffer's length and element alignment computed before a
  * launch reaches a backend. Rank-N geometry travels as u32 pairs packed in u64 arguments
  * (dims below 2^32 each); `geom` packs rank, element size and the kernel's small fields. A group
  * of 256 threads covers 256 * XPU_SHAPE_GRAIN items (kernels/shape_grain.h; cumsum: 256 lanes)
- * on every backend, and kernels/launch_shape.c sizes the grid by it. */
-#include "table.h"
+ * on every backend, and src/ops/shape/launch.c sizes the grid by it. */
+#include "ops/table.h"
 
 #include <stddef.h>
 
-int xpu_launch_shape(struct xpu_kernel *k, const struct xpu_call *c); /* shape_variants.c */
+int xpu_launch_shape(struct xpu_kernel *k, const struct xpu_call *c); /* src/ops/shape/variants.c */
 
 static uint64_t u32_at(const struct xpu_karg *a, int base, int k)
 {
@@ -227,13 +227,13 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "pad_backward", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM, .extent = pad_backward_extent,
 	  .launch = xpu_launch_shape, .block = 256 },
 	/* pad and pad_backward for rows of at least XPU_SHAPE_ROW_MIN items in whole 16-byte chunks
-	 * (each a route row of its own, gated in kernels/shape_variants.c) */
+	 * (each a route row of its own, gated in src/ops/shape/variants.c) */
 	{ .name = "pad_rows", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
 	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "pad_backward_rows", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
 	  .extent = pad_backward_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* pad and pad_backward item by item, for rows that are not a whole number of 16-byte chunks
-	 * or bases off 16 bytes (each a route row of its own, gated in kernels/shape_variants.c) */
+	 * or bases off 16 bytes (each a route row of its own, gated in src/ops/shape/variants.c) */
 	{ .name = "pad_items", .signature = "out:buf! in:buf geom:u64 fill:u64 " PAD_GEOM, .extent = pad_extent,
 	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "pad_backward_items", .signature = "grad:buf! up:buf geom:u64 " PAD_GEOM,
@@ -245,7 +245,7 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	{ .name = "cumsum", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
 	  .extent = cumsum_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* cumsum with four lanes an invocation: f32 whose inner extent is a multiple of 4 on
-	 * Vulkan and CUDA (each a route row of its own, gated in kernels/shape_variants.c) */
+	 * Vulkan and CUDA (each a route row of its own, gated in src/ops/shape/variants.c) */
 	{ .name = "cumsum_vec4", .signature = "out:buf! in:buf outer:u64 dim:u64 inner:u64 dtype:u32",
 	  .extent = cumsum_extent, .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "triu", .signature = "out:buf! in:buf batch:u64 rows:u64 cols:u64 diagonal:i64 elem:u64",
@@ -265,27 +265,27 @@ const struct xpu_kernel_def xpu_kernel_defs_shape[] = {
 	  .extent = rotating_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* write_slice for a block of whole rows: geom's bits 16-23 the slab's last partial axis,
 	 * its high word the slab's start on it (a route row of its own, gated in
-	 * kernels/shape_variants.c) */
+	 * src/ops/shape/variants.c) */
 	{ .name = "write_slice_rows", .signature = "dest:buf! src:buf geom:u64 " SLAB_GEOM,
 	  .extent = write_slice_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* write_slice_rotating for a block of rings of whole rows (a route row of its own, gated in
-	 * kernels/shape_variants.c) */
+	 * src/ops/shape/variants.c) */
 	{ .name = "write_slice_rotating_rows", .signature = "dest:buf! src:buf pos:buf@4 geom:u64 " SLAB_GEOM,
 	  .extent = rotating_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* write_slice_rotating's single ring of rows of whole 16-byte words, as a copy that wraps
-	 * (each a route row of its own, gated in kernels/shape_variants.c) */
+	 * (each a route row of its own, gated in src/ops/shape/variants.c) */
 	{ .name = "ring_copy", .signature = "dst:buf@16! src:buf@16 pos:buf@4 n:u64 geom:u64", .extent = ring_copy_extent,
 	  .launch = xpu_launch_shape, .block = 256 },
 	{ .name = "contiguize", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 					     "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
 	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* contiguize of a transpose, XPU_SHAPE_TILE_GROUPS tiles a group (a route row of its own,
-	 * gated in kernels/shape_variants.c) */
+	 * gated in src/ops/shape/variants.c) */
 	{ .name = "contiguize_tiles", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
 	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },
 	/* contiguize_tiles for transposes whose steps are off 16 bytes (a route row of its own,
-	 * gated in kernels/shape_variants.c) */
+	 * gated in src/ops/shape/variants.c) */
 	{ .name = "contiguize_tiles_odd", .signature = "out:buf! in:buf geom:u64 offset:i64 d01:u64 d23:u64 d45:u64 d67:u64 "
 						   "st0:i64 st1:i64 st2:i64 st3:i64 st4:i64 st5:i64 st6:i64 st7:i64",
 	  .extent = contiguize_extent, .launch = xpu_launch_shape, .block = 256 },

@@ -1,9 +1,9 @@
-/* launch_workgroup.c — launchers of workgroup_reduce and workgroup_scan for a routed call:
+/* src/ops/workgroup/launch.c — launchers of workgroup_reduce and workgroup_scan for a routed call:
  * the dtype is the query's format (f32, i32, i64), the query facts `op` (kernels/workgroup.h's
  * code), `block` (threads a group) and `trips` (reduces or scans a group makes in its loop,
  * default 1); the operands out, x (and agree for the reduce). The grid covers all of x. */
-#include "launch.h"
-#include "table.h"
+#include "ops/launch.h"
+#include "ops/table.h"
 #include "workgroup.h"
 
 #include <string.h>

@@ -1,10 +1,10 @@
-/* launch_shape.c — the shape kernels' launches: a geometry (shape.h) packed into the
+/* src/ops/shape/launch.c — the shape kernels' launches: a geometry (shape.h) packed into the
  * kernels' arguments (rank-N geometry as u32 pairs in u64 arguments), the grid sized by the
  * items a group covers (kernels/shape_grain.h), and the contiguous copies (the backend's
  * device copy, the copy kernels, through the host between devices). Which kernel runs is the
- * route row's choice (shape_variants.c); these launch the one they are given. */
-#include "launch.h"
-#include "shape.h"
+ * route row's choice (src/ops/shape/variants.c); these launch the one they are given. */
+#include "ops/launch.h"
+#include "ops/shape/shape.h"
 #include "shape_grain.h"
 
 #include <string.h>

@@ -1,11 +1,11 @@
-/* shape_geom.c — the one geometry builder of the shape ops: a query's facts (as
+/* src/ops/shape/geom.c — the one geometry builder of the shape ops: a query's facts (as
  * contracts/shape-ops.md names them: op_params by field name, lists as `<name><j>`, pairs as
  * `<name><j>.0/.1`, the first operand's `rank`/`dim<j>`/`stride<j>`/`offset`, another's
  * prefixed `<operand>.`) and a call's operands into a struct xpu_shape_geom. A contract call
  * becomes these facts (contract/call.c), so a contract launch and a routed call build the same
  * geometry here. */
-#include "launch.h"
-#include "shape.h"
+#include "ops/launch.h"
+#include "ops/shape/shape.h"
 
 #include <stdio.h>
 #include <string.h>

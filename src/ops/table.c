@@ -1,5 +1,5 @@
 /* table.c — gathers the kernel groups into the one table the registry reads. */
-#include "table.h"
+#include "ops/table.h"
 
 #include <stddef.h>
 

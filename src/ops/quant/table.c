@@ -1,12 +1,12 @@
-/* table_quant.c — the quant kernels' names, signatures, extents and launchers, shared by every
+/* src/ops/quant/table.c — the quant kernels' names, signatures, extents and launchers, shared by every
  * backend: q8_K pack, the bind split and the integer-route decode mat-vecs (dense and
- * grouped). Uses core/device.h, quant/formats.h and launch_quant.c's launchers. Launch
+ * grouped). Uses core/device.h, quant/formats.h and src/ops/quant/launch.c's launchers. Launch
  * semantics are stated by each entry. */
-#include "table.h"
+#include "ops/table.h"
 #include "quant/formats.h"
 #include "quant/ggml_types.h"
 
-/* launch_quant.c */
+/* src/ops/quant/launch.c */
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);

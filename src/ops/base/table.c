@@ -1,9 +1,9 @@
-/* table_base.c — signatures of the basic kernels: byte copy and strided fill. */
-#include "table.h"
+/* src/ops/base/table.c — signatures of the basic kernels: byte copy and strided fill. */
+#include "ops/table.h"
 
 #include <stddef.h>
 
-int xpu_launch_shape(struct xpu_kernel *k, const struct xpu_call *c); /* shape_variants.c: the copy op */
+int xpu_launch_shape(struct xpu_kernel *k, const struct xpu_call *c); /* src/ops/shape/variants.c: the copy op */
 
 static int copy_extent(const struct xpu_karg *a, uint64_t need[])
 {

@@ -1,7 +1,7 @@
-/* launch_base.c — launchers of the basic kernels and the helpers every launcher shares:
+/* src/ops/launch.c — launchers of the basic kernels and the helpers every launcher shares:
  * they read a routed call's operands and facts, compute grid and block, and launch. */
-#include "launch.h"
-#include "table.h"
+#include "ops/launch.h"
+#include "ops/table.h"
 
 const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name)
 {

@@ -1,7 +1,7 @@
 /* shape.h — the shape ops (contracts/shape-ops.md): one geometry per call, built from the
- * query's facts and the call's operands (shape_geom.c), and the variants that run it, each a
- * route row of its own (shape_variants.c): a kernel, the gates that say which geometries and
- * operands it serves, and how it launches (launch_shape.c). */
+ * query's facts and the call's operands (src/ops/shape/geom.c), and the variants that run it, each a
+ * route row of its own (src/ops/shape/variants.c): a kernel, the gates that say which geometries and
+ * operands it serves, and how it launches (src/ops/shape/launch.c). */
 #ifndef XPU_SHAPE_H
 #define XPU_SHAPE_H
 
@@ -35,7 +35,7 @@ struct xpu_shape_geom {
 int xpu_shape_op_of(const char *entry_point);
 const char *xpu_shape_op_name(int op);
 
-/* ---- the one geometry builder (shape_geom.c) ---------------------------------------------- */
+/* ---- the one geometry builder (src/ops/shape/geom.c) ---------------------------------------------- */
 
 /* The geometry of op from the query's facts alone (what a shape half sees). -1 with a message
  * naming the kernel and the fact. */
@@ -44,7 +44,7 @@ int xpu_shape_geom_of(int op, const struct xpu_query *q, struct xpu_shape_geom *
  * dest/source/position, dst/src). */
 int xpu_shape_geom_call(int op, const struct xpu_call *c, struct xpu_shape_geom *g);
 
-/* ---- variants (shape_variants.c) ------------------------------------------------------------ */
+/* ---- variants (src/ops/shape/variants.c) ------------------------------------------------------------ */
 
 struct xpu_shape_variant;
 /* Runs the geometry on stream s with kernel k (NULL for the copies that launch none). *ran:
@@ -79,7 +79,7 @@ bool xpu_shape_variant_on(const struct xpu_shape_variant *v, const char *backend
 int xpu_shape_variant_run(const struct xpu_shape_variant *v, struct xpu_kernel *k, struct xpu_stream *s,
 			  const struct xpu_shape_geom *g, const char **ran);
 
-/* ---- launching (launch_shape.c): what the variants' run functions are made of --------------- */
+/* ---- launching (src/ops/shape/launch.c): what the variants' run functions are made of --------------- */
 
 /* Packs g for its op's kernels and launches k over groups of `groups` plain groups each. */
 int xpu_shape_launch_kernel(struct xpu_kernel *k, uint64_t groups, bool rows, struct xpu_stream *s,

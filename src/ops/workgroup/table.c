@@ -1,6 +1,6 @@
-/* table_workgroup.c — signatures of the workgroup primitives' test kernels: workgroup_reduce
+/* src/ops/workgroup/table.c — signatures of the workgroup primitives' test kernels: workgroup_reduce
  * and workgroup_scan (the order: kernels/workgroup.h), their extents and launchers. */
-#include "table.h"
+#include "ops/table.h"
 #include "workgroup.h"
 
 #include <stddef.h>

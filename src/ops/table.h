@@ -12,7 +12,7 @@ extern const struct xpu_kernel_def xpu_kernel_defs_shape[];
 extern const struct xpu_kernel_def xpu_kernel_defs_workgroup[];
 extern const struct xpu_kernel_def xpu_kernel_defs_vulkan[]; /* only the Vulkan backend builds these */
 
-/* All groups, NULL-terminated. */
-extern const struct xpu_kernel_def *const xpu_kernel_groups[];
+/* xpu_kernel_groups, all of them NULL-terminated, is declared in core/device.h (the registry
+ * reads it) and defined in table.c. */
 
 #endif

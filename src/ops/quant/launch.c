@@ -1,9 +1,9 @@
-/* launch_quant.c — launchers of the quant kernels: the decode mat-vec (dense and grouped) and
+/* src/ops/quant/launch.c — launchers of the quant kernels: the decode mat-vec (dense and grouped) and
  * the bind split of seed §25.4.1, which picks its kernels from the layout and the chunk: the
  * dword payload form for a dword-clean layout (the byte form otherwise), and the dword scale
  * form only for a chunk that starts and ends on a row. The kernels' launch counters are the
  * census that tells which branch ran. */
-#include "launch.h"
+#include "ops/launch.h"
 #include "quant/formats.h"
 
 #define WAVE_BLOCK 256 /* 8 waves of 32: 8 rows per workgroup */

@@ -1,10 +1,10 @@
-/* shape_variants.c — every way a shape op can run, each a route row of its own (the contract
+/* src/ops/shape/variants.c — every way a shape op can run, each a route row of its own (the contract
  * rows of src/contract/row.c are made from this table): the kernel it launches, the backends
  * that build it, the geometries it serves (the shape half: facts alone), the operands and
  * device it needs (the ready half), and its run. Best first within an op; the op's own kernel,
  * which serves every geometry its contract admits, comes last. The measured reasons behind
  * each gate are in docs/PERF.md (sections named beside each). */
-#include "shape.h"
+#include "ops/shape/shape.h"
 #include "shape_grain.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
-/* table_vulkan.c — kernels only the Vulkan backend builds: the decode mat-vecs on the packed
+/* src/ops/quant/table_dot4.c — kernels only the Vulkan backend builds: the decode mat-vecs on the packed
  * int8 dot (OpSDot), with their plain twins' signatures, extents and launchers. Uses table.h. */
-#include "table.h"
+#include "ops/table.h"
 #include "quant/format_list.h"
 
 #include <stddef.h>
@@ -8,7 +8,7 @@
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
 
-/* A `<fmt>_q8k_{wave,id}_dot4` kernel computes what its twin in table_quant.c does, bit for
+/* A `<fmt>_q8k_{wave,id}_dot4` kernel computes what its twin in src/ops/quant/table.c does, bit for
  * bit; a route row naming one declares needs = { "dot4_i8" }, and elsewhere than Vulkan
  * kernel_available says no. The twin's extents are the one statement of what the arguments
  * must hold. */
