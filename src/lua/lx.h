@@ -67,6 +67,9 @@ void lx_push_refusal(lua_State *L, struct xpu_refusal *r);
 /* Route tables and their rows (l_route.c). */
 struct xpu_table *lx_checktable(lua_State *L, int i);
 void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);
+/* Pushes contract field k of c (l_contract_fields.c); false, pushing nothing, for no field. */
+struct xpu_contract;
+bool lx_push_contract_field(lua_State *L, const struct xpu_contract *c, const char *k);
 /* xpu.new_routes(name): pushes a fresh table that no name reaches. */
 int lx_routes_new(lua_State *L);
 /* Pushes a Call made in C: the Query at qi, on device d and stream s, with n operands (views,
