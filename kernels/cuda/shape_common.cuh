@@ -193,20 +193,6 @@ static __device__ __forceinline__ void shape_lane_set(uint4 *v, uint32_t t, uint
 
 /* ---- warp exchange ------------------------------------------------------------------------- */
 
-static __device__ __forceinline__ uint32_t shape_lane_id(void)
-{
-	return xpu_thread() & 31;
-}
-
-/* Whether lane `from` (the next lane along a run, the previous one along a flip's reversed
- * run) loads the aligned vector right after a (this lane's aligned source vector, 0 where it
- * loads none). Every lane of the warp calls it. */
-static __device__ __forceinline__ bool shape_neighbour_loads(const uint8_t *a, int from)
-{
-	const unsigned long long nb = __shfl_sync(XPU_FULL_MASK, (unsigned long long)(uintptr_t)a, from & 31);
-	return a && from >= 0 && from < 32 && nb == (unsigned long long)(uintptr_t)(a + 16);
-}
-
 /* Whether p holds on any lane of the warp (on HIP of the whole wave, uniform there too). */
 static __device__ __forceinline__ bool shape_any(bool p)
 {
@@ -248,13 +234,6 @@ static __device__ __forceinline__ int shape_src_kind(const uint8_t *p, const uin
 	return shape_al16(p) ? SC_COPY : shape_window(p, lo, hi) ? SC_ANY : SC_SLOW;
 }
 
-/* The lane whose first vector a chunk's second one may be: the next along a run, the
- * previous along a reversed one (a flip's chunks walk their source backwards). */
-static __device__ __forceinline__ int shape_from(int kind)
-{
-	return (int)shape_lane_id() + (kind & SC_REV ? -1 : 1);
-}
-
 /* What the chunk walk asks of an op besides plan and slow: nothing more is loaded, the vector
  * is stored as it came (pad_backward overrides both, for SC_COPY chunks: the side values take
  * the place of an SC_ANY chunk's second vector). */
@@ -274,42 +253,26 @@ static __device__ __forceinline__ void shape_walk(const Op &op, const Plan &plan
 {
 	const uint32_t elem = op.elem, per = 16 / elem;
 	const uint64_t first = xpu_group() * elem * SHAPE_BLOCK + xpu_thread();
-#if SHAPE_CURSOR
+	/* a thread's chunks find (row, column) from the first one's by adding the step */
 	uint64_t j, r_step, row = shape_div(first * per, op.len, &j);
 	const uint64_t q_step = shape_div((uint64_t)SHAPE_BLOCK * per, op.len, &r_step);
-#endif
 	uint32_t slow = 0; /* bit u: the thread's chunk u takes the element walk, after all the rest */
 #pragma unroll 1 /* one batch's registers at a time */
 	for (uint32_t u0 = 0; u0 < elem; u0 += SHAPE_BATCH) {
 		int kind[SHAPE_BATCH];
 		uint4 x[SHAPE_BATCH], y[SHAPE_BATCH]; /* y: SC_ANY's second vector, else the op's side values */
-		uint32_t own = 0, shared = 0;
+		uint32_t own = 0;
 #pragma unroll
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
 			shape_chunk c;
 			c.kind = SC_NONE;
-#if SHAPE_CURSOR
 			if (u0 + b < elem && i0 < op.n)
 				plan(i0, row, j, per, &c);
 			shape_step(&row, &j, q_step, r_step, op.len);
-#else
-			if (u0 + b < elem && i0 < op.n) {
-				uint64_t jj;
-				const uint64_t rr = shape_div(i0, op.len, &jj);
-				plan(i0, rr, jj, per, &c);
-			}
-#endif
 			const int k = c.kind & SC_KIND;
 			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
-			bool mine = k == SC_ANY;
-#if SHAPE_ANY_SHFL
-			if (shape_any(mine)) {
-				shared |= 1u << b;
-				const bool next = shape_neighbour_loads(a, shape_from(c.kind)); /* every lane */
-				mine = mine && !next;
-			}
-#endif
+			const bool mine = k == SC_ANY; /* a misaligned chunk loads both of its vectors */
 			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
 			own |= mine << b;
 			x[b] = a ? shape_ld16<STREAM>(a) : op.fill;
@@ -322,11 +285,6 @@ static __device__ __forceinline__ void shape_walk(const Op &op, const Plan &plan
 		for (int b = 0; b < SHAPE_BATCH; b++) {
 			const uint64_t i0 = (first + (uint64_t)(u0 + b) * SHAPE_BLOCK) * per;
 			const int k = kind[b] & SC_KIND;
-			if (shared >> b & 1) { /* uniform: the same for the whole warp */
-				const uint4 nb = shape_shfl16(x[b], shape_from(kind[b]));
-				if (k == SC_ANY && !(own >> b & 1)) /* y holds an op's side values elsewhere */
-					y[b] = nb;
-			}
 			if (k >= SC_COPY) {
 				uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
 				v = op.finish(kind[b], v, y[b]);

@@ -28,20 +28,6 @@
 #define SHAPE_ROWS_STREAM 0
 #endif
 
-/* 1: a misaligned chunk's second vector comes from the neighbouring lane by shuffle (one load
- * per chunk); 0: every such chunk loads both of its vectors. Measured on the H200 at 1 GiB f32
- * (when roll still moved vectors): roll 1990 GB/s with the shuffle, 2790 without; pad 2638 /
- * 2758; the other ops the same. */
-#ifndef SHAPE_ANY_SHFL
-#define SHAPE_ANY_SHFL 0
-#endif
-
-/* 1: a thread's chunks find their (row, column) from the first one's by adding the step (two
- * divisions a thread); 0: each chunk divides its own index (registers for instructions). */
-#ifndef SHAPE_CURSOR
-#define SHAPE_CURSOR 1
-#endif
-
 #ifndef SHAPE_SUM_AHEAD
 #define SHAPE_SUM_AHEAD 8 /* terms of an element-walk sum whose loads are in flight together */
 #endif
