@@ -180,7 +180,7 @@ int xpu_shape_copy_host(const struct xpu_karg *dst, const struct xpu_karg *src, 
  * KiB a group, 3890 at 64 KiB: lab/copy-ceiling-probe.cu), in rows of COPY_ROW groups (the
  * kernel numbers groups across rows, so any count divides n; rows keep x under every driver's
  * limit); copy_bytes' a group per BLOCK bytes. */
-static int copy_grid(uint64_t n, bool vec, uint32_t grid[3])
+int xpu_shape_copy_grid(uint64_t n, bool vec, uint32_t grid[3])
 {
 	uint64_t groups = vec ? (n + COPY_GROUP_BYTES - 1) / COPY_GROUP_BYTES : (n + BLOCK - 1) / BLOCK;
 	uint64_t x = vec && groups > COPY_ROW ? COPY_ROW : groups, y = (groups + x - 1) / x;
@@ -214,7 +214,7 @@ int xpu_shape_copy_kernel(struct xpu_kernel *k, struct xpu_stream *s, const stru
 {
 	uint32_t grid[3], block[3] = { BLOCK, 1, 1 };
 	struct xpu_karg args[3] = { *out, *in, u64_arg(n) };
-	if (copy_grid(n, strcmp(k->def->name, "copy_bytes") != 0, grid) || xpu_launch(s, k, grid, block, args, 3))
+	if (xpu_shape_copy_grid(n, strcmp(k->def->name, "copy_bytes") != 0, grid) || xpu_launch(s, k, grid, block, args, 3))
 		return -1;
 	*ran = k->def->name;
 	return 0;

@@ -90,6 +90,9 @@ int xpu_shape_copy_driver(struct xpu_stream *s, const struct xpu_karg *out, cons
 			  const char **ran);
 int xpu_shape_copy_kernel(struct xpu_kernel *k, struct xpu_stream *s, const struct xpu_karg *out,
 			  const struct xpu_karg *in, uint64_t n, const char **ran);
+/* The copy kernels' grid for n bytes: stream_copy's (vec: 16-byte chunks, about 16 KiB a group,
+ * in rows of groups) or copy_bytes' (a byte a thread). -1 past one launch. */
+int xpu_shape_copy_grid(uint64_t n, bool vec, uint32_t grid[3]);
 /* Between devices, through the host. */
 int xpu_shape_copy_host(const struct xpu_karg *out, const struct xpu_karg *in, uint64_t n, const char **ran);
 /* The items a launch of g covers (0: nothing to launch). -1 with a message on a geometry the

@@ -342,11 +342,8 @@ static int run_ring_copy(const struct xpu_shape_variant *v, struct xpu_kernel *k
 	struct xpu_karg out = view_part(g->out, at, row_bytes * g->modulus), in = view_part(g->in, 0, n);
 	struct xpu_karg args[5] = { out, in, g->aux, { .kind = XPU_ARG_U64, .u = n },
 				    { .kind = XPU_ARG_U64, .u = row_bytes | g->modulus << 32 } };
-	uint64_t groups = (n + 16383) / 16384, x = groups > 32768 ? 32768 : groups, y = (groups + x - 1) / x;
-	if (y > 65535)
-		return xpu_fail("ring_copy: %llu bytes is more than one launch covers", (unsigned long long)n);
-	uint32_t grid[3] = { (uint32_t)x, (uint32_t)y, 1 }, block[3] = { 256, 1, 1 };
-	if (xpu_launch(s, k, grid, block, args, 5))
+	uint32_t grid[3], block[3] = { 256, 1, 1 };
+	if (xpu_shape_copy_grid(n, true, grid) || xpu_launch(s, k, grid, block, args, 5))
 		return -1;
 	*ran = k->def->name;
 	return 0;
