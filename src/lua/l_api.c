@@ -50,7 +50,7 @@ static const struct api_entry module_entries[] = {
 	{ "xpu.query", "xpu.query{format =, regime =, <fact> = n, ...} -> Query",
 	  "a query: regime, format and the registrant's static facts (in_dim, out_dim, ...)" },
 	{ "xpu.call", "xpu.call{query =, device =, stream =, receiver =, operands =} -> Call",
-	  "a call: a query plus the receiver, operands and the device it will run on" },
+	  "a call: a query plus the receiver, operands (buffers, integers, and floats passed as f32 scalars) and the device it will run on" },
 	{ "xpu.compare",
 	  "xpu.compare(got, want, dtype, bound) -> {out_of_bound, nan_mismatches, worst}",
 	  "element-wise check of two f32/f64/f16/bf16 strings against a contract's precision "

@@ -290,6 +290,9 @@ static void add_operand(lua_State *L, struct xpu_call *c, const char *name, int 
 	if (lua_isinteger(L, vi)) {
 		op->arg.kind = XPU_ARG_I64;
 		op->arg.i = lua_tointeger(L, vi);
+	} else if (lua_type(L, vi) == LUA_TNUMBER) { /* a float scalar (eps, a scale): f32 */
+		op->arg.kind = XPU_ARG_F32;
+		op->arg.f = (float)lua_tonumber(L, vi);
 	} else {
 		struct xpu_buffer *b = lx_checkbuffer(L, vi);
 		if (b->alloc->dev != c->dev)

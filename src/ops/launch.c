@@ -3,6 +3,8 @@
 #include "ops/launch.h"
 #include "ops/table.h"
 
+#include <math.h>
+
 const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name)
 {
 	const struct xpu_karg *a = xpu_call_operand(c, name);
@@ -11,6 +13,39 @@ const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *
 		return NULL;
 	}
 	return a;
+}
+
+int xpu_operand_f32(const struct xpu_call *c, const char *kernel, const char *name, float dflt, float *out)
+{
+	const struct xpu_karg *a = xpu_call_operand(c, name);
+	if (!a) {
+		*out = dflt;
+		return 0;
+	}
+	if (a->kind == XPU_ARG_F32)
+		*out = a->f;
+	else if (a->kind == XPU_ARG_I64)
+		*out = (float)a->i;
+	else
+		return xpu_fail("kernel '%s': operand '%s' is a buffer; it takes a number", kernel, name);
+	if (!isfinite(*out))
+		return xpu_fail("kernel '%s': operand '%s' is %g; it takes a finite number", kernel, name, (double)*out);
+	return 0;
+}
+
+int xpu_operand_int(const struct xpu_call *c, const char *kernel, const char *name, int64_t dflt, int64_t lo,
+		    int64_t hi, int64_t *out)
+{
+	const struct xpu_karg *a = xpu_call_operand(c, name);
+	*out = dflt;
+	if (a && a->kind != XPU_ARG_I64)
+		return xpu_fail("kernel '%s': operand '%s' takes an integer", kernel, name);
+	if (a)
+		*out = a->i;
+	if (*out < lo || *out > hi)
+		return xpu_fail("kernel '%s': operand '%s' is %lld, not in %lld .. %lld", kernel, name, (long long)*out,
+				(long long)lo, (long long)hi);
+	return 0;
 }
 
 int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key, int64_t *out)

@@ -13,6 +13,12 @@ typedef struct xpu_kernel *_Atomic xpu_kernel_cache;
 
 /* The buffer operand `name` of a call, or NULL with a message naming kernel and operand. */
 const struct xpu_karg *xpu_operand_buffer(const struct xpu_call *c, const char *kernel, const char *name);
+/* The scalar operand `name` as an f32 (a Lua number, integer or float), `dflt` when the call
+ * has none; -1 with a message when it is a buffer or not finite. */
+int xpu_operand_f32(const struct xpu_call *c, const char *kernel, const char *name, float dflt, float *out);
+/* The scalar operand `name` as an integer in [lo, hi], `dflt` when the call has none. */
+int xpu_operand_int(const struct xpu_call *c, const char *kernel, const char *name, int64_t dflt, int64_t lo,
+		    int64_t hi, int64_t *out);
 /* The query fact `key`, or -1 with a message naming kernel and key. */
 int xpu_query_need(const struct xpu_call *c, const char *kernel, const char *key, int64_t *out);
 /* Launches k over `groups` workgroups of `block` threads on the call's stream. */
