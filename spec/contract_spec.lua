@@ -267,6 +267,52 @@ end)
 
 -- xpu.compare: outputs against a reference, element by element, within a precision bound
 -- (the bench's bit gate for cumsum and pad_backward, in C for outputs of 1 GiB).
+describe("an f32 field (a kernel argument such as eps)", function()
+  local good = io.open(FIX .. "good.md"):read("a")
+  local function with_field(line)
+    return (good:gsub('      axis: { kind: usize, constraint: "axis < input.rank" }\n', '%0' .. line .. "\n", 1))
+  end
+  local c = xpu.contracts.parse(with_field('      eps: { kind: f32, default: "1e-6", note: "added to the mean" }'), "f32.md")[1]
+
+  it("reads its kind and its default, a number literal", function()
+    local f = c.fields[2]
+    assert.equal("eps", f.name)
+    assert.equal("f32", f.kind)
+    assert.equal(1e-6, f.default)
+  end)
+
+  it("takes a number in a call, and the default without one", function()
+    local r = c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, eps = 0.25 } }
+    assert.equal(0.25, r.params.eps)
+    assert.equal(1e-6, c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0 } }.params.eps)
+  end)
+
+  it("refuses NaN, infinity and a value past f32's range, naming the field", function()
+    for _, v in ipairs { 0 / 0, math.huge, -math.huge, 1e39 } do
+      local r, why = c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, eps = v } }
+      assert.is_nil(r)
+      assert.truthy(why:find("accept.op_params.fields.eps: ", 1, true) and why:find("is not a finite f32 value", 1, true), why)
+    end
+    local ok, err = pcall(c.call, c, { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, eps = "small" } })
+    assert.is_false(ok)
+    assert.matches("param 'eps' must be a number, got string", err)
+  end)
+
+  it("refuses a constraint and a default that is not a finite number, by line and key", function()
+    local cases = {
+      { '      eps: { kind: f32, constraint: "eps > 0" }', "fields.eps.constraint: an f32 field takes no constraint" },
+      { '      eps: { kind: f32, default: "tiny" }', "fields.eps.default: 'tiny' is not a finite f32 number" },
+      { '      eps: { kind: f32, default: "1e39" }', "fields.eps.default: '1e39' is not a finite f32 number" },
+      { '      eps: { kind: f32, default: "nan" }', "fields.eps.default: 'nan' is not a finite f32 number" },
+    }
+    for _, k in ipairs(cases) do
+      local ok, err = pcall(xpu.contracts.parse, with_field(k[1]), "f32.md")
+      assert.is_false(ok)
+      assert.truthy(err:find("f32.md:23: ", 1, true) and err:find(k[2], 1, true), err)
+    end
+  end)
+end)
+
 describe("xpu.compare against a precision bound", function()
   local function f32s(...) return string.pack("<" .. ("f"):rep(select("#", ...)), ...) end
   local NAN, INF = 0 / 0, math.huge

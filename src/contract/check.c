@@ -4,6 +4,7 @@
  * route row's shape half can run it. Uses contract.h. */
 #include "contract.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,12 +143,32 @@ static int check_param_range(const struct xpu_fkc_field *f, const struct xpu_fkc
 static int field_constraint(const struct xpu_contract *c, const struct xpu_fkc_call *call, int k,
 			    struct xpu_fkc_result *r);
 
+/* An f32 argument: given, or its default; finite and within f32's range. */
+static int check_f32(const struct xpu_fkc_field *f, struct xpu_fkc_param *p, bool partial, struct xpu_fkc_result *r)
+{
+	if (!p->present && f->has_fdflt) {
+		p->f = f->fdflt;
+		p->present = true;
+	}
+	if (!p->present)
+		return partial ? 0 : refuse(r, XPU_FKC_REFUSED, "accept.op_params.fields.%s: missing (the call gives none "
+					    "and the contract has no default)", f->name);
+	if (!isfinite(p->f) || fabs(p->f) > FLT_MAX)
+		return refuse(r, XPU_FKC_REFUSED, "accept.op_params.fields.%s: %g is not a finite f32 value", f->name, p->f);
+	return 0;
+}
+
 /* Field by field: its default, its range, its own constraint, so a bad value is refused by
  * its constraint before a later default trips over it. */
 static int fill_params(const struct xpu_contract *c, struct xpu_fkc_call *call, struct xpu_fkc_result *r)
 {
 	for (int k = 0; k < c->nfields; k++) {
 		const struct xpu_fkc_field *f = &c->field[k];
+		if (f->kind == XPU_FK_F32) {
+			if (check_f32(f, &call->p[k], call->partial, r))
+				return 1;
+			continue;
+		}
 		if (!call->p[k].present && f->dflt && fill_default(c, call, k, r))
 			return 1;
 		if (!call->p[k].present) {

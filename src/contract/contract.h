@@ -145,7 +145,7 @@ struct xpu_fkc_input {
 };
 
 enum xpu_field_kind { XPU_FK_USIZE, XPU_FK_I64, XPU_FK_U8, XPU_FK_U32, XPU_FK_LIST, XPU_FK_PAIRS,
-		      XPU_FK_BYTES, XPU_FK_DYN };
+		      XPU_FK_BYTES, XPU_FK_DYN, XPU_FK_F32 };
 
 struct xpu_fkc_field {
 	char name[XPU_FKC_NAME];
@@ -153,6 +153,8 @@ struct xpu_fkc_field {
 	enum xpu_field_kind kind;
 	struct xpu_fkc_clauses constraint;
 	struct xpu_expr *dflt;           /* NULL: the call must give it */
+	bool has_fdflt;                  /* f32: a default, a number literal (never an expression) */
+	double fdflt;
 	char *note;
 };
 
@@ -244,6 +246,7 @@ struct xpu_fkc_param {
 	bool present;
 	int n;                            /* lists: elements; pairs: pairs; bytes: bytes */
 	int64_t i;
+	double f;                         /* f32: the value (an argument such as eps, not a fact) */
 	int64_t v[2 * XPU_FKC_MAX_LIST];
 };
 

@@ -468,7 +468,8 @@ static struct xpu_val lookup_field(const struct xpu_expr_env *env, int k)
 	case XPU_FK_LIST:
 	case XPU_FK_BYTES: return (struct xpu_val){ .kind = XV_LIST, .n = p->n, .p = p->v };
 	case XPU_FK_PAIRS: return (struct xpu_val){ .kind = XV_PAIRS, .n = p->n, .p = p->v };
-	case XPU_FK_DYN: return v_unknown();
+	case XPU_FK_DYN:
+	case XPU_FK_F32: return v_unknown(); /* an argument, not a number expressions reason over */
 	default: return v_int(p->i);
 	}
 }

@@ -58,7 +58,7 @@ const char *xpu_awkward_word(enum xpu_awkward a)
 const char *xpu_field_kind_word(enum xpu_field_kind k)
 {
 	static const char *const w[] = { "usize", "i64", "u8", "u32", "Vec<usize>", "Vec<(usize,usize)>",
-					 "Vec<u8>", "DynScalar" };
+					 "Vec<u8>", "DynScalar", "f32" };
 	return w[k];
 }
 

@@ -2,18 +2,21 @@
  * name is known) its constraint and default expressions. */
 #include "reader.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *const field_keys[] = { "kind", "constraint", "default", "note", NULL };
 
 static int read_field_kind(struct fkr *r, const struct ynode *f, const char *key, struct xpu_fkc_field *fd)
 {
 	static const char *const kinds[] = { "usize", "i64", "u8", "u32", "Vec<usize>", "Vec<(usize,usize)>",
-					     "Vec<u8>", "DynScalar" };
+					     "Vec<u8>", "DynScalar", "f32" };
 	char k[128];
 	int v;
 	fkr_subkey(k, sizeof k, key, "kind");
-	if (fkr_word(r, ymap_get(f, "kind"), k, kinds, 8, &v))
+	if (fkr_word(r, ymap_get(f, "kind"), k, kinds, 9, &v))
 		return -1;
 	fd->kind = (enum xpu_field_kind)v;
 	const struct ynode *note = ymap_get(f, "note");
@@ -48,12 +51,39 @@ int fkr_fields(struct fkr *r, const struct ynode *n)
 	return 0;
 }
 
+/* An f32 field (a kernel argument such as eps or a scale: it travels to the kernel as an f32
+ * operand, never into a fact or an expression) takes no constraint, and its default is a
+ * finite number literal. */
+static int f32_default(struct fkr *r, const struct ynode *f, struct xpu_fkc_field *fd)
+{
+	char key[128];
+	const struct ynode *e = ymap_get(f, "constraint");
+	snprintf(key, sizeof key, "accept.op_params.fields.%s.constraint", fd->name);
+	if (e)
+		return fkr_fail(r, e->line, key, "an f32 field takes no constraint (the kernel checks its argument)");
+	snprintf(key, sizeof key, "accept.op_params.fields.%s.default", fd->name);
+	if (!(e = ymap_get(f, "default")))
+		return 0;
+	char *end = NULL;
+	double v = e->kind == YT_SCALAR ? strtod(e->s, &end) : 0;
+	if (!end || end == e->s || *end || !isfinite(v) || fabs(v) > FLT_MAX)
+		return fkr_fail(r, e->line, key, "'%s' is not a finite f32 number", e->kind == YT_SCALAR ? e->s : "?");
+	fd->has_fdflt = true;
+	fd->fdflt = v;
+	return 0;
+}
+
 int fkr_field_exprs(struct fkr *r, const struct ynode *n)
 {
 	for (int i = 0; n && i < n->n; i++) {
 		struct xpu_fkc_field *fd = &r->c->field[i];
 		const struct ynode *f = n->kids[2 * i + 1], *e;
 		char key[128];
+		if (fd->kind == XPU_FK_F32) {
+			if (f32_default(r, f, fd))
+				return -1;
+			continue;
+		}
 		snprintf(key, sizeof key, "accept.op_params.fields.%s.constraint", fd->name);
 		if ((e = ymap_get(f, "constraint")) && fkr_clauses(r, e, key, XPU_CTX_FIELD, &fd->constraint))
 			return -1;

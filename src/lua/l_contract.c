@@ -247,6 +247,11 @@ static void read_param(lua_State *L, int v, const struct xpu_contract *c, int k,
 		p->n = (int)n;
 		break;
 	}
+	case XPU_FK_F32:
+		if (lua_type(L, v) != LUA_TNUMBER)
+			luaL_error(L, "%s must be a number, got %s", what, luaL_typename(L, v));
+		p->f = lua_tonumber(L, v);
+		break;
 	default:
 		if (!lua_isinteger(L, v))
 			luaL_error(L, "%s must be an integer, got %s", what, luaL_typename(L, v));
@@ -309,6 +314,8 @@ static void push_param(lua_State *L, const struct xpu_fkc_field *f, const struct
 			push_ints(L, p->v + 2 * j, 2);
 			lua_rawseti(L, -2, j + 1);
 		}
+	} else if (f->kind == XPU_FK_F32) {
+		lua_pushnumber(L, p->f);
 	} else {
 		lua_pushinteger(L, p->i);
 	}
@@ -534,8 +541,8 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
 	int fi = lua_gettop(L);
 	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
-	struct xpu_karg in[XPU_FKC_MAX_INPUTS + 1], given = { .kind = 0 }, out;
-	const char *names[XPU_FKC_MAX_INPUTS + 1];
+	struct xpu_karg in[XPU_FKC_MAX_INPUTS + 1 + XPU_FKC_MAX_FIELDS], given = { .kind = 0 }, out;
+	const char *names[XPU_FKC_MAX_INPUTS + 1 + XPU_FKC_MAX_FIELDS];
 	struct xpu_fkc_result r;
 	struct xpu_device *d;
 	read_call(L, 2, c, call, bufs);
@@ -558,6 +565,11 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 		in[nops] = out;
 		names[nops++] = c->output[0].name;
 	}
+	for (int k = 0; k < c->nfields; k++) /* f32 arguments (eps, a scale): operands of the call */
+		if (c->field[k].kind == XPU_FK_F32 && call->p[k].present) {
+			in[nops] = (struct xpu_karg){ .kind = XPU_ARG_F32, .f = (float)call->p[k].f };
+			names[nops++] = c->field[k].name;
+		}
 	lua_getfield(L, 2, "stream");
 	struct xpu_stream *s = launch_stream(L, -1, d, "launch");
 	lua_pop(L, 1);

@@ -74,6 +74,10 @@ static void push_fields(lua_State *L, const struct xpu_contract *c)
 		set_str(L, "kind", xpu_field_kind_word(f->kind));
 		push_clauses(L, "constraint", &f->constraint);
 		set_expr(L, "default", f->dflt);
+		if (f->has_fdflt) {
+			lua_pushnumber(L, f->fdflt);
+			lua_setfield(L, -2, "default");
+		}
 		set_str(L, "note", f->note);
 		lua_rawseti(L, -2, i + 1);
 	}
