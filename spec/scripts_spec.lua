@@ -1,6 +1,5 @@
--- scripts_spec.lua — the experiment scripts and the Autotune store, run as a user runs them:
--- the audit of a generated GGUF, the route tables per model, Autotune's atomic file with
--- entries validated one by one.
+-- scripts_spec.lua — the experiment scripts, run as a user runs them: the audit of a generated
+-- GGUF, the route tables per model (the Autotune store's specs are in autotune_spec.lua).
 local xpu = require "xpu"
 
 local exe = arg and arg[-1] or "build/xpulua"
@@ -129,113 +128,6 @@ describe("route tables per model", function()
     local cands = t:candidates(q, xpu.device "cpu:0")
     assert.equal(1, #cands)
     assert.equal("q6_K-int-wave", cands[1].name)
-  end)
-end)
-
-describe("Autotune", function()
-  local autotune = require "xpu.autotune"
-  local dir = os.tmpname()
-  local saved = os.getenv("XPULUA_CACHE")
-  local cpu = xpu.device "cpu:0"
-
-  -- The store reads XPULUA_CACHE; specs run with a private directory.
-  local real_getenv = os.getenv
-  before_each(function()
-    os.remove(dir)
-    os.execute("rm -rf '" .. dir .. "'")
-    os.getenv = function(k) if k == "XPULUA_CACHE" then return dir end return real_getenv(k) end
-  end)
-  after_each(function()
-    os.getenv = real_getenv
-    os.execute("rm -rf '" .. dir .. "'")
-  end)
-
-  it("remembers and recalls, per key and per shape, across processes", function()
-    autotune.remember(cpu, "bandwidth.read_gbs", 31.5)
-    autotune.remember_for(cpu, "tile", { 4096, 14336 }, "x3")
-    assert.equal(31.5, autotune.recall(cpu, "bandwidth.read_gbs"))
-    assert.equal("x3", autotune.recall_for(cpu, "tile", { 4096, 14336 }))
-    assert.is_nil(autotune.recall_for(cpu, "tile", { 4096, 4096 }))
-    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
-      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "bandwidth.read_gbs"))']])
-    assert.matches("^31.5", out)
-  end)
-
-  it("drops a malformed or stale line alone, and says so", function()
-    autotune.remember(cpu, "a", 1)
-    autotune.remember(cpu, "b", 2)
-    local path = autotune.path(cpu)
-    local f = io.open(path, "a")
-    f:write("garbage without tabs\n")
-    f:write("other-device|x|y|z\t", xpu.kernel_hash, "\tc\t3\n")      -- another fingerprint
-    f:write(cpu:fingerprint(), "\tdeadbeef0000\td\t4\n")               -- other kernel code
-    f:close()
-    assert.equal(1, autotune.recall(cpu, "a"))
-    assert.equal(2, autotune.recall(cpu, "b"))
-    assert.is_nil(autotune.recall(cpu, "c"))
-    assert.is_nil(autotune.recall(cpu, "d"))
-    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
-      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "b"))']])
-    assert.matches("malformed entry ignored", out)
-    assert.matches("\n2\n", "\n" .. out)
-  end)
-
-  it("sets a device's copy path from the two copies measured on it, and says why", function()
-    local path, why = autotune.copy_path(cpu)
-    assert.equal("kernel", path)
-    assert.equal("kernel", cpu:copy_path())
-    assert.matches("cpu:0: the copy kernels; the two copies are not measured here", why, 1, true)
-    autotune.remember(cpu, "bandwidth.copy_kernel_gbs", "9.50")
-    autotune.remember(cpu, "bandwidth.copy_driver_gbs", "25.25")
-    path, why = autotune.copy_path(cpu)
-    assert.equal("driver", path)
-    assert.equal("driver", cpu:copy_path())
-    assert.equal("cpu:0: the driver's copy, measured 25 GB/s against the copy kernel's 10", why)
-    autotune.remember(cpu, "bandwidth.copy_driver_gbs", "8.75")
-    path, why = autotune.copy_path(cpu)
-    assert.equal("kernel", path)
-    assert.equal("kernel", cpu:copy_path())
-    assert.equal("cpu:0: the copy kernels, measured 10 GB/s against the driver's copy's 9", why)
-  end)
-
-  it("keeps the entries of the last four other binaries on this driver, unread; drops another driver's", function()
-    autotune.remember(cpu, "mine", 1)
-    local path = autotune.path(cpu)
-    local f = io.open(path, "a")
-    for i = 1, 6 do f:write(cpu:fingerprint(), "\tbinary", i, "\tbandwidth.copy_gbs\t", 100 + i, "\n") end
-    f:write("other-driver\t", xpu.kernel_hash, "\tbandwidth.copy_gbs\t7\n")
-    f:close()
-    autotune.remember(cpu, "mine", 2)
-    assert.equal(2, autotune.recall(cpu, "mine"))
-    assert.equal(nil, autotune.recall(cpu, "bandwidth.copy_gbs")) -- not this binary's to read
-    f = io.open(path)
-    local text = f:read("a")
-    f:close()
-    for i = 1, 6 do
-      assert.equal(i > 2, text:find("\tbinary" .. i .. "\tbandwidth.copy_gbs\t" .. (100 + i) .. "\n", 1, true) ~= nil,
-        "binary " .. i .. "'s entry")
-    end
-    assert.is_nil(text:find("other-driver", 1, true))
-    assert.matches("\tmine\t2\n$", text)
-  end)
-
-  it("writes atomically: no temporary file is left and the file is whole", function()
-    for i = 1, 20 do autotune.remember(cpu, "k" .. i, i) end
-    local p = io.popen("ls '" .. dir .. "'")
-    local listing = p:read("a")
-    p:close()
-    assert.not_matches("%.tmp", listing)
-    for i = 1, 20 do assert.equal(i, autotune.recall(cpu, "k" .. i)) end
-    assert.has_error(function() autotune.remember(cpu, "bad\tkey", 1) end)
-  end)
-
-  it("two processes writing at once leave a readable file", function()
-    local cmd = ("XPULUA_CACHE='%s' %s -e 'local a=require\"xpu.autotune\" local d=require\"xpu\".device\"cpu:0\" for i=1,30 do a.remember(d, \"%%s\"..i, i) end'"):format(dir, exe)
-    os.execute("(" .. cmd:format("p") .. " & " .. cmd:format("q") .. " & wait) >/dev/null 2>&1")
-    local out = run("XPULUA_CACHE='" .. dir .. "' " .. exe ..
-      [[ -e 'print(require"xpu.autotune".recall(require"xpu".device"cpu:0", "p30"), require"xpu.autotune".recall(require"xpu".device"cpu:0", "q30"))']])
-    assert.not_matches("malformed", out)
-    assert.matches("%d", out)
   end)
 end)
 

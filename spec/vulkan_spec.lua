@@ -220,6 +220,35 @@ describe("vulkan modules from a directory", function()
   end)
 end)
 
+-- XPULUA_VULKAN_SPV naming no directory, or a directory with a damaged module: xpu.devices()
+-- still has its Vulkan line, with the state and the reason (the variable, the path, what is
+-- wrong), never a list with Vulkan silently missing.
+describe("vulkan in xpu.devices() under a module override that cannot be used", function()
+  vk_it("says the backend or the device is not usable and why", function()
+    local body = [[print(require"xpu".devices())]]
+    local file = os.tmpname() -- a file, not a directory
+    local missing = file .. "-none"
+    for path, why in pairs { [file] = "not a directory", [missing] = "No such file or directory" } do
+      local out = child("XPULUA_VULKAN_SPV=" .. path, body)
+      assert.truthy(out:find("\nvulkan: not usable (XPULUA_VULKAN_SPV=" .. path .. ": " .. why ..
+        "; it must name the directory of vk_<kernel>.spv modules", 1, true), out)
+      assert.not_matches("vulkan:0", out)
+    end
+    os.remove(file)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir " .. dir))
+    local f = assert(io.open(dir .. "/vk_triu.spv", "wb"))
+    f:write("junk")
+    f:close()
+    local out = child("XPULUA_VULKAN_SPV=" .. dir, body)
+    assert.truthy(out:find("\nvulkan:0: not usable (" .. dir .. "/vk_triu.spv: not a SPIR-V module (4 bytes", 1, true), out)
+    os.remove(dir .. "/vk_triu.spv")
+    os.remove(dir)
+    assert.matches("\nvulkan:0  ", "\n" .. child("", body))
+  end)
+end)
+
 -- XPULUA_VK_POOL (vulkan_pool.c, a diagnostic): "own" and "keep" give each buffer of 2 MiB or
 -- more a block of its own (freed with it / never reused); "arena:MIB" makes the first block
 -- that large; the default places it in a shared block. Under each, buffers made, one released, another made in its place, then a kernel's

@@ -294,6 +294,25 @@ static const struct api_entry autotune_entries[] = {
 	  "says on stderr when a kernel runs below what was expected, and keeps the figure" },
 	{ "xpu.autotune.copy_path", "autotune.copy_path(dev) -> path, why",
 	  "the measured faster copy path for the device" },
+	{ "xpu.autotune.inspect", "autotune.inspect(dev) -> entries, problems | nil, message",
+	  "this binary's entries (key -> text) and the \"path:line: why\" of each line dropped" },
+	{ "xpu.autotune.entry_line", "autotune.entry_line(fingerprint, hash, key, value) -> line",
+	  "an entry as the store writes it: the four fields and their checksum" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry file_entries[] = {
+	{ "xpu.file.mkdir", "xpu.file.mkdir(path) -> true | nil, message",
+	  "makes the directory and its missing parents (mkdir -p, no shell)" },
+	{ "xpu.file.replace", "xpu.file.replace(path, text) -> true | nil, message",
+	  "replaces the file crash-safely: a temporary, fsync, rename, fsync of the directory" },
+	{ "xpu.file.sweep", "xpu.file.sweep(path) -> n | nil, message",
+	  "removes the temporaries of path whose writer process is gone (call it holding the lock)" },
+	{ "xpu.file.lock", "xpu.file.lock(path [, wait_ms]) -> FileLock | nil, message",
+	  "an exclusive lock (flock) on path, waiting at most wait_ms (10000) for its holder" },
+	{ "FileLock:release", "l:release()", "releases the lock now (also __close and __gc)" },
+	{ "xpu.T.fail_write_after", "xpu.T.fail_write_after([n])",
+	  "test only: the file write after n more fails as on a full disk (no n: none fails)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -437,6 +456,8 @@ static const struct api_section sections[] = {
 	  fixture_entries, NULL },
 	{ "xpu.autotune", "Measured settings per device (`require \"xpu.autotune\"`).",
 	  autotune_entries, NULL },
+	{ "file", "Crash-safe files (xpu.file), what the Autotune store is written with.",
+	  file_entries, "FileLock" },
 	{ "xpu.decode", "Decode mat-vec fixtures, gates and timings (`require \"xpu.decode\"`).",
 	  decode_entries, NULL },
 	{ "xpu.report", "Tables, JSON, logs and records for scripts "

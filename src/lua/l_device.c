@@ -79,6 +79,38 @@ static int l_backends(lua_State *L)
 	return 1;
 }
 
+/* Whether the list at index 1 (of n) holds backend b's device index i. */
+static bool listed(lua_State *L, lua_Integer n, int b, int i)
+{
+	bool found = false;
+	for (lua_Integer j = 1; j <= n && !found; j++) {
+		lua_geti(L, 1, j);
+		struct xpu_device *d = luaL_testudata(L, -1, XPU_DEVICE_MT) ? lx_checkdevice(L, -1) : NULL;
+		found = d && d->ops == xpu_backend_at(b) && d->index == i;
+		lua_pop(L, 1);
+	}
+	return found;
+}
+
+/* A usable backend's devices that did not open (a bad module override, say): one line each,
+ * with the reason the open gave, so that no device is missing from the list unexplained. */
+static void add_unopened(lua_State *L, luaL_Buffer *buf, lua_Integer n, int b)
+{
+	const struct xpu_probe *p = xpu_backend_probe(b);
+	for (int i = 0; i < p->device_count; i++) {
+		char id[48];
+		snprintf(id, sizeof id, "%s:%d", xpu_backend_at(b)->name, i);
+		if (listed(L, n, b, i) || xpu_device_get(id))
+			continue;
+		const char *why = xpu_error();
+		size_t k = strlen(id);
+		if (strncmp(why, id, k) == 0 && strncmp(why + k, ": ", 2) == 0)
+			why += k + 2; /* the open's words start with the id already */
+		lua_pushfstring(L, "%s: not usable (%s)\n", id, why);
+		luaL_addvalue(buf);
+	}
+}
+
 /* The device list prints every device and every backend that has none, with its reason. */
 static int devices_tostring(lua_State *L)
 {
@@ -93,8 +125,10 @@ static int devices_tostring(lua_State *L)
 	}
 	for (int b = 0; b < xpu_backend_count(); b++) {
 		const struct xpu_probe *p = xpu_backend_probe(b);
-		if (p->state == XPU_USABLE)
+		if (p->state == XPU_USABLE) {
+			add_unopened(L, &buf, n, b);
 			continue;
+		}
 		lua_pushfstring(L, "%s: %s (%s)\n", xpu_backend_at(b)->name,
 				xpu_backend_state_word(p->state), p->reason);
 		luaL_addvalue(&buf);

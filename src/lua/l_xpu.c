@@ -218,5 +218,6 @@ int luaopen_xpu(lua_State *L)
 	xpu_lua_open_compare(L, t);
 	xpu_lua_open_api(L, t);
 	xpu_lua_open_fixture(L, t);
+	xpu_lua_open_file(L, t);
 	return 1;
 }

@@ -34,5 +34,6 @@ void xpu_lua_open_contract(lua_State *L, int t);
 void xpu_lua_open_compare(lua_State *L, int t);
 void xpu_lua_open_api(lua_State *L, int t);
 void xpu_lua_open_fixture(lua_State *L, int t); /* seeded test data (l_fixture.c) */
+void xpu_lua_open_file(lua_State *L, int t);    /* crash-safe file calls (l_file.c) */
 
 #endif

@@ -137,6 +137,9 @@ static void vk_probe(struct xpu_probe *p)
 		snprintf(why, sizeof why, "%d device%s, none with a compute queue", all, all == 1 ? "" : "s");
 		return probe_fail(p, XPU_NOT_USABLE, "no Vulkan compute device", why);
 	}
+	char spv_why[sizeof p->reason - 32];
+	if (xpu_vk_override_dir_check(spv_why, sizeof spv_why))
+		return probe_fail(p, XPU_NOT_USABLE, spv_why, NULL);
 	int kernels = xpu_vk_kernels_count();
 	if (kernels == 0) {
 		snprintf(why, sizeof why, "%d device%s", nphys, nphys == 1 ? "" : "s");

@@ -234,6 +234,9 @@ int xpu_vk_create_device(struct xpu_device *d, struct vk_dev *vd);
 /* vulkan_pipe.c: kernels, pipelines, the persisted pipeline cache, the manifest. */
 int xpu_vk_kernels_count(void);
 int xpu_vk_kernels_open(struct xpu_device *d, struct vk_dev *vd, bool dot4);
+/* Whether XPULUA_VULKAN_SPV, when set, names a directory: 0, or -1 with why (naming the
+ * variable and its path) in buf; the probe reports the backend not usable for it. */
+int xpu_vk_override_dir_check(char *buf, size_t n);
 void xpu_vk_kernels_close(struct vk_dev *vd);
 int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out);
 int xpu_vk_manifest(struct xpu_device *d, struct xpu_kernel *k, struct xpu_manifest *m);

@@ -394,6 +394,20 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
  * kernels/vulkan/vulkan.mk). Only kernels built in are replaced; xpu.kernel_hash says an
  * override is set, so the Autotune store keeps such results apart. */
 
+int xpu_vk_override_dir_check(char *buf, size_t n)
+{
+	const char *dir = getenv("XPULUA_VULKAN_SPV");
+	struct stat st;
+	if (!dir || !*dir)
+		return 0;
+	int rc = stat(dir, &st);
+	if (rc == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	snprintf(buf, n, "XPULUA_VULKAN_SPV=%s: %s; it must name the directory of vk_<kernel>.spv modules "
+		 "that replace the built ones (unset it to run those)", dir, rc == 0 ? "not a directory" : strerror(errno));
+	return -1;
+}
+
 /* *data, *size from DIR/vk_<name>.spv; 0 with *data NULL where there is no such file. */
 static int read_override(const char *name, unsigned char **data, size_t *size)
 {
