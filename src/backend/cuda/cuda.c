@@ -44,8 +44,10 @@ static struct xpu_cuda_stream *simpl(const struct xpu_stream *s)
 
 int xpu_cuda_check(CUresult r, const char *call, const char *file, int line)
 {
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		xpu_cuda_ledger(call);
 		return 0;
+	}
 	const char *name = NULL;
 	if (!xpu_cu.cuGetErrorName || xpu_cu.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name)
 		name = "unknown CUDA error";
@@ -227,7 +229,7 @@ static int load_module(struct xpu_device *d, struct cuda_dev *cd)
 			return xpu_fail("out of host memory loading %s", FATBIN_NAME);
 		memcpy(image, f->data, f->size);
 	}
-	CUresult r = xpu_cu.cuModuleLoadData(&cd->mod, image);
+	CUresult r = CUR(cuModuleLoadData, &cd->mod, image);
 	xpu_free(image);
 	if (r == CUDA_SUCCESS)
 		return 0;
@@ -247,7 +249,7 @@ static int find_kernels(struct xpu_device *d, struct cuda_dev *cd)
 {
 	for (int i = 0; i < xpu_kernel_count(); i++) {
 		CUfunction fn = NULL;
-		CUresult r = xpu_cu.cuModuleGetFunction(&fn, cd->mod, xpu_kernel_at(i)->def->name);
+		CUresult r = CUR(cuModuleGetFunction, &fn, cd->mod, xpu_kernel_at(i)->def->name);
 		if (r == CUDA_ERROR_NOT_FOUND)
 			continue;
 		if (xpu_cuda_check(r, "cuModuleGetFunction", __FILE__, __LINE__))
@@ -263,9 +265,9 @@ static void cuda_close(struct xpu_device *d)
 	if (!cd)
 		return;
 	if (cd->mod)
-		xpu_cu.cuModuleUnload(cd->mod);
+		CUQ(cuModuleUnload, cd->mod);
 	if (cd->ctx)
-		xpu_cu.cuDevicePrimaryCtxRelease_v2(cd->dev);
+		CUQ(cuDevicePrimaryCtxRelease_v2, cd->dev);
 	pthread_mutex_destroy(&cd->lock);
 	xpu_free(cd);
 	d->impl = NULL;
@@ -640,7 +642,7 @@ static void free_marks(struct xpu_cuda_stream *cs)
 {
 	for (int i = 0; i <= XPU_CUDA_MARKS; i++)
 		if (cs->marks[i])
-			xpu_cu.cuEventDestroy_v2(cs->marks[i]);
+			CUQ(cuEventDestroy_v2, cs->marks[i]);
 }
 
 const struct xpu_backend_ops xpu_cuda_backend = {
