@@ -108,11 +108,15 @@ enum { CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1 };
 
 /* Entry points the backend does without (NULL when the driver lacks them): the capture
  * dependencies that let independent launches of a graph overlap (without them a deferred
- * sequence stays a chain). */
+ * sequence stays a chain); the module's list of functions (CUDA 12.4; without it each kernel
+ * of the table is asked for, and those not built answer CUDA_ERROR_NOT_FOUND). */
 #define XPU_CUDA_FUNCS_MAYBE(X)                                                                \
 	X(cuStreamGetCaptureInfo_v2, (CUstream s, int *status, unsigned long long *id, CUgraph *g, \
 				      const CUgraphNode **deps, size_t *n))                      \
-	X(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *deps, size_t n, unsigned flags))
+	X(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *deps, size_t n, unsigned flags)) \
+	X(cuModuleGetFunctionCount, (unsigned *count, CUmodule m))                             \
+	X(cuModuleEnumerateFunctions, (CUfunction *fns, unsigned n, CUmodule m))               \
+	X(cuFuncGetName, (const char **name, CUfunction f))
 
 #define XPU_CUDA_PTR(name, params) CUresult (*name) params;
 #define XPU_CUDA_PTR_OPT(name, old, params) CUresult (*name) params;
