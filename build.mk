@@ -23,7 +23,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all test test-long run static asan tsan check-asan check-tsan install clean
+.PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-driver-faults install clean
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -116,6 +116,30 @@ check-asan: asan
 
 check-tsan: tsan
 	@scripts/test-sanitized.sh build/tsan/xpulua
+
+# Failure injection (docs/RELIABILITY.md): the ASan build again (build/oom, objects of its own)
+# with libyaml linked from a copy of libyaml.a whose malloc, realloc, strdup and free are
+# renamed to the core's hooks (src/core/fault_yaml.c), so its allocations can fail too.
+# check-oom fails every allocation N of each scenario of spec/oom/ in turn (OOM_STRIDE=k: every
+# kth N, the short form); check-driver-faults does the same to driver calls on each device.
+OOM_B := build/oom
+oom:
+	@$(MAKE) --no-print-directory -f build.mk B=$(OOM_B) CFLAGS="$(ASAN_CFLAGS)" NVCC= HIPCC= \
+	  LIBS="$(OOM_B)/libyaml-hooked.a -ldl -lpthread -lm" $(OOM_B)/libyaml-hooked.a $(OOM_B)/xpulua
+
+$(B)/libyaml-hooked.a: $(LIBDIR)/libyaml.a
+	@mkdir -p $(B)
+	objcopy --redefine-sym malloc=xpu_yaml_malloc --redefine-sym realloc=xpu_yaml_realloc \
+	  --redefine-sym strdup=xpu_yaml_strdup --redefine-sym free=xpu_yaml_free $< $@
+
+check-oom: oom
+	@scripts/check-oom.sh $(OOM_B)/xpulua
+
+# Vulkan inside the sanitized build; CUDA and HIP in the release build, whose fatbin and code
+# objects the sanitized one lacks (ASan cannot see device memory: the ledger counts objects).
+check-driver-faults: oom all
+	@rc=0; scripts/check-driver-faults.sh $(OOM_B)/xpulua vulkan:0 || rc=1; \
+	  scripts/check-driver-faults.sh $(B)/xpulua cuda:0 hip:0 || rc=1; exit $$rc
 
 run: all
 	$(B)/xpulua scripts/tour.lua

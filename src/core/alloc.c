@@ -1,30 +1,23 @@
-/* alloc.c — counted allocation for the core, with test-only fault injection.
+/* alloc.c — counted allocation for the core, with test-only fault injection (fault.h).
  * The count is what specs read to prove that route resolution allocates nothing. */
 #include "xpu.h"
+#include "core/fault.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 static atomic_uint_fast64_t allocations;
-static atomic_int_fast64_t fail_after = -1;
+
+/* One fault, at the (n+1)th core allocation (the older, narrower form of xpu_fault_arm). */
+void xpu_alloc_fail_after(int64_t n)
+{
+	xpu_fault_arm(XPU_FAULT_ALLOC, n, false);
+}
 
 bool xpu_alloc_should_fail(void)
 {
-	int_fast64_t n = atomic_load(&fail_after);
-	if (n < 0)
-		return false;
-	if (n == 0) {
-		atomic_store(&fail_after, -1);
-		return true;
-	}
-	atomic_store(&fail_after, n - 1);
-	return false;
-}
-
-void xpu_alloc_fail_after(int64_t n)
-{
-	atomic_store(&fail_after, n);
+	return xpu_fault(XPU_FAULT_ALLOC);
 }
 
 void xpu_alloc_note(void)

@@ -39,24 +39,28 @@ static struct xpu_query *read_queries(lua_State *L, int i, int *n)
 static int t_audit(lua_State *L)
 {
 	struct xpu_table *t = lx_checktable(L, 1);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_settop(L, 2);
+	/* the object first: were Lua to run out of memory making it, no audit would be lost */
+	struct laudit *u = lua_newuserdatauv(L, sizeof *u, 2);
+	u->a = NULL;
+	luaL_setmetatable(L, XPU_AUDIT_MT);
+	lua_pushvalue(L, 1); /* the rows belong to the table: keep it */
+	lua_setiuservalue(L, -2, 1);
+	lua_pushvalue(L, 2);
+	lua_setiuservalue(L, -2, 2);
 	int n;
 	struct xpu_query *qs = read_queries(L, 2, &n);
 	if (xpu_table_enter(t, "audit")) {
 		xpu_free(qs);
 		return lx_error(L);
 	}
-	struct xpu_audit *a = xpu_audit(t, qs, n, L);
+	u->a = xpu_audit(t, qs, n, L);
 	xpu_table_leave(t);
 	xpu_free(qs);
-	if (!a)
+	if (!u->a)
 		return lx_error(L);
-	struct laudit *u = lua_newuserdatauv(L, sizeof *u, 2);
-	u->a = a;
-	luaL_setmetatable(L, XPU_AUDIT_MT);
-	lua_pushvalue(L, 1); /* the rows belong to the table: keep it */
-	lua_setiuservalue(L, -2, 1);
-	lua_pushvalue(L, 2);
-	lua_setiuservalue(L, -2, 2);
+	lua_settop(L, 3);
 	return 1;
 }
 

@@ -27,11 +27,14 @@ struct xpu_buffer *lx_checkbuffer(lua_State *L, int i)
 	return u->b;
 }
 
-static void push_buffer(lua_State *L, struct xpu_buffer *b)
+/* The object a new buffer goes into, made (and pushed) before the buffer: when Lua cannot
+ * allocate it, nothing has been allocated yet that would leak. */
+static struct lbuffer *new_box(lua_State *L)
 {
 	struct lbuffer *u = lua_newuserdatauv(L, sizeof *u, 0);
-	u->b = b;
+	u->b = NULL;
 	luaL_setmetatable(L, XPU_BUFFER_MT);
+	return u;
 }
 
 /* d:buffer(bytes) or d:buffer(string): a new allocation (filled from the string). */
@@ -54,10 +57,10 @@ static int l_buffer_new(lua_State *L)
 	if (mem && (uint64_t)bytes > mem)
 		return luaL_error(L, "d:buffer(%I): %I bytes is more than %s has (%I bytes of memory)",
 				  bytes, bytes, d->id, (lua_Integer)mem);
-	struct xpu_buffer *b = xpu_buffer_new(d, (uint64_t)bytes);
+	struct lbuffer *u = new_box(L);
+	struct xpu_buffer *b = u->b = xpu_buffer_new(d, (uint64_t)bytes);
 	if (!b)
 		return lx_error(L);
-	push_buffer(L, b);
 	if (init && xpu_buffer_upload(b, 0, init, len))
 		return lx_error(L);
 	return 1;
@@ -106,10 +109,9 @@ static int b_slice(lua_State *L)
 	lua_Integer n = luaL_optinteger(L, 3, (uint64_t)off > b->bytes ? 0 : (lua_Integer)(b->bytes - (uint64_t)off));
 	if (n < 0)
 		return luaL_error(L, "slice: offset and length must not be negative");
-	struct xpu_buffer *v = xpu_buffer_view(b, (uint64_t)off, (uint64_t)n);
-	if (!v)
+	struct lbuffer *u = new_box(L);
+	if (!(u->b = xpu_buffer_view(b, (uint64_t)off, (uint64_t)n)))
 		return lx_error(L);
-	push_buffer(L, v);
 	return 1;
 }
 
@@ -123,10 +125,9 @@ static int b_words(lua_State *L)
 	if (b->bytes % 4)
 		return luaL_error(L, "word view: %I bytes is not a whole number of words",
 				  (lua_Integer)b->bytes);
-	struct xpu_buffer *v = xpu_buffer_view(b, 0, b->bytes);
-	if (!v)
+	struct lbuffer *u = new_box(L);
+	if (!(u->b = xpu_buffer_view(b, 0, b->bytes)))
 		return lx_error(L);
-	push_buffer(L, v);
 	return 1;
 }
 

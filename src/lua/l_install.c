@@ -12,6 +12,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "core/fault.h"
 #include "core/xpu.h"
 #include "lua/xpu_lua.h"
 
@@ -46,10 +47,41 @@ struct counted {
 static void *count_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	const struct counted *c = ud;
-	/* osize is a type tag when ptr is NULL, so only a real block's sizes are compared */
-	if (nsize > 0 && (ptr == NULL || nsize > osize))
+	/* osize is a type tag when ptr is NULL, so only a real block's sizes are compared; a
+	 * shrink never fails (Lua relies on that), so only these may be made to fail */
+	if (nsize > 0 && (ptr == NULL || nsize > osize)) {
+		if (xpu_fault(XPU_FAULT_LUA))
+			return NULL;
 		xpu_alloc_note();
+	}
 	return c->f(c->ud, ptr, osize, nsize);
+}
+
+static void *plain_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	if (nsize == 0) {
+		free(ptr);
+		return NULL;
+	}
+	return realloc(ptr, nsize);
+}
+
+/* An error outside any protected call: say so before the process aborts. */
+static int panic(lua_State *L)
+{
+	const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error object is not a string";
+	fprintf(stderr, "xpulua: unprotected error in a call to the Lua API (%s)\n", msg);
+	return 0;
+}
+
+/* A state whose every allocation, from its first, is counted (and can be made to fail). */
+lua_State *xpu_lua_newstate(void)
+{
+	static const struct counted plain = { plain_alloc, NULL };
+	lua_State *L = lua_newstate(count_alloc, (void *)&plain);
+	if (L)
+		lua_atpanic(L, panic);
+	return L;
 }
 
 /* lua_close finalizes newest first: this runs before package's __gc unloads C modules, so

@@ -129,8 +129,34 @@ static void enter(lua_State *L, struct xpu_table *t, const char *what)
 		lx_error(L);
 }
 
-/* Registration: everything is checked into a stack row before the first allocation, so an
- * error (or an injected allocation fault) leaves the table as it was. */
+/* What registration allocates in Lua, run protected before the row joins the table: its
+ * halves referenced, its facts declared, its row object made (args: row, spec, table, c_row).
+ * Lua running out of memory here raises, and the row has not been registered yet. */
+static int prepare_row(lua_State *L)
+{
+	struct xpu_row *r = lua_touserdata(L, 1);
+	if (!lua_toboolean(L, 4) && lx_attach_lua_halves(L, 2, r))
+		return lx_error(L);
+	lx_declare_row_facts(L, 2);
+	lx_push_row_of(L, 3, r);
+	return 1;
+}
+
+/* A row that did not join its table leaves no row object behind (setting a present key to
+ * nil allocates nothing). */
+static void forget_row_object(lua_State *L, int ti, const struct xpu_row *r)
+{
+	lua_getiuservalue(L, ti, 1);
+	if (lua_rawgetp(L, -1, r) != LUA_TNIL) {
+		lua_pushnil(L);
+		lua_rawsetp(L, -3, r);
+	}
+	lua_pop(L, 2);
+}
+
+/* Registration: everything is checked into a stack row before the first allocation, and the
+ * row joins the table last, so an error (or an injected allocation fault, the core's or
+ * Lua's) leaves the table as it was. */
 static int do_register(lua_State *L, bool c_row)
 {
 	struct xpu_table *t = lx_checktable(L, 1);
@@ -166,16 +192,20 @@ static int do_register(lua_State *L, bool c_row)
 		return lx_error(L);
 	}
 	*r = tmp;
-	int rc = c_row ? 0 : lx_attach_lua_halves(L, 2, r);
-	if (rc == 0 && (rc = xpu_table_register(t, r)) != 0 && r->release)
+	lua_settop(L, 2);
+	lua_pushcfunction(L, prepare_row);
+	lua_pushlightuserdata(L, r);
+	lua_pushvalue(L, 2);
+	lua_pushvalue(L, 1);
+	lua_pushboolean(L, c_row);
+	int st = lua_pcall(L, 4, 1, 0);
+	if (st == LUA_OK && xpu_table_register(t, r) == 0)
+		return 1; /* the row object */
+	forget_row_object(L, 1, r);
+	if (r->release)
 		r->release(r);
-	if (rc) {
-		xpu_free(r);
-		return lx_error(L);
-	}
-	lx_declare_row_facts(L, 2);
-	lx_push_row_of(L, 1, r);
-	return 1;
+	xpu_free(r);
+	return st == LUA_OK ? lx_error(L) : lua_error(L);
 }
 
 static int t_register(lua_State *L)

@@ -287,13 +287,16 @@ int lx_attach_lua_halves(lua_State *L, int t, struct xpu_row *r)
 	struct lua_row *lr = xpu_calloc(1, sizeof *lr);
 	if (!lr)
 		return -1;
+	/* owned by the row at once: a reference that cannot be made (Lua out of memory) raises,
+	 * and the caller's release then frees what was made */
 	lr->L = L;
+	lr->shape_ref = lr->ready_ref = lr->gate_ref = LUA_NOREF;
+	r->ud = lr;
+	r->release = lua_row_release;
 	lr->shape_ref = ref_function(L, t, r, "shape");
 	lr->ready_ref = ref_function(L, t, r, "ready");
 	lua_pushboolean(L, 0);
 	lr->gate_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-	r->ud = lr;
-	r->release = lua_row_release;
 	r->shape = lr->shape_ref != LUA_NOREF ? lua_shape : NULL;
 	r->ready = lr->ready_ref != LUA_NOREF ? lua_ready : NULL;
 	return 0;

@@ -13,6 +13,10 @@ int luaopen_xpu(lua_State *L);
  * copy is preferred when XPULUA_ROOT or the binary's checkout has one). */
 void xpu_lua_install(lua_State *L);
 
+/* A new state on the counting allocator from its first allocation (fault injection reaches
+ * all of them); NULL when even that fails. Install it with xpu_lua_install. */
+lua_State *xpu_lua_newstate(void);
+
 /* Counts every allocation or growth of the state into xpu_alloc_count (idempotent). */
 void xpu_lua_count_allocs(lua_State *L);
 
@@ -35,5 +39,6 @@ void xpu_lua_open_compare(lua_State *L, int t);
 void xpu_lua_open_api(lua_State *L, int t);
 void xpu_lua_open_fixture(lua_State *L, int t); /* seeded test data (l_fixture.c) */
 void xpu_lua_open_file(lua_State *L, int t);    /* crash-safe file calls (l_file.c) */
+void xpu_lua_open_fault(lua_State *L, int t);   /* xpu.T's failure injection (l_fault.c) */
 
 #endif

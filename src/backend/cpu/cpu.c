@@ -1,6 +1,7 @@
 /* cpu.c — the CPU backend: host memory, an in-order stream that runs each launch on the
  * worker pool at once, geometry from sysconf / sysfs / cpuid, kernels from kernels/cpu. */
 #include "core/device.h"
+#include "core/fault.h"
 #include "cpu_pool.h"
 
 #include <stdio.h>
@@ -159,9 +160,9 @@ static int cpu_alloc(struct xpu_device *d, uint64_t bytes, void **handle, void *
 		return xpu_fail("%llu bytes is more than the host's %llu", (unsigned long long)bytes,
 				(unsigned long long)d->geo.memory_bytes);
 	size_t n = bytes ? (bytes + 63) & ~(uint64_t)63 : 64;
-	void *p = aligned_alloc(64, n);
+	void *p = xpu_fault(XPU_FAULT_ALLOC) ? NULL : aligned_alloc(64, n);
 	if (!p)
-		return xpu_fail("out of host memory");
+		return xpu_fail("cpu: out of host memory for a %llu-byte buffer", (unsigned long long)bytes);
 	*handle = *host = p;
 	return 0;
 }

@@ -108,11 +108,15 @@ enum { CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1 };
 
 /* Entry points the backend does without (NULL when the driver lacks them): the capture
  * dependencies that let independent launches of a graph overlap (without them a deferred
- * sequence stays a chain). */
+ * sequence stays a chain); the module's list of functions (CUDA 12.4; without it each kernel
+ * of the table is asked for, and those not built answer CUDA_ERROR_NOT_FOUND). */
 #define XPU_CUDA_FUNCS_MAYBE(X)                                                                \
 	X(cuStreamGetCaptureInfo_v2, (CUstream s, int *status, unsigned long long *id, CUgraph *g, \
 				      const CUgraphNode **deps, size_t *n))                      \
-	X(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *deps, size_t n, unsigned flags))
+	X(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode *deps, size_t n, unsigned flags)) \
+	X(cuModuleGetFunctionCount, (unsigned *count, CUmodule m))                             \
+	X(cuModuleEnumerateFunctions, (CUfunction *fns, unsigned n, CUmodule m))               \
+	X(cuFuncGetName, (const char **name, CUfunction f))
 
 #define XPU_CUDA_PTR(name, params) CUresult (*name) params;
 #define XPU_CUDA_PTR_OPT(name, old, params) CUresult (*name) params;
@@ -127,6 +131,7 @@ struct xpu_cuda_api {
 /* ---- shared by cuda.c and cuda_graph.c ------------------------------------------------- */
 
 #include "core/device.h"
+#include "core/fault.h"
 
 extern struct xpu_cuda_api xpu_cu;
 
@@ -135,7 +140,14 @@ extern struct xpu_cuda_api xpu_cu;
  * An entry without arguments is written CU(entry, ). Clean-up calls made after a failure
  * call the table directly, so the words of the failure being reported survive. */
 int xpu_cuda_check(CUresult r, const char *call, const char *file, int line);
-#define CU(fn, ...) xpu_cuda_check(xpu_cu.fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+/* CUR makes the call and gives its result unchecked; under fault injection (fault.h) either
+ * fails it without making it, with the error a driver would give (xpu_cuda_injected). CUQ is
+ * a clean-up call whose result does not matter (counted by the fault ledger). */
+CUresult xpu_cuda_injected(const char *call);
+void xpu_cuda_ledger(const char *call);
+#define CUR(fn, ...) (xpu_fault_driver(#fn) ? xpu_cuda_injected(#fn) : xpu_cu.fn(__VA_ARGS__))
+#define CU(fn, ...) xpu_cuda_check(CUR(fn, __VA_ARGS__), #fn, __FILE__, __LINE__)
+#define CUQ(fn, ...) (xpu_cuda_ledger(#fn), (void)xpu_cu.fn(__VA_ARGS__))
 
 /* One launch as the driver takes it; recorded as is while a stream is deferred. A record with
  * no function is a timer mark: slot[0] holds the event it records. */

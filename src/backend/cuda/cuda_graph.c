@@ -48,7 +48,7 @@ static struct xpu_cuda_graph *find_graph(struct xpu_cuda_stream *cs, uint64_t h)
 static void drop_graph(struct xpu_cuda_graph *g)
 {
 	if (g->exec)
-		xpu_cu.cuGraphExecDestroy(g->exec);
+		CUQ(cuGraphExecDestroy, g->exec);
 	xpu_free(g->seq);
 	memset(g, 0, sizeof *g);
 }

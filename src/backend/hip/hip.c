@@ -3,6 +3,7 @@
  * hipModuleLoadData, streams, copies, launches through hipModuleLaunchKernel, manifests from
  * the code object's metadata note (amdgpu_notes.c) and event timing. Uses hip_api.h. */
 #include "core/device.h"
+#include "core/fault.h"
 #include "amdgpu_notes.h"
 #include "hip_api.h"
 
@@ -32,14 +33,20 @@ static struct hip_dev *impl(const struct xpu_device *d)
  * name, the error's name and number, and the file and line of the call. */
 static int hip_check(hipError_t r, const char *call, const char *file, int line)
 {
-	if (r == hipSuccess)
+	if (r == hipSuccess) {
+		xpu_hip_ledger(call);
 		return 0;
+	}
 	const char *name = api.hipGetErrorName ? api.hipGetErrorName(r) : NULL;
 	return xpu_fail("%s failed: %s (%d) at %s:%d", call, name ? name : "unknown HIP error", r,
 			file, line);
 }
 
-#define HIP(fn, ...) hip_check(api.fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+/* Under fault injection (fault.h) a call may fail without being made, with the error the
+ * runtime would give (xpu_hip_injected); HIPQ is a clean-up call whose result does not matter. */
+#define HIPR(fn, ...) (xpu_fault_driver(#fn) ? xpu_hip_injected(#fn) : api.fn(__VA_ARGS__))
+#define HIP(fn, ...) hip_check(HIPR(fn, __VA_ARGS__), #fn, __FILE__, __LINE__)
+#define HIPQ(fn, ...) (xpu_hip_ledger(#fn), (void)api.fn(__VA_ARGS__))
 
 /* ---- probe ------------------------------------------------------------------------------ */
 
@@ -347,7 +354,7 @@ static void hip_close(struct xpu_device *d)
 	if (!hd)
 		return;
 	if (hd->mod && api.hipSetDevice(hd->ordinal) == hipSuccess)
-		api.hipModuleUnload(hd->mod);
+		HIPQ(hipModuleUnload, hd->mod);
 	xpu_free(hd->image);
 	xpu_amdgpu_code_free(&hd->code);
 	xpu_free(hd);
@@ -424,7 +431,7 @@ static void hip_stream_close(struct xpu_stream *s)
 {
 	if (bind(s->dev) == 0) { /* errors have no caller here */
 		api.hipStreamSynchronize(stream_of(s));
-		api.hipStreamDestroy(stream_of(s));
+		HIPQ(hipStreamDestroy, stream_of(s));
 	}
 	s->impl = NULL;
 }
@@ -451,7 +458,7 @@ static void hip_release(struct xpu_device *d, void *handle)
 	if (bind(d))
 		return;
 	api.hipDeviceSynchronize();
-	api.hipFree(handle);
+	HIPQ(hipFree, handle);
 }
 
 /* Copies wait for every stream of the device first, as the CPU backend's copies see every
@@ -566,7 +573,7 @@ static int record_event(struct xpu_stream *s, hipEvent_t *e)
 	if (bind(s->dev) || HIP(hipEventCreate, e))
 		return -1;
 	if (HIP(hipEventRecord, *e, stream_of(s))) {
-		api.hipEventDestroy(*e);
+		HIPQ(hipEventDestroy, *e);
 		return -1;
 	}
 	return 0;
@@ -588,16 +595,16 @@ static int hip_time_end(struct xpu_stream *s, void *mark, double *seconds)
 	int rc = record_event(s, &end);
 	if (rc == 0) {
 		rc = HIP(hipEventSynchronize, end) || HIP(hipEventElapsedTime, &ms, begin, end) ? -1 : 0;
-		api.hipEventDestroy(end);
+		HIPQ(hipEventDestroy, end);
 	}
-	api.hipEventDestroy(begin);
+	HIPQ(hipEventDestroy, begin);
 	*seconds = ms * 1e-3;
 	return rc;
 }
 
 static void hip_time_drop(struct xpu_stream *s, void *mark)
 {
-	api.hipEventDestroy((hipEvent_t)mark);
+	HIPQ(hipEventDestroy, (hipEvent_t)mark);
 }
 
 /* No set_deferred: a deferred stream's launches are issued as they come, which the core allows

@@ -92,4 +92,9 @@ struct xpu_hip_api {
 };
 #undef XPU_HIP_PTR
 
+/* hip_fault.c: the error an injected failure gives each call; the fault ledger's count of
+ * the objects a successful call made or ended. */
+hipError_t xpu_hip_injected(const char *call);
+void xpu_hip_ledger(const char *call);
+
 #endif

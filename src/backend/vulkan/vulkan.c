@@ -35,8 +35,11 @@ const char *xpu_vk_result_name(VkResult r)
 
 int xpu_vk_check(VkResult r, const char *call, const char *file, int line)
 {
-	if (r == VK_SUCCESS)
+	if (r == VK_SUCCESS) {
+		if (atomic_load_explicit(&xpu_fault_ledger_on, memory_order_relaxed) && xpu_vk_kind(call))
+			xpu_fault_ledger(xpu_vk_kind(call), 1);
 		return 0;
+	}
 	return xpu_fail("%s failed: %s (%d) at %s:%d", call, xpu_vk_result_name(r), (int)r, file, line);
 }
 
@@ -162,6 +165,7 @@ static void vk_close(struct xpu_device *d)
 		vd->fn.vkDeviceWaitIdle(vd->device);
 		xpu_vk_mem_close(vd);
 		xpu_vk_kernels_close(vd);
+		xpu_fault_note("Device", -1);
 		vd->fn.vkDestroyDevice(vd->device, NULL);
 	}
 	pthread_mutex_destroy(&vd->lock);

@@ -8,6 +8,7 @@
 #include <vulkan/vulkan.h>
 
 #include "core/device.h"
+#include "core/fault.h"
 
 #include <pthread.h>
 #include <time.h>
@@ -66,10 +67,25 @@ extern struct xpu_vk_instance_fns xpu_vki;
 extern VkInstance xpu_vk_instance;
 
 /* Every Vulkan call that returns a VkResult goes through VK(table, call, args...): a failure
- * becomes an xpu error naming the call, the result and the file and line. */
+ * becomes an xpu error naming the call, the result and the file and line. VKR makes the call
+ * and gives its result unchecked. Under fault injection (fault.h) either may fail the call
+ * without making it, with the result a driver would give (xpu_vk_injected). */
 int xpu_vk_check(VkResult r, const char *call, const char *file, int line);
 const char *xpu_vk_result_name(VkResult r);
-#define VK(fns, call, ...) xpu_vk_check((fns)->call(__VA_ARGS__), #call, __FILE__, __LINE__)
+VkResult xpu_vk_injected(const char *call);
+#define VKR(fns, call, ...) (xpu_fault_driver(#call) ? xpu_vk_injected(#call) : (fns)->call(__VA_ARGS__))
+#define VK(fns, call, ...) xpu_vk_check(VKR(fns, call, __VA_ARGS__), #call, __FILE__, __LINE__)
+
+/* Destroys (or frees) object h of a kind VK counted as made: VKD(table, vkDestroyBuffer, dev, h),
+ * so the fault ledger can match every object made with its end. A null handle is no object. */
+#define VKD(fns, call, dev, h)                                                                  \
+	do {                                                                                   \
+		if (h)                                                                         \
+			xpu_fault_note(xpu_vk_kind(#call), -1);                                \
+		(fns)->call(dev, h, NULL);                                                     \
+	} while (0)
+/* The kind of object a vkCreate* / vkAllocate* / vkDestroy* / vkFree* call makes or ends. */
+const char *xpu_vk_kind(const char *call);
 
 /* ---- the backend's state ---------------------------------------------------------------- */
 

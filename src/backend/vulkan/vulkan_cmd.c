@@ -27,7 +27,7 @@ static int ensure_sets(struct vk_dev *vd, struct vk_batch *b, uint32_t sets)
 	if (b->pool && b->pool_sets >= sets)
 		return VK(&vd->fn, vkResetDescriptorPool, vd->device, b->pool, 0);
 	if (b->pool)
-		vd->fn.vkDestroyDescriptorPool(vd->device, b->pool, NULL);
+		VKD(&vd->fn, vkDestroyDescriptorPool, vd->device, b->pool);
 	b->pool = VK_NULL_HANDLE;
 	b->pool_sets = 0;
 	VkDescriptorPoolSize size = { .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -64,9 +64,9 @@ void xpu_vk_batch_free(struct vk_dev *vd, VkCommandPool pool, struct vk_batch *b
 	if (b->cb)
 		vd->fn.vkFreeCommandBuffers(vd->device, pool, 1, &b->cb);
 	if (b->fence)
-		vd->fn.vkDestroyFence(vd->device, b->fence, NULL);
+		VKD(&vd->fn, vkDestroyFence, vd->device, b->fence);
 	if (b->pool)
-		vd->fn.vkDestroyDescriptorPool(vd->device, b->pool, NULL);
+		VKD(&vd->fn, vkDestroyDescriptorPool, vd->device, b->pool);
 	xpu_free(b->seq);
 	memset(b, 0, sizeof *b);
 }
@@ -493,9 +493,9 @@ void xpu_vk_stream_close(struct xpu_stream *s)
 		xpu_vk_batch_free(vd, vs->pool, &vs->ring[i]);
 	for (int i = 0; i < XPU_VK_SEQS; i++)
 		xpu_vk_batch_free(vd, vs->pool, &vs->seqs[i]);
-	vd->fn.vkDestroyCommandPool(vd->device, vs->pool, NULL);
+	VKD(&vd->fn, vkDestroyCommandPool, vd->device, vs->pool);
 	if (vs->stamps)
-		vd->fn.vkDestroyQueryPool(vd->device, vs->stamps, NULL);
+		VKD(&vd->fn, vkDestroyQueryPool, vd->device, vs->stamps);
 	pthread_mutex_unlock(&vd->lock);
 	xpu_free(vs->rec);
 	xpu_free(vs);

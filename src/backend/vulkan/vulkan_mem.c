@@ -26,9 +26,9 @@ int xpu_vk_mem_type(const struct vk_dev *vd, uint32_t bits, VkMemoryPropertyFlag
 static void drop_buffer(struct vk_dev *vd, struct vk_mem *m)
 {
 	if (m->buf)
-		vd->fn.vkDestroyBuffer(vd->device, m->buf, NULL);
+		VKD(&vd->fn, vkDestroyBuffer, vd->device, m->buf);
 	if (m->mem)
-		vd->fn.vkFreeMemory(vd->device, m->mem, NULL); /* unmaps too */
+		VKD(&vd->fn, vkFreeMemory, vd->device, m->mem); /* unmaps too */
 	xpu_vk_pool_give(vd, &m->place);
 	memset(m, 0, sizeof *m);
 }
@@ -117,7 +117,7 @@ void xpu_vk_mem_close(struct vk_dev *vd)
 	xpu_vk_pool_close(vd);
 	xpu_vk_batch_free(vd, vd->xfer_pool, &vd->xfer);
 	if (vd->xfer_pool)
-		vd->fn.vkDestroyCommandPool(vd->device, vd->xfer_pool, NULL);
+		VKD(&vd->fn, vkDestroyCommandPool, vd->device, vd->xfer_pool);
 }
 
 /* ---- staged transfers ------------------------------------------------------------------- */

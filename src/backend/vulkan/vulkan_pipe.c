@@ -137,10 +137,12 @@ static int open_cache(struct vk_dev *vd)
 	}
 	VkPipelineCacheCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
 					 .initialDataSize = size, .pInitialData = data };
-	VkResult r = vd->fn.vkCreatePipelineCache(vd->device, &ci, NULL, &vd->pcache);
+	VkResult r = VKR(&vd->fn, vkCreatePipelineCache, vd->device, &ci, NULL, &vd->pcache);
 	xpu_free(data);
-	if (r == VK_SUCCESS)
+	if (r == VK_SUCCESS) {
+		xpu_fault_note("PipelineCache", 1);
 		return 0;
+	}
 	ci.initialDataSize = 0;
 	ci.pInitialData = NULL;
 	return VK(&vd->fn, vkCreatePipelineCache, vd->device, &ci, NULL, &vd->pcache);
@@ -217,11 +219,12 @@ static int make_module(struct vk_dev *vd, const unsigned char *spv, size_t size,
 }
 
 /* Module, descriptor set layout (one storage buffer per buffer argument) and pipeline
- * layout, made with the kernel's first pipeline; a subgroup module shares the layouts. */
+ * layout, made with the kernel's first pipeline; a subgroup module shares the layouts. After
+ * a failure the next launch makes only what is still missing (nothing made is dropped). */
 static int open_layouts(struct vk_dev *vd, struct vk_kern *kn)
 {
 	VkDescriptorSetLayoutBinding b[XPU_MAX_ARGS];
-	int rc = make_module(vd, kn->spv, kn->spv_size, &kn->mod);
+	int rc = kn->mod ? 0 : make_module(vd, kn->spv, kn->spv_size, &kn->mod);
 	for (uint32_t i = 0; i < kn->nbuf; i++)
 		b[i] = (VkDescriptorSetLayoutBinding){ .binding = i, .descriptorCount = 1,
 						       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -233,7 +236,7 @@ static int open_layouts(struct vk_dev *vd, struct vk_kern *kn)
 					  .setLayoutCount = 1, .pSetLayouts = &kn->dsl,
 					  .pushConstantRangeCount = kn->push_bytes ? 1 : 0,
 					  .pPushConstantRanges = &push };
-	if (rc || VK(&vd->fn, vkCreateDescriptorSetLayout, vd->device, &di, NULL, &kn->dsl) ||
+	if (rc || (!kn->dsl && VK(&vd->fn, vkCreateDescriptorSetLayout, vd->device, &di, NULL, &kn->dsl)) ||
 	    VK(&vd->fn, vkCreatePipelineLayout, vd->device, &li, NULL, &kn->layout))
 		return -1;
 	return 0;
@@ -498,21 +501,21 @@ void xpu_vk_kernels_close(struct vk_dev *vd)
 	for (int i = 0; vd->kerns && i < xpu_kernel_count(); i++) {
 		struct vk_kern *kn = &vd->kerns[i];
 		for (int p = 0; p < kn->npipes; p++)
-			vd->fn.vkDestroyPipeline(vd->device, kn->pipes[p].pipe, NULL);
+			VKD(&vd->fn, vkDestroyPipeline, vd->device, kn->pipes[p].pipe);
 		if (kn->layout)
-			vd->fn.vkDestroyPipelineLayout(vd->device, kn->layout, NULL);
+			VKD(&vd->fn, vkDestroyPipelineLayout, vd->device, kn->layout);
 		if (kn->dsl)
-			vd->fn.vkDestroyDescriptorSetLayout(vd->device, kn->dsl, NULL);
+			VKD(&vd->fn, vkDestroyDescriptorSetLayout, vd->device, kn->dsl);
 		if (kn->mod)
-			vd->fn.vkDestroyShaderModule(vd->device, kn->mod, NULL);
+			VKD(&vd->fn, vkDestroyShaderModule, vd->device, kn->mod);
 		if (kn->mod_sg)
-			vd->fn.vkDestroyShaderModule(vd->device, kn->mod_sg, NULL);
+			VKD(&vd->fn, vkDestroyShaderModule, vd->device, kn->mod_sg);
 		xpu_free(kn->spv_file);
 		xpu_free(kn->spv_sg_file);
 	}
 	if (vd->pcache) {
 		save_cache(vd);
-		vd->fn.vkDestroyPipelineCache(vd->device, vd->pcache, NULL);
+		VKD(&vd->fn, vkDestroyPipelineCache, vd->device, vd->pcache);
 	}
 	xpu_free(vd->kerns);
 	vd->kerns = NULL;

@@ -136,7 +136,7 @@ static void drop_block(struct vk_dev *vd, struct vk_block *b)
 		n = r->next;
 		xpu_free(r);
 	}
-	vd->fn.vkFreeMemory(vd->device, b->mem, NULL); /* unmaps too */
+	VKD(&vd->fn, vkFreeMemory, vd->device, b->mem); /* unmaps too */
 	xpu_free(b);
 }
 
@@ -169,13 +169,13 @@ static struct vk_block *new_block(struct vk_dev *vd, uint32_t type, VkDeviceSize
 	}
 	VkMemoryAllocateInfo ai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = size,
 				    .memoryTypeIndex = type };
-	VkResult res = vd->fn.vkAllocateMemory(vd->device, &ai, NULL, &b->mem);
+	VkResult res = VKR(&vd->fn, vkAllocateMemory, vd->device, &ai, NULL, &b->mem);
 	if (res == VK_ERROR_OUT_OF_DEVICE_MEMORY && drop_empty(vd))
-		res = vd->fn.vkAllocateMemory(vd->device, &ai, NULL, &b->mem);
+		res = VKR(&vd->fn, vkAllocateMemory, vd->device, &ai, NULL, &b->mem);
 	if (xpu_vk_check(res, "vkAllocateMemory", __FILE__, __LINE__) ||
 	    (host && VK(&vd->fn, vkMapMemory, vd->device, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map))) {
 		if (b->mem)
-			vd->fn.vkFreeMemory(vd->device, b->mem, NULL);
+			VKD(&vd->fn, vkFreeMemory, vd->device, b->mem);
 		xpu_free(b);
 		xpu_free(r);
 		return NULL;

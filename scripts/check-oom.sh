@@ -1,0 +1,49 @@
+#!/bin/sh
+# check-oom.sh XPULUA [SCENARIO...] — failure injection (make check-oom): each scenario of
+# spec/oom/ in a process of its own inside the sanitized build XPULUA (build/oom/xpulua),
+# every allocation N failed in turn (spec/oom/run.lua). Prints a table: scenario, the
+# allocations counted (N max), the failures survived and at which site; fails on any
+# problem the run names, and on any AddressSanitizer, LeakSanitizer or UBSan report (kept
+# under reports-oom/ beside the binary). OOM_STRIDE=k tries every kth N only (the short form);
+# OOM_SITES=alloc,lua,yaml chooses the sites.
+case "${1:-}" in -h|--help|'')
+	echo 'usage: sh scripts/check-oom.sh XPULUA [SCENARIO...]'
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 2 ;;
+esac
+set -u
+X=$1; shift
+[ -x "$X" ] || { echo "check-oom: $X: no such executable (make oom builds it)" >&2; exit 2; }
+SCENARIOS=${*:-startup routes gguf contract bind decode}
+STRIDE=${OOM_STRIDE:-1}
+SITES=${OOM_SITES:-alloc,lua,yaml}
+R=$(dirname "$X")/reports-oom
+rm -rf "$R"
+mkdir -p "$R"
+export ASAN_OPTIONS="detect_leaks=1:log_path=$R/asan"
+export LSAN_OPTIONS="suppressions=$(pwd)/scripts/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:log_path=$R/ubsan"
+failed=0
+printf '%-10s %8s %9s %8s %8s %8s %9s  %s\n' scenario "N max" survived alloc lua yaml seconds result
+for s in $SCENARIOS; do
+	t0=$(date +%s)
+	"$X" spec/oom/run.lua "$s" "$STRIDE" "$SITES" > "$R/$s.out" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	reports=$(ls "$R" | grep -c -E '^(asan|ubsan)\.' )
+	line=$(grep "^$s nmax=" "$R/$s.out")
+	get() { echo "$line" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+	if [ "$rc" -eq 0 ] && [ "$reports" -eq 0 ] && [ -n "$line" ]; then
+		result=ok
+	else
+		result="FAILED (exit $rc, $reports sanitizer report(s); $R/$s.out)"
+		failed=1
+	fi
+	printf '%-10s %8s %9s %8s %8s %8s %9s  %s\n' "$s" "$(get nmax)" "$(get survived)" "$(get alloc)" \
+		"$(get lua)" "$(get yaml)" "$((t1 - t0))" "$result"
+	[ "$result" = ok ] || sed -n '2,12p' "$R/$s.out" | grep '^  ' >&2
+	for f in "$R"/asan.* "$R"/ubsan.*; do [ -e "$f" ] && mv "$f" "$R/$s-$(basename "$f")"; done
+done
+[ "$STRIDE" -gt 1 ] && echo "(every ${STRIDE}th N)"
+[ "$failed" -eq 0 ] && echo "check-oom: every scenario survived every fault" ||
+	echo "check-oom: failures above (reports in $R)"
+exit "$failed"

@@ -1,0 +1,132 @@
+/* fault.c — test-only failure injection (fault.h): the armed sites, the call counter, what
+ * failed, and the ledger of driver objects made and destroyed. Uses libc and pthreads. */
+#include "core/fault.h"
+
+#include <pthread.h>
+#include <string.h>
+
+atomic_uint xpu_fault_armed;
+atomic_bool xpu_fault_ledger_on;
+
+static atomic_int_fast64_t calls;        /* counted calls of the armed sites since the arm */
+static int64_t target;                   /* the call number that fails first */
+static bool every_after;
+static atomic_uint_fast64_t seen[XPU_FAULT_SITES], failed[XPU_FAULT_SITES];
+static atomic_uint first_site;
+static _Atomic(const char *) first_call;
+
+static unsigned bit_of(unsigned site)
+{
+	return (unsigned)__builtin_ctz(site);
+}
+
+void xpu_fault_arm(unsigned sites, int64_t n, bool after)
+{
+	atomic_store(&xpu_fault_armed, 0u);
+	if (n < 0)
+		return;
+	for (int i = 0; i < XPU_FAULT_SITES; i++) {
+		atomic_store(&seen[i], 0);
+		atomic_store(&failed[i], 0);
+	}
+	atomic_store(&calls, 0);
+	atomic_store(&first_site, 0u);
+	atomic_store(&first_call, NULL);
+	target = n;
+	every_after = after;
+	atomic_store(&xpu_fault_armed, sites);
+}
+
+void xpu_fault_disarm(void)
+{
+	atomic_store(&xpu_fault_armed, 0u);
+}
+
+bool xpu_fault_hit(enum xpu_fault_site site)
+{
+	unsigned b = bit_of(site);
+	atomic_fetch_add(&seen[b], 1);
+	int_fast64_t i = atomic_fetch_add(&calls, 1);
+	if (i < target || (i > target && !every_after))
+		return false;
+	if (!every_after)      /* a single fault: the counter is spent */
+		atomic_store(&xpu_fault_armed, 0u);
+	atomic_fetch_add(&failed[b], 1);
+	unsigned none = 0;
+	atomic_compare_exchange_strong(&first_site, &none, (unsigned)site);
+	return true;
+}
+
+bool xpu_fault_driver(const char *call)
+{
+	if (!xpu_fault(XPU_FAULT_DRIVER))
+		return false;
+	const char *none = NULL;
+	atomic_compare_exchange_strong(&first_call, &none, call);
+	return true;
+}
+
+void xpu_fault_tally(struct xpu_fault_tally *out)
+{
+	for (int i = 0; i < XPU_FAULT_SITES; i++) {
+		out->seen[i] = atomic_load(&seen[i]);
+		out->failed[i] = atomic_load(&failed[i]);
+	}
+	out->first_site = atomic_load(&first_site);
+	out->first_call = atomic_load(&first_call);
+}
+
+const char *xpu_fault_site_name(unsigned site)
+{
+	switch (site) {
+	case XPU_FAULT_ALLOC: return "alloc";
+	case XPU_FAULT_LUA: return "lua";
+	case XPU_FAULT_YAML: return "yaml";
+	case XPU_FAULT_DRIVER: return "driver";
+	default: return NULL;
+	}
+}
+
+/* ---- the ledger ------------------------------------------------------------------------- */
+
+#define LEDGER_KINDS 32
+
+static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xpu_fault_kind ledger[LEDGER_KINDS];
+
+void xpu_fault_ledger(const char *kind, int delta)
+{
+	pthread_mutex_lock(&ledger_lock);
+	int i = 0;
+	while (i < LEDGER_KINDS && ledger[i].kind && strcmp(ledger[i].kind, kind) != 0)
+		i++;
+	if (i < LEDGER_KINDS) {
+		ledger[i].kind = kind;
+		if (delta > 0)
+			ledger[i].made += (uint64_t)delta;
+		else
+			ledger[i].gone += (uint64_t)-delta;
+	}
+	pthread_mutex_unlock(&ledger_lock);
+}
+
+int xpu_fault_ledger_copy(struct xpu_fault_kind *out, int max)
+{
+	pthread_mutex_lock(&ledger_lock);
+	int n = 0;
+	for (; n < max && n < LEDGER_KINDS && ledger[n].kind; n++)
+		out[n] = ledger[n];
+	pthread_mutex_unlock(&ledger_lock);
+	return n;
+}
+
+void xpu_fault_ledger_call(const struct xpu_fault_call *table, const char *call)
+{
+	if (!atomic_load_explicit(&xpu_fault_ledger_on, memory_order_relaxed))
+		return;
+	for (const struct xpu_fault_call *c = table; c->call; c++)
+		if (strcmp(c->call, call) == 0) {
+			xpu_fault_ledger(c->kind, c->delta);
+			return;
+		}
+}
