@@ -1,0 +1,42 @@
+/* matvec_dot.glsl — matvec.glsl's dot of four packed bytes, signed (dot4) and unsigned (udot4):
+ * the SPIR-V packed-dot instructions under DOT4, else integer arithmetic. */
+#ifndef XPU_MATVEC_DOT_GLSL
+#define XPU_MATVEC_DOT_GLSL
+
+/* ---- the int8 dot of four packed signed bytes ------------------------------------------- */
+
+#ifdef DOT4
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int sdot4x8(uint a, uint b, spirv_literal int fmt);
+
+int dot4(uint a, uint b)
+{
+	return sdot4x8(a, b, 0); /* PackedVectorFormat4x8Bit */
+}
+
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
+uint udot4x8(uint a, uint b, spirv_literal int fmt);
+
+/* The unsigned packed dot: a's four bytes times b's, added. */
+uint udot4(uint a, uint b)
+{
+	return udot4x8(a, b, 0);
+}
+#else
+uint udot4(uint a, uint b)
+{
+	return (a & 255u) * (b & 255u) + ((a >> 8) & 255u) * ((b >> 8) & 255u) +
+	       ((a >> 16) & 255u) * ((b >> 16) & 255u) + (a >> 24) * (b >> 24);
+}
+
+int dot4(uint a, uint b)
+{
+	ivec4 va = ivec4(bitfieldExtract(int(a), 0, 8), bitfieldExtract(int(a), 8, 8),
+			 bitfieldExtract(int(a), 16, 8), bitfieldExtract(int(a), 24, 8));
+	ivec4 vb = ivec4(bitfieldExtract(int(b), 0, 8), bitfieldExtract(int(b), 8, 8),
+			 bitfieldExtract(int(b), 16, 8), bitfieldExtract(int(b), 24, 8));
+	return va.x * vb.x + va.y * vb.y + va.z * vb.z + va.w * vb.w;
+}
+#endif
+
+#endif
