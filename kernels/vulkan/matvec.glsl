@@ -151,8 +151,7 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 void main()
 {
 #ifdef FMT_IQ4_NL
-	if (KV != 1u)
-		kv_init();
+	kv_init();
 #endif
 	uint per = gl_WorkGroupSize.x / 32u, stride = xpu_groups() * per;
 	uint bpr = pc.cols / ELEMS;

@@ -1,5 +1,5 @@
-/* matvec_dot.glsl — matvec.glsl's dot of four packed bytes, signed (dot4) and unsigned (udot4):
- * the SPIR-V packed-dot instructions under DOT4, else integer arithmetic. */
+/* matvec_dot.glsl — matvec.glsl's dot of four packed signed bytes (dot4): the SPIR-V packed-dot
+ * instruction under DOT4, else integer arithmetic. */
 #ifndef XPU_MATVEC_DOT_GLSL
 #define XPU_MATVEC_DOT_GLSL
 
@@ -13,21 +13,7 @@ int dot4(uint a, uint b)
 {
 	return sdot4x8(a, b, 0); /* PackedVectorFormat4x8Bit */
 }
-
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4451)
-uint udot4x8(uint a, uint b, spirv_literal int fmt);
-
-/* The unsigned packed dot: a's four bytes times b's, added. */
-uint udot4(uint a, uint b)
-{
-	return udot4x8(a, b, 0);
-}
 #else
-uint udot4(uint a, uint b)
-{
-	return (a & 255u) * (b & 255u) + ((a >> 8) & 255u) * ((b >> 8) & 255u) +
-	       ((a >> 16) & 255u) * ((b >> 16) & 255u) + (a >> 24) * (b >> 24);
-}
 
 int dot4(uint a, uint b)
 {

@@ -9,7 +9,7 @@
  * of three alternated rounds, 2-7 % faster at 1 in all four cases), q8_0 1, q4_K 1 (3 until
  * F16 = 1 (matvec_tuning.glsl) shortened its body: then U 1 took 32 registers where 3 took
  * 61, and ran 10.6 / 9.8 us against 11.6 / 9.8 with independent launches), q6_K 2; iq4_nl 1
- * with its codebook in shared memory, KV in matvec_tuning.glsl), VEC_FMT whether it loads 16
+ * with its codebook in shared memory, matvec_kv.glsl), VEC_FMT whether it loads 16
  * bytes at a time where the layout allows (q4_K's 144-byte blocks, q6_K's 208-byte payloads).
  * G (lanes per block) is fixed by the layout except for q8_0's, a tuning constant
  * (matvec_tuning.glsl). */

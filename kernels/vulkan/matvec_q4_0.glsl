@@ -1,5 +1,5 @@
 /* matvec_q4_0.glsl — q4_0's and iq4_nl's Wt, wt_load and wt_value for matvec.glsl: one lane
- * per block; iq4_nl's levels by matvec_kv.glsl's lookups. */
+ * per block; iq4_nl's levels by matvec_kv.glsl's lookup. */
 #ifndef XPU_MATVEC_Q4_0_GLSL
 #define XPU_MATVEC_Q4_0_GLSL
 
@@ -33,14 +33,7 @@ float wt_value(Wt t, Row r, uint b, uint sub, bool vec)
 #ifdef FMT_Q4_0
 		s += dot4(t.q[k] & LO4, a0[k]) + dot4((t.q[k] >> 4) & LO4, a1[k]);
 #else
-		if (KV == 6u)
-			s += kv_dot_own(t.q[k], a0[k], a1[k]);
-		else if (KV == 7u)
-			s += kv_dot_pairs_dp(t.q[k], a0[k], a1[k]);
-		else if (KV >= 2u)
-			s += kv_dot_pairs(t.q[k], a0[k], a1[k]);
-		else
-			s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);
+		s += kv_dot(t.q[k] & LO4, a0[k]) + kv_dot((t.q[k] >> 4) & LO4, a1[k]);
 #endif
 	}
 #ifdef FMT_Q4_0

@@ -3,7 +3,7 @@
 #ifndef XPU_MATVEC_TUNING_GLSL
 #define XPU_MATVEC_TUNING_GLSL
 
-/* ---- tuning: specialization constants 3..7 ----------------------------------------------
+/* ---- tuning: specialization constants 3..8 (6 unused: it was iq4_nl's codebook lookup) ---
  * Set per pipeline from XPULUA_VULKAN_MATVEC_SPEC (vulkan_pipe.c, which checks the ranges),
  * so a tuning run needs no new module; the defaults are the shipped choice. Each setting
  * gives the CPU's bits.
@@ -13,18 +13,6 @@
  *         bytes, two 16-byte loads in flight a step, and no shuffles for the block's sum). H200,
  *         dot4, us for 4096x14336 / 14336x4096, one output: G 1 20.2 / 20.6, G 2 26.2 / 20.1
  *         (CUDA 19.2 / 20.8); each: 15.1 / 14.1 against 15.0 / 14.9 (docs/PERF.md)
- *   KV    (6) iq4_nl only, the codebook lookup: 0 (default), a nibble a shared-memory word;
- *         1, in registers, by selects; 2..5, a payload byte (two nibbles) a shared-memory
- *         word, in 1, 8, 16 or 32 copies so fewer lanes meet in a bank. H200, dot4 kernel,
- *         us for 14336x4096 / 4096x14336: KV 0 (U 1) 20.1 / 20.8; 1 50.7 / 50.5 (the selects'
- *         instructions); 2 24.5 / 23.7; 3 22.3 / 21.4; 4 21.3 / 19.4 (the fill and its
- *         registers); 5 37 / 24 (32 KiB a group) — each at its best U; 6: a payload
- *         byte's two codebook bytes a halfword, in 32 copies, one a lane, so no two lanes
- *         ever meet in a bank (16 KiB a group): 27.3 / 26.7 at U 1 (74 registers, where KV 0
- *         holds 32 and runs 21.2 / 22.2 in the same call); 7: KV 5's table, each word's
- *         index by a packed unsigned dot (kv_at), level with byte permutes in CUDA and
- *         39.7 / 31.4 here (62 registers; 28.0 / 21.4 at U 2 on 264 groups) against KV 0's
- *         15.1 / 14.1 in the same call, independent launches
  *   GUARD (7) 1: a step's reload sits in a branch, skipped once the row has no more steps;
  *         0: it is made anyway, on a block of the row (matvec.glsl says why)
  *   F16   (8) 1: f16 scales by the hardware's conversion, exact where f16 denormals are
@@ -42,9 +30,6 @@ layout(constant_id = 4) const uint VEC_ON = 1u;
 layout(constant_id = 5) const uint G = 1u;
 #else
 const uint G = G_FMT;
-#endif
-#ifdef FMT_IQ4_NL
-layout(constant_id = 6) const uint KV = 0u;
 #endif
 layout(constant_id = 7) const uint GUARD = 0u;
 layout(constant_id = 8) const uint F16 = 0u;
