@@ -56,9 +56,6 @@ run U6     ""     "U=6"                $DOT4
 run U8     ""     "U=8"                $(ks _dot4 q4_0 q8_0 iq4_nl)
 run q8G1   ""     "q8_0:G=1"           $(ks _dot4 q8_0) $(ks "" q8_0)
 run q8G1U2 ""     "q8_0:G=1 q8_0:U=2"  $(ks _dot4 q8_0)
-run kvreg  ""     "iq4_nl:KV=1"        $(ks _dot4 iq4_nl) $(ks "" iq4_nl)
-run kvpair ""     "iq4_nl:KV=3 iq4_nl:U=2" $(ks _dot4 iq4_nl)
-run kv16   ""     "iq4_nl:KV=4 iq4_nl:U=2" $(ks _dot4 iq4_nl)
 run shared shared ""                   $DOT4
 # CUDA's one kernel per format, shown against both Vulkan twins
 if "$X" -e "assert(require'xpu'.device'cuda:0')" 2>/dev/null; then

@@ -358,8 +358,8 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = c.kind & SC_KIND;
 			const uint8_t *a = k == SC_COPY || k == SC_ANY ? shape_floor16(c.src) : nullptr;
 			slow |= (uint32_t)(k == SC_SLOW) << (u0 + b);
-			x[b] = a ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a) : fill;
-			y[b] = k == SC_ANY ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a + 16) : make_uint4(0, 0, 0, 0);
+			x[b] = a ? shape_ld16<SHAPE_KEEP>(a) : fill;
+			y[b] = k == SC_ANY ? shape_ld16<SHAPE_KEEP>(a + 16) : make_uint4(0, 0, 0, 0);
 			op.side_load(c.kind, c.aux, &y[b]);
 			kind[b] = c.kind | (k == SC_ANY ? (int)((uintptr_t)c.src & 15) << 8 : 0);
 		}
@@ -369,7 +369,7 @@ static __device__ __forceinline__ void shape_rows_walk(const Op &op)
 			const int k = kind[b] & SC_KIND;
 			if (k >= SC_COPY) {
 				const uint4 v = k == SC_ANY ? shape_shift16(x[b], y[b], SC_OFFSET(kind[b])) : x[b];
-				shape_st16<(SHAPE_ROWS_STREAM != 0)>(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
+				shape_st16<SHAPE_KEEP>(op.out + i0 * elem, op.finish(kind[b], v, y[b]));
 			}
 		}
 	}

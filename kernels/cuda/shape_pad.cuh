@@ -554,7 +554,7 @@ static __device__ __noinline__ uint32_t shape_pbw_rows_sum(uint8_t *grad, const 
 		for (uint32_t t = 0; t < SHAPE_PBW_ROW_TERMS; t++) {
 			const uint8_t *p = up + (off[t < total ? t : 0] + (ic - rs - lo)) * elem;
 			al = al && !((uintptr_t)p & 15);
-			v[t] = t < total && al ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(p) : make_uint4(0, 0, 0, 0);
+			v[t] = t < total && al ? shape_ld16<SHAPE_KEEP>(p) : make_uint4(0, 0, 0, 0);
 		}
 		if (!al)
 			continue;
@@ -572,7 +572,7 @@ static __device__ __noinline__ uint32_t shape_pbw_rows_sum(uint8_t *grad, const 
 			}
 			shape_lane_set(&r, u, elem, sum.bits(op.dt));
 		}
-		shape_st16<(SHAPE_ROWS_STREAM != 0)>(grad + ic * elem, r);
+		shape_st16<SHAPE_KEEP>(grad + ic * elem, r);
 		done |= 1u << bit;
 	}
 	return done;

@@ -46,11 +46,11 @@ static __device__ __forceinline__ bool shape_pbw_general(const shape_pad_bwd_op 
 	if (k != SC_COPY && k != SC_ANY)
 		return true;
 	const uint8_t *a = shape_floor16(c.src);
-	const uint4 x = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
-	uint4 y = k == SC_ANY ? shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a + 16) : make_uint4(0, 0, 0, 0);
+	const uint4 x = shape_ld16<SHAPE_KEEP>(a);
+	uint4 y = k == SC_ANY ? shape_ld16<SHAPE_KEEP>(a + 16) : make_uint4(0, 0, 0, 0);
 	op.side_load(c.kind, c.aux, &y);
 	const uint4 v = k == SC_ANY ? shape_shift16(x, y, (uint32_t)(uintptr_t)c.src & 15) : x;
-	shape_st16<(SHAPE_ROWS_STREAM != 0)>(op.out + i0 * op.elem, op.finish(c.kind, v, y));
+	shape_st16<SHAPE_KEEP>(op.out + i0 * op.elem, op.finish(c.kind, v, y));
 	return false;
 }
 
@@ -83,7 +83,7 @@ static __device__ __forceinline__ bool shape_pbw_border(const shape_pad_bwd_op &
 		return false;
 	uint4 y = make_uint4(0, 0, 0, 0);
 	op.side_load(kind, aux, &y);
-	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, op.finish(kind, shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a), y));
+	shape_st16<SHAPE_KEEP>(dst, op.finish(kind, shape_ld16<SHAPE_KEEP>(a), y));
 	return true;
 }
 
@@ -117,15 +117,14 @@ static __device__ __forceinline__ bool shape_pbw_edge(const shape_pad_bwd_op &op
 			sum.add(raw[u], op.dt, t0 + u == 0);
 		}
 	}
-	uint4 v = shape_ld16<(SHAPE_ROWS_STREAM != 0)>(a);
+	uint4 v = shape_ld16<SHAPE_KEEP>(a);
 	shape_lane_set(&v, left ? 0 : per - 1, elem, sum.bits(op.dt));
-	shape_st16<(SHAPE_ROWS_STREAM != 0)>(dst, v);
+	shape_st16<SHAPE_KEEP>(dst, v);
 	return true;
 }
 
 static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_op &op)
 {
-	constexpr bool ST = SHAPE_ROWS_STREAM != 0;
 	constexpr uint32_t B = SHAPE_PBW_BATCH;
 	__shared__ int64_t entry[XPU_SHAPE_ROWS];
 	const uint32_t elem = op.elem, per = 16 / elem, len = (uint32_t)op.len, t = xpu_thread(), lane = t & 31;
@@ -170,11 +169,11 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 #pragma unroll
 			for (uint32_t b = 0; b < B; b++) {
 				const uint32_t jb = j0 + b * step;
-				x[b] = shape_ld16<ST>(a + 512 * b);
+				x[b] = shape_ld16<SHAPE_KEEP>(a + 512 * b);
 				plain |= (uint32_t)(jb >= lo_edge && jb + per <= hi_edge && !(off && jb + per == len)) << b;
 			}
 			if (lane == 31 && off && (plain >> (B - 1) & 1))
-				xe = shape_ld16<ST>(a + 512 * (B - 1) + 16);
+				xe = shape_ld16<SHAPE_KEEP>(a + 512 * (B - 1) + 16);
 			offs = off * (0xffffffffu / 15); /* off in every 4 bits */
 			odd = off ? (1u << B) - 1 : 0;
 #if SHAPE_PBW_EARLY_BORDER
@@ -201,9 +200,9 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 				const uint8_t *src = up + (e + (int64_t)j) * elem, *a = shape_floor16(src);
 				const uint32_t off = (uint32_t)(uintptr_t)src & 15;
 				const bool ok = row && j >= lo_edge && j + per <= hi_edge && !(off && j + per == len);
-				x[b] = row ? shape_ld16<ST>(a) : make_uint4(0, 0, 0, 0);
+				x[b] = row ? shape_ld16<SHAPE_KEEP>(a) : make_uint4(0, 0, 0, 0);
 				if (b == B - 1 && lane == 31 && ok && off)
-					xe = shape_ld16<ST>(a + 16);
+					xe = shape_ld16<SHAPE_KEEP>(a + 16);
 				offs |= off << (4 * b);
 				odd |= (uint32_t)(off != 0) << b;
 				plain |= (uint32_t)ok << b;
@@ -248,9 +247,9 @@ static __device__ __forceinline__ void shape_pbw_rows_walk(const shape_pad_bwd_o
 					v = shape_shift16(x[b], lane == 31 ? first : next, offs >> (4 * b) & 15);
 			}
 			if (plain >> b & 1)
-				shape_st16<ST>(out + (c0 + 32 * b) * 16, v);
+				shape_st16<SHAPE_KEEP>(out + (c0 + 32 * b) * 16, v);
 			else if ((b == 0 || b == B - 1) && (early >> b & 1))
-				shape_st16<ST>(out + (c0 + 32 * b) * 16, op.finish(ek[b ? 1 : 0], x[b], ey[b ? 1 : 0]));
+				shape_st16<SHAPE_KEEP>(out + (c0 + 32 * b) * 16, op.finish(ek[b ? 1 : 0], x[b], ey[b ? 1 : 0]));
 		}
 	}
 	/* a batch's chunks in a row with several upstream rows as vectors, the rest element by element */

@@ -12,20 +12,16 @@
 #endif
 
 /* 1: streaming (evict-first) vector loads and stores, as the copy ceiling's own kernel, in
- * every vector kernel but contiguize, which keeps what it loads in the caches (SHAPE_KEEP):
- * its tiles gain, and the rows kernels (SHAPE_ROWS_STREAM). H200, 1 GiB f32, this build
- * against one with SHAPE_STREAMING=0 (every kernel cached) in the same run: contiguize 2934 /
- * 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546, flip 3833 / 3752, the others level
- * (docs/PERF.md, fourth pass). 0: no kernel streams. */
+ * every vector kernel but two kinds, which keep what they load in the caches (SHAPE_KEEP):
+ * contiguize, whose tiles gain, and the rows kernels (pad_rows, pad_backward_rows, the rows
+ * walk). H200, 1 GiB f32, this build against one with SHAPE_STREAMING=0 (every kernel cached)
+ * in the same run: contiguize 2934 / 3244 GB/s; triu 3785 / 3532, tril 3851 / 3546, flip
+ * 3833 / 3752, the others level (docs/PERF.md, fourth pass). The rows kernels cached against
+ * streaming, one call: pad_rows 3894-3907 / 3690-3832 GB/s, pad_backward_rows 3240-3269 /
+ * 3065-3072 (a switch for them, SHAPE_ROWS_STREAM, went once it had lost). 0: no kernel
+ * streams. */
 #ifndef SHAPE_STREAMING
 #define SHAPE_STREAMING 1
-#endif
-
-/* The rows kernels' loads and stores: streaming (1) as the others, or cached (0). H200, 1 GiB
- * f32, cached against streaming in one call: pad_rows 3894-3907 / 3690-3832 GB/s,
- * pad_backward_rows (the walk below, 8 chunks a batch) 3240-3269 / 3065-3072. */
-#ifndef SHAPE_ROWS_STREAM
-#define SHAPE_ROWS_STREAM 0
 #endif
 
 #ifndef SHAPE_SUM_AHEAD

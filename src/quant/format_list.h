@@ -7,7 +7,9 @@
  * (xpu_quant_<name>, xpu_deq_<name>), and its kernel bodies per backend: rows_<name> in
  * kernels/cpu/matvec.c (SIMD rows in matvec_avx2.c are optional: without them the kernels run
  * the portable body), the trait mv_<name> in kernels/cuda/matvec.cuh (its geometry and STREAM
- * are checked against the row), the FMT_<TYPE> section of kernels/vulkan/matvec.glsl.
+ * are checked against the row), the Vulkan body kernels/vulkan/matvec_<fmt>.glsl under
+ * FMT_<TYPE> with its default tuning in matvec_formats.glsl (vulkan.mk writes the block sizes
+ * from the row).
  * docs/ARITHMETIC.md is the spec of each layout.
  *
  * XPU_FORMAT(name, TYPE, block_elems, block_bytes, scale_bytes, scale_offset, payload_bytes,

@@ -255,22 +255,21 @@ static bool use_subgroup(const struct vk_dev *vd, const struct vk_kern *kn, cons
  * (kernels/vulkan/matvec.glsl says what each does) when their pipelines are made, so a tuning
  * run compares settings without new modules: settings [PREFIX:]NAME=VALUE separated by spaces
  * or commas, a PREFIX limiting one to the kernels whose names begin with it, a later one
- * overriding an earlier; e.g. "U=2 q8_0:G=1 iq4_nl_q8k_wave_dot4:KV=1". Unset, every
+ * overriding an earlier; e.g. "U=2 q8_0:G=1 iq4_nl_q8k_wave_dot4:U=2". Unset, every
  * constant keeps the module's default (the shipped choice). A module without a constant (G
- * outside q8_0, KV outside iq4_nl) ignores it, as Vulkan ignores map entries of ids a shader
- * lacks. The driver's pipeline cache keys on the values, so settings never mix. */
+ * outside q8_0) ignores it, as Vulkan ignores map entries of ids a shader lacks. The driver's
+ * pipeline cache keys on the values, so settings never mix. */
 struct mv_knob {
 	const char *name;
 	uint32_t id, lo, hi;
 };
 
-enum { MV_U, MV_VEC, MV_G, MV_KV, MV_GUARD, MV_F16, MV_KNOBS };
+enum { MV_U, MV_VEC, MV_G, MV_GUARD, MV_F16, MV_KNOBS };
 
 static const struct mv_knob mv_knobs[MV_KNOBS] = {
 	[MV_U] = { "U", 3, 1, 8 },         /* weight-load steps in flight per lane (matvec.glsl's MV_UMAX) */
 	[MV_VEC] = { "VEC", 4, 0, 1 },     /* 16-byte loads where the layout allows */
 	[MV_G] = { "G", 5, 1, 2 },         /* lanes per q8_0 block */
-	[MV_KV] = { "KV", 6, 0, 7 },       /* iq4_nl's codebook lookup (matvec.glsl: 0..7) */
 	[MV_GUARD] = { "GUARD", 7, 0, 1 }, /* reloads past the row skipped by a branch (1) or made (0) */
 	/* f16 scales by the hardware's conversion (1) or integer work (0); unset, the device's
 	 * choice (vd->f16_preserve) */
@@ -303,7 +302,7 @@ static int mv_tuning(const char *kernel, bool set[MV_KNOBS], uint32_t val[MV_KNO
 		while (i < MV_KNOBS && strcmp(mv_knobs[i].name, name) != 0)
 			i++;
 		if (i == MV_KNOBS)
-			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: no setting '%s' (U, VEC, G, KV, GUARD, F16)", name);
+			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: no setting '%s' (U, VEC, G, GUARD, F16)", name);
 		if (end == eq + 1 || *end || v < mv_knobs[i].lo || v > mv_knobs[i].hi)
 			return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: %s takes %u..%u, not '%s'", name, mv_knobs[i].lo,
 					mv_knobs[i].hi, eq + 1);
