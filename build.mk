@@ -160,11 +160,12 @@ fuzz-check:
 	  2>/dev/null || { echo "make fuzz: clang cannot link libFuzzer and the sanitizers:" \
 	  "install the Debian package libclang-rt-14-dev (or run make fuzz-setup)" >&2; exit 1; }
 
-# On every core unless -j was given (the top Makefile passes none to fuzz goals).
+# On every core unless -j was given (the top Makefile passes none to fuzz goals). No device
+# code (NVCC= HIPCC= GLSLC=): no target launches a kernel, and the sanitizers cannot see one.
 fuzz-build: fuzz-check
 	@jobs=-j$$(nproc 2>/dev/null || echo 1); case " $(MAKEFLAGS) " in *" -j"*|*jobserver*) jobs=;; esac; \
 	$(MAKE) --no-print-directory $$jobs -f build.mk B=$(FUZZ_B) CC=clang CFLAGS="$(FUZZ_CFLAGS)" \
-	  NVCC= HIPCC= fuzz-bins
+	  NVCC= HIPCC= GLSLC= fuzz-bins
 
 # Inside the sub-make (B=build/fuzz): the targets, and the seeds written by this build's own
 # xpulua (xpu.gguf.write under the sanitizers too).
