@@ -21,7 +21,7 @@ CORE_SRC := $(wildcard src/core/*.c src/route/*.c src/ops/*.c src/ops/*/*.c src/
               src/quant/*.c src/model/*.c src/contract/*.c src/lua/*.c kernels/cpu/*.c)
 LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
-MAIN_OBJ := $(B)/obj/src/main.o
+MAIN_OBJ := $(B)/obj/src/main.o $(B)/obj/src/cli_args.o
 
 .PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-driver-faults install clean
 all: $(B)/xpulua $(B)/xpu.so
@@ -86,10 +86,10 @@ $(B)/xpu.so: $(CORE_OBJ) src/lua/xpu.map
 # Static Lua and libyaml, no readline (the REPL reads plain lines), symbols exported so
 # Debian's Lua C modules (lfs, term, system) load into it.
 static: $(B)/static/xpulua
-$(B)/static/xpulua: $(CORE_OBJ) src/main.c
+$(B)/static/xpulua: $(CORE_OBJ) $(B)/obj/src/cli_args.o src/main.c
 	@mkdir -p $(B)/static
 	$(CC) $(XCFLAGS) -c src/main.c -o $(B)/static/main.o
-	$(CC) $(CFLAGS) -Wl,-E $(B)/static/main.o $(CORE_OBJ) -o $@ \
+	$(CC) $(CFLAGS) -Wl,-E $(B)/static/main.o $(B)/obj/src/cli_args.o $(CORE_OBJ) -o $@ \
 	  $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a -ldl -lpthread -lm
 
 test: all
@@ -163,7 +163,7 @@ clean:
 # FUZZ_TIME seconds, one at a time, on one core. Any crash, leak, sanitizer report, timeout or
 # allocation past FUZZ_RSS_MB fails it; the input lands in build/fuzz/<target>-crash-*.
 # clang and its runtimes are not in `make setup`: `make fuzz-setup` installs them.
-FUZZ_TARGETS := gguf contract expr route
+FUZZ_TARGETS := gguf contract expr route cli
 FUZZ_TIME    ?= 60
 FUZZ_RSS_MB  ?= 2048
 FUZZ_B       := build/fuzz
@@ -184,17 +184,24 @@ fuzz-check:
 	  2>/dev/null || { echo "make fuzz: clang cannot link libFuzzer and the sanitizers:" \
 	  "install the Debian package libclang-rt-14-dev (or run make fuzz-setup)" >&2; exit 1; }
 
+# On every core unless -j was given (the top Makefile passes none to fuzz goals). No device
+# code (NVCC= HIPCC= GLSLC=): no target launches a kernel, and the sanitizers cannot see one.
 fuzz-build: fuzz-check
-	@$(MAKE) --no-print-directory -f build.mk B=$(FUZZ_B) CC=clang CFLAGS="$(FUZZ_CFLAGS)" \
-	  NVCC= HIPCC= fuzz-bins
+	@jobs=-j$$(nproc 2>/dev/null || echo 1); case " $(MAKEFLAGS) " in *" -j"*|*jobserver*) jobs=;; esac; \
+	$(MAKE) --no-print-directory $$jobs -f build.mk B=$(FUZZ_B) CC=clang CFLAGS="$(FUZZ_CFLAGS)" \
+	  NVCC= HIPCC= GLSLC= fuzz-bins
 
 # Inside the sub-make (B=build/fuzz): the targets, and the seeds written by this build's own
 # xpulua (xpu.gguf.write under the sanitizers too).
 fuzz-bins: $(FUZZ_TARGETS:%=$(B)/fuzz_%) $(B)/seeds/.done
 
+# A target's objects beyond the core: fuzz_cli drives the command's argument reading.
+FUZZ_OBJ_cli = $(B)/obj/src/cli_args.o
+$(B)/fuzz_cli: $(B)/obj/src/cli_args.o
+
 $(B)/fuzz_%: spec/fuzz/fuzz_%.c $(CORE_OBJ)
 	$(CC) $(XCFLAGS) -DXPU_FUZZ_CONTRACTS='"$(CURDIR)/contracts/shape-ops.md"' \
-	  -fsanitize=fuzzer $< $(CORE_OBJ) -o $@ -llua5.4 $(LIBS)
+	  -fsanitize=fuzzer $< $(FUZZ_OBJ_$*) $(CORE_OBJ) -o $@ -llua5.4 $(LIBS)
 
 $(B)/seeds/.done: $(B)/xpulua spec/fuzz/seeds.lua $(wildcard contracts/*.md spec/fixtures/contracts/*.md spec/fixtures/fuzz/*)
 	@rm -rf $(B)/seeds

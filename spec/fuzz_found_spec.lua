@@ -104,3 +104,25 @@ describe("buffers: sizes and offsets at the edges of lua_Integer", function()
     big:release()
   end)
 end)
+
+-- The command line (fuzz_cli): a fixture holds the arguments after `xpulua`, each ended by a
+-- NUL (the last one need not be), as the target splits its input.
+describe("xpulua's command line", function()
+  local exe = arg and arg[-1] or "build/xpulua"
+  local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+  local function run_fixture(name, stdin)
+    local args = {}
+    for a in (slurp("spec/fixtures/fuzz/" .. name) .. "\0"):gmatch("([^%z]*)%z") do args[#args + 1] = sh_quote(a) end
+    local p = io.popen(("printf %%s %s | %s %s 2>&1; echo \"exit=$?\""):format(sh_quote(stdin), exe, table.concat(args, " ")))
+    local out = p:read("a")
+    p:close()
+    return out
+  end
+
+  it("takes a `--` that ends the command line as no script: stdin runs, as in lua (it was read as a script at argv[argc])", function()
+    -- before: the script index was argc, the arg table was made with -1 positive entries and
+    -- the run stopped on "not enough memory"
+    assert.equal("stdin ran\nexit=0\n", run_fixture("cli-dashdash-last", "print('stdin ran')"))
+    assert.equal("e ranexit=0\n", run_fixture("cli-dashdash-after-e", "print('stdin ran')"))
+  end)
+end)

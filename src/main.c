@@ -18,6 +18,7 @@
 #include <readline/history.h>
 #endif
 
+#include "cli_args.h"
 #include "core/xpu.h"
 #include "lua/xpu_lua.h"
 
@@ -25,7 +26,6 @@
 #define VERSION_LINE PROGNAME " " XPU_VERSION " on " LUA_COPYRIGHT
 #define INIT_VAR "LUA_INIT"
 #define INIT_VAR_VERSION INIT_VAR LUA_VERSUFFIX
-#define IGNORE_MARK "-"            /* `-l mod-v2` sets global `mod` */
 #define HISTORY_FILE ".xpulua_history"
 #define HISTORY_MAX 1000
 
@@ -97,11 +97,9 @@ static int report(lua_State *L, int status)
 
 static void print_usage(const char *badoption)
 {
-	fprintf(stderr, "%s: ", progname);
-	if (badoption[1] == 'e' || badoption[1] == 'l')
-		fprintf(stderr, "'%s' needs argument\n", badoption);
-	else
-		fprintf(stderr, "unrecognized option '%s'\n", badoption);
+	char first[256];
+	cli_bad_option_text(badoption, first, sizeof first);
+	fprintf(stderr, "%s: %s\n", progname, first);
 	fprintf(stderr, "usage: %s [options] [script [args]]\n"
 		"Available options are:\n"
 		"  -e stat   execute string 'stat'\n"
@@ -170,19 +168,16 @@ static int dostring(lua_State *L, const char *s, const char *name)
 	return dochunk(L, luaL_loadbuffer(L, s, strlen(s), name));
 }
 
-/* `-l mod`, `-l g=mod` and `-l mod-suffix`: the global named g (or mod without its suffix)
- * is set to require(mod). argv is left as it is; the global's name is copied instead. */
-static int dolibrary(lua_State *L, const char *spec)
+/* `-l mod`, `-l g=mod` and `-l mod-suffix` (cli_args.c read which global is set): the
+ * global is set to require(mod). */
+static int dolibrary(lua_State *L, const struct cli_step *step)
 {
-	const char *eq = strchr(spec, '=');
-	const char *modname = eq ? eq + 1 : spec;
-	size_t globlen = eq ? (size_t)(eq - spec) : strcspn(spec, IGNORE_MARK);
 	lua_getglobal(L, "require");
-	lua_pushstring(L, modname);
+	lua_pushstring(L, step->text);
 	int status = docall(L, 1, 1);
 	if (status == LUA_OK) {
 		lua_pushglobaltable(L);
-		lua_pushlstring(L, spec, globlen);
+		lua_pushlstring(L, step->global, step->global_len);
 		lua_rotate(L, -3, -1);         /* globals, name, module */
 		lua_settable(L, -3);
 		lua_pop(L, 1);
@@ -204,11 +199,9 @@ static int pushargs(lua_State *L)
 	return n;
 }
 
-static int handle_script(lua_State *L, char **argv)
+static int handle_script(lua_State *L, const char *fname)
 {
-	const char *fname = argv[0];
-	if (strcmp(fname, "-") == 0 && strcmp(argv[-1], "--") != 0)
-		fname = NULL;          /* stdin; luaL_loadfile skips a first line starting with '#' */
+	/* fname NULL: stdin; luaL_loadfile skips a first line starting with '#' */
 	int status = luaL_loadfile(L, fname);
 	if (status == LUA_OK) {
 		int n = pushargs(L);
@@ -240,93 +233,22 @@ static int handle_inits(lua_State *L)
 
 /* ---- options ----------------------------------------------------------------------------- */
 
-enum { has_error = 1, has_i = 2, has_v = 4, has_e = 8, has_E = 16 };
-
-/* Scans the options; *first becomes the script's index (0: none), or the bad option's. */
-static int collectargs(char **argv, int *first)
+/* Runs the -e, -l and -W steps in order (cli_args.c read them); 0 when one failed. */
+static int runsteps(lua_State *L, const struct cli_plan *plan)
 {
-	int args = 0;
-	if (argv[0] == NULL) {
-		*first = -1;
-		return 0;
-	}
-	for (int i = 1; argv[i] != NULL; i++) {
-		*first = i;
-		if (argv[i][0] != '-')
-			return args;
-		switch (argv[i][1]) {
-		case '-':                      /* `--` */
-			if (argv[i][2] != '\0')
-				return has_error;
-			*first = i + 1;
-			return args;
-		case '\0':                     /* `-`: stdin is the script */
-			return args;
-		case 'E':
-			if (argv[i][2] != '\0')
-				return has_error;
-			args |= has_E;
-			break;
-		case 'W':
-			if (argv[i][2] != '\0')
-				return has_error;
-			break;
-		case 'i':
-			args |= has_i;         /* -i implies -v */
-			/* fall through */
-		case 'v':
-			if (argv[i][2] != '\0')
-				return has_error;
-			args |= has_v;
-			break;
-		case 'e':
-			args |= has_e;
-			/* fall through */
-		case 'l':                      /* both take an argument, joined or next */
-			if (argv[i][2] == '\0') {
-				i++;
-				if (argv[i] == NULL || argv[i][0] == '-')
-					return has_error;
-			}
-			break;
-		default:
-			return has_error;
-		}
-	}
-	*first = 0;
-	return args;
-}
-
-/* Runs -e, -l and -W in order; n is the index of the first argument that is not an option. */
-static int runargs(lua_State *L, char **argv, int n)
-{
-	for (int i = 1; i < n; i++) {
-		int option = argv[i][1];
-		if (option == 'e' || option == 'l') {
-			const char *extra = argv[i] + 2;
-			if (*extra == '\0')
-				extra = argv[++i];
-			int status = option == 'e' ? dostring(L, extra, "=(command line)")
-						   : dolibrary(L, extra);
-			if (status != LUA_OK)
-				return 0;
-		} else if (option == 'W') {
+	for (int i = 0; i < plan->nsteps; i++) {
+		const struct cli_step *step = &plan->steps[i];
+		int status = LUA_OK;
+		if (step->kind == CLI_EXEC)
+			status = dostring(L, step->text, "=(command line)");
+		else if (step->kind == CLI_LIBRARY)
+			status = dolibrary(L, step);
+		else
 			lua_warning(L, "@on", 0);
-		}
+		if (status != LUA_OK)
+			return 0;
 	}
 	return 1;
-}
-
-/* arg[0] is the script, negative indices the interpreter and options, positive the script's. */
-static void createargtable(lua_State *L, char **argv, int argc, int script)
-{
-	int narg = argc - (script + 1);
-	lua_createtable(L, narg, script + 1);
-	for (int i = 0; i < argc; i++) {
-		lua_pushstring(L, argv[i]);
-		lua_rawseti(L, -2, i - script);
-	}
-	lua_setglobal(L, "arg");
 }
 
 /* ---- reading lines ----------------------------------------------------------------------- */
@@ -647,34 +569,32 @@ static int pmain(lua_State *L)
 {
 	int argc = (int)lua_tointeger(L, 1);
 	char **argv = lua_touserdata(L, 2);
-	int script;
-	int args = collectargs(argv, &script);
-	int optlim = script > 0 ? script : argc;
+	struct cli_plan *plan = lua_touserdata(L, 3);
 	luaL_checkversion(L);
-	if (args == has_error) {
-		print_usage(argv[script]);
+	if (plan->bad) {
+		print_usage(argv[plan->bad]);
 		return 0;
 	}
-	if (args & has_v)
+	if (plan->version)
 		print_version();
-	if (args & has_E) {            /* before the libraries, so package ignores LUA_PATH* */
+	if (plan->ignore_env) {        /* before the libraries, so package ignores LUA_PATH* */
 		lua_pushboolean(L, 1);
 		lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
 	}
 	luaL_openlibs(L);
 	xpu_lua_install(L);
-	createargtable(L, argv, argc, script);
+	cli_set_arg_table(L, argc, argv, plan);
 	lua_gc(L, LUA_GCRESTART);
 	lua_gc(L, LUA_GCGEN, 0, 0);
-	if (!(args & has_E) && handle_inits(L) != LUA_OK)
+	if (!plan->ignore_env && handle_inits(L) != LUA_OK)
 		return 0;
-	if (!runargs(L, argv, optlim))
+	if (!runsteps(L, plan))
 		return 0;
-	if (script > 0 && handle_script(L, argv + script) != LUA_OK)
+	if (plan->script > 0 && handle_script(L, plan->script_stdin ? NULL : argv[plan->script]) != LUA_OK)
 		return 0;
-	if (args & has_i) {
+	if (plan->after == CLI_AFTER_REPL) {
 		doREPL(L);
-	} else if (script < 1 && !(args & (has_e | has_v))) {
+	} else if (plan->after == CLI_AFTER_DEFAULT) {
 		if (isatty(STDIN_FILENO)) {
 			print_version();
 			doREPL(L);
@@ -695,13 +615,21 @@ int main(int argc, char **argv)
 		l_message(progname, "cannot create state: not enough memory");
 		return EXIT_FAILURE;
 	}
+	struct cli_plan plan;
+	if (cli_parse(argc, argv, &plan)) {
+		l_message(progname, "cannot read the command line: not enough memory");
+		lua_close(L);
+		return EXIT_FAILURE;
+	}
 	lua_gc(L, LUA_GCSTOP);         /* no collection while the libraries are built */
 	lua_pushcfunction(L, pmain);
 	lua_pushinteger(L, argc);
 	lua_pushlightuserdata(L, argv);
-	int status = lua_pcall(L, 2, 1, 0);
+	lua_pushlightuserdata(L, &plan);
+	int status = lua_pcall(L, 3, 1, 0);
 	int result = lua_toboolean(L, -1);
 	report(L, status);
 	lua_close(L);
+	cli_plan_free(&plan);
 	return result && status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,7 +1,8 @@
 -- seeds.lua OUT — writes the fuzz targets' seed corpora under OUT/<target>/: GGUF files made by
 -- xpu.gguf.write (every value type, v2 and v3, other alignments, quantized tensors) and the
 -- damaged copies spec/gguf_spec.lua refuses; the expressions of contracts/shape-ops.md with a
--- few wrong ones; route scripts as byte strings. `make fuzz` runs it (build.mk).
+-- few wrong ones; route scripts as byte strings; command lines (arguments ended by NULs).
+-- `make fuzz` runs it (build.mk).
 local xpu = require "xpu"
 local out = assert(arg[1], "usage: seeds.lua OUT")
 
@@ -86,4 +87,17 @@ end
 
 -- ---- routes: byte strings the target turns into scripts ------------------------------------
 for i = 1, 16 do spit(("%s/route/r%02d"):format(out, i), bytes(24 + 8 * i, i)) end
-print(("seeds: %d GGUF, %d expressions, 16 route scripts under %s"):format(n + #bad, #list, out))
+
+-- ---- the command line: argument vectors, each argument ended by a NUL ---------------------
+-- every option of `xpulua --help` alone and joined, then scripts with arguments
+local argvs = {
+  { "-e", "print(1)" }, { "-eprint(1)" }, { "-i" }, { "-l", "xpu" }, { "-lxpu" }, { "-l", "g=xpu" },
+  { "-l", "mod-v2" }, { "-v" }, { "-E" }, { "-W" }, { "--" }, { "-" }, { "-", "a", "b" },
+  { "-x" }, { "-e" }, { "-l" }, { "-e", "-v" }, { "--x" }, { "-vx" }, { "-iv" }, { "" },
+  { "scripts/audit.lua", "--help" }, { "scripts/bench-decode.lua", "--format", "q4_0", "--device", "cpu:0" },
+  { "-E", "-W", "-l", "g=xpu", "-e", "x=1", "script.lua", "-e", "not an option" },
+  { "--", "-e", "a" }, { "-", "--" }, { "-i", "-e", "print(arg[0])", "s.lua" },
+  { "-e", "for i = 1, 3 do print(i) end", "-v", "--", "s.lua", "-x" },
+}
+for i, a in ipairs(argvs) do spit(("%s/cli/a%02d"):format(out, i), table.concat(a, "\0")) end
+print(("seeds: %d GGUF, %d expressions, 16 route scripts, %d command lines under %s"):format(n + #bad, #list, #argvs, out))
