@@ -3,6 +3,8 @@
 #include "core/fault.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 atomic_uint xpu_fault_armed;
@@ -130,3 +132,40 @@ void xpu_fault_ledger_call(const struct xpu_fault_call *table, const char *call)
 			return;
 		}
 }
+
+/* ---- armed from the environment (the build/oom build only: -DXPU_FAULT_ENV) ------------- */
+
+#ifdef XPU_FAULT_ENV
+/* XPULUA_FAULT_AT=N fails allocation N (from 0, counted from the first hooked allocation of
+ * the process) and every one after it, at the sites of XPULUA_FAULT_SITES ("alloc,lua,yaml"
+ * by default): the whole start of xpulua, its process-wide set-up included, runs under it.
+ * At exit one line on stderr says which site failed first, or that none was reached. */
+static void say_at_exit(void)
+{
+	struct xpu_fault_tally t;
+	xpu_fault_tally(&t);
+	const char *site = xpu_fault_site_name(t.first_site);
+	fprintf(stderr, "xpulua: XPULUA_FAULT_AT: %s\n", site ? site : "not reached");
+}
+
+static unsigned sites_of(const char *list)
+{
+	unsigned mask = 0;
+	for (unsigned b = 0; b < XPU_FAULT_SITES; b++) {
+		const char *name = xpu_fault_site_name(1u << b);
+		const char *at = strstr(list, name);
+		if (at && (at == list || at[-1] == ',') && (at[strlen(name)] == ',' || !at[strlen(name)]))
+			mask |= 1u << b;
+	}
+	return mask;
+}
+
+__attribute__((constructor)) static void arm_from_env(void)
+{
+	const char *at = getenv("XPULUA_FAULT_AT"), *sites = getenv("XPULUA_FAULT_SITES");
+	if (!at || !*at)
+		return;
+	xpu_fault_arm(sites_of(sites && *sites ? sites : "alloc,lua,yaml"), strtoll(at, NULL, 10), true);
+	atexit(say_at_exit);
+}
+#endif
