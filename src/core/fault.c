@@ -11,8 +11,8 @@ atomic_uint xpu_fault_armed;
 atomic_bool xpu_fault_ledger_on;
 
 static atomic_int_fast64_t calls;        /* counted calls of the armed sites since the arm */
-static int64_t target;                   /* the call number that fails first */
-static bool every_after;
+static atomic_int_fast64_t target;       /* the call number that fails first */
+static atomic_bool every_after;
 static atomic_uint_fast64_t seen[XPU_FAULT_SITES], failed[XPU_FAULT_SITES];
 static atomic_uint first_site;
 static _Atomic(const char *) first_call;
@@ -34,8 +34,8 @@ void xpu_fault_arm(unsigned sites, int64_t n, bool after)
 	atomic_store(&calls, 0);
 	atomic_store(&first_site, 0u);
 	atomic_store(&first_call, NULL);
-	target = n;
-	every_after = after;
+	atomic_store(&target, n);
+	atomic_store(&every_after, after);
 	atomic_store(&xpu_fault_armed, sites);
 }
 
@@ -48,10 +48,11 @@ bool xpu_fault_hit(enum xpu_fault_site site)
 {
 	unsigned b = bit_of(site);
 	atomic_fetch_add(&seen[b], 1);
-	int_fast64_t i = atomic_fetch_add(&calls, 1);
-	if (i < target || (i > target && !every_after))
+	int_fast64_t i = atomic_fetch_add(&calls, 1), at = atomic_load(&target);
+	bool after = atomic_load(&every_after);
+	if (i < at || (i > at && !after))
 		return false;
-	if (!every_after)      /* a single fault: the counter is spent */
+	if (!after)            /* a single fault: the counter is spent */
 		atomic_store(&xpu_fault_armed, 0u);
 	atomic_fetch_add(&failed[b], 1);
 	unsigned none = 0;

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The places a fault can be injected; a mask of them is armed. */
@@ -49,7 +50,6 @@ void xpu_fault_tally(struct xpu_fault_tally *out);
 const char *xpu_fault_site_name(unsigned site);
 
 /* libyaml's allocator in a build that renames its malloc, realloc, strdup and free to these. */
-#include <stddef.h>
 void *xpu_yaml_malloc(size_t n);
 void *xpu_yaml_realloc(void *p, size_t n);
 char *xpu_yaml_strdup(const char *s);
