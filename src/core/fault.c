@@ -60,9 +60,9 @@ bool xpu_fault_hit(enum xpu_fault_site site)
 	return true;
 }
 
-bool xpu_fault_driver(const char *call)
+bool xpu_fault_driver_hit(const char *call)
 {
-	if (!xpu_fault(XPU_FAULT_DRIVER))
+	if (!xpu_fault_hit(XPU_FAULT_DRIVER))
 		return false;
 	const char *none = NULL;
 	atomic_compare_exchange_strong(&first_call, &none, call);

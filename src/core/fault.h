@@ -37,7 +37,14 @@ static inline bool xpu_fault(enum xpu_fault_site site)
 }
 
 /* A driver call about to be made: true when it must fail (the call's name is kept). */
-bool xpu_fault_driver(const char *call);
+bool xpu_fault_driver_hit(const char *call);
+
+static inline bool xpu_fault_driver(const char *call)
+{
+	if (__builtin_expect((atomic_load_explicit(&xpu_fault_armed, memory_order_relaxed) & XPU_FAULT_DRIVER) == 0, 1))
+		return false;
+	return xpu_fault_driver_hit(call);
+}
 
 /* What happened since the last arm: calls counted and failed per site (index: bit number),
  * the first site that failed (0: none) and, for a driver call, its name. */
