@@ -5,10 +5,13 @@
 # allocations counted (N max), the failures survived and at which site; fails on any
 # problem the run names, and on any AddressSanitizer, LeakSanitizer or UBSan report (kept
 # under reports-oom/ beside the binary). OOM_STRIDE=k tries every kth N only (the short form);
-# OOM_SITES=alloc,lua,yaml chooses the sites.
-case "${1:-}" in -h|--help|'')
+# OOM_SITES=alloc,lua,yaml chooses the sites. The scenario `process` starts xpulua itself
+# once per N with allocation N failing (XPULUA_FAULT_AT, build/oom only).
+case "${1:-}" in
+-h|--help)
 	echo 'usage: sh scripts/check-oom.sh XPULUA [SCENARIO...]'
-	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+'') echo 'usage: sh scripts/check-oom.sh XPULUA [SCENARIO...]' >&2; exit 2 ;;
 esac
 set -u
 X=$1; shift
