@@ -39,6 +39,7 @@ help:
 	@echo "make check-asan  every spec inside build/asan/xpulua (AddressSanitizer, UBSan)"
 	@echo "make check-tsan  every spec inside build/tsan/xpulua (ThreadSanitizer)"
 	@echo "make check-oom   every allocation of each scenario failed in turn (build/oom, ASan)"
+	@echo "make check-oom-short  the same, a stride over the two long scenarios (CI, ~35 s)"
 	@echo "make check-driver-faults  every driver call failed in turn, on each device present"
 	@echo "make install     PREFIX=... installs the command, the module and the Lua library"
 	@echo "make setup run   both in one command: the build starts after the packages are in"

@@ -23,7 +23,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o $(B)/obj/src/cli_args.o
 
-.PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-driver-faults install clean
+.PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-oom-short check-driver-faults install clean
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -124,7 +124,7 @@ check-tsan: tsan
 # kth N, the short form); check-driver-faults does the same to driver calls on each device.
 OOM_B := build/oom
 oom:
-	@$(MAKE) --no-print-directory -f build.mk B=$(OOM_B) CFLAGS="$(ASAN_CFLAGS)" NVCC= HIPCC= \
+	@$(MAKE) --no-print-directory -f build.mk B=$(OOM_B) CFLAGS="$(ASAN_CFLAGS) -DXPU_FAULT_ENV" NVCC= HIPCC= \
 	  LIBS="$(OOM_B)/libyaml-hooked.a -ldl -lpthread -lm" $(OOM_B)/libyaml-hooked.a $(OOM_B)/xpulua
 
 $(B)/libyaml-hooked.a: $(LIBDIR)/libyaml.a
@@ -134,6 +134,13 @@ $(B)/libyaml-hooked.a: $(LIBDIR)/libyaml.a
 
 check-oom: oom
 	@scripts/check-oom.sh $(OOM_B)/xpulua
+
+# The short form for CI: every N of the five small scenarios, every 97th of the contract load
+# and every 29th of the process start (a process each).
+check-oom-short: oom
+	@scripts/check-oom.sh $(OOM_B)/xpulua startup routes gguf bind decode && \
+	  OOM_STRIDE=97 scripts/check-oom.sh $(OOM_B)/xpulua contract && \
+	  OOM_STRIDE=29 scripts/check-oom.sh $(OOM_B)/xpulua process
 
 # Vulkan inside the sanitized build; CUDA and HIP in the release build, whose fatbin and code
 # objects the sanitized one lacks (ASan cannot see device memory: the ledger counts objects).

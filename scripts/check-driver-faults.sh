@@ -11,9 +11,11 @@
 # made - destroyed per kind) must be those of a run without faults. A device that is absent
 # is reported skipped, with the reason. Any sanitizer report fails (reports-driver/ beside
 # XPULUA). OOM_STRIDE=k tries every kth N only.
-case "${1:-}" in -h|--help|'')
+case "${1:-}" in
+-h|--help)
 	echo 'usage: sh scripts/check-driver-faults.sh XPULUA DEVICE...'
-	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 2 ;;
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+'') echo 'usage: sh scripts/check-driver-faults.sh XPULUA DEVICE...' >&2; exit 2 ;;
 esac
 set -u
 X=$1; shift

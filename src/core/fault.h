@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The places a fault can be injected; a mask of them is armed. */
@@ -36,7 +37,14 @@ static inline bool xpu_fault(enum xpu_fault_site site)
 }
 
 /* A driver call about to be made: true when it must fail (the call's name is kept). */
-bool xpu_fault_driver(const char *call);
+bool xpu_fault_driver_hit(const char *call);
+
+static inline bool xpu_fault_driver(const char *call)
+{
+	if (__builtin_expect((atomic_load_explicit(&xpu_fault_armed, memory_order_relaxed) & XPU_FAULT_DRIVER) == 0, 1))
+		return false;
+	return xpu_fault_driver_hit(call);
+}
 
 /* What happened since the last arm: calls counted and failed per site (index: bit number),
  * the first site that failed (0: none) and, for a driver call, its name. */
@@ -49,7 +57,6 @@ void xpu_fault_tally(struct xpu_fault_tally *out);
 const char *xpu_fault_site_name(unsigned site);
 
 /* libyaml's allocator in a build that renames its malloc, realloc, strdup and free to these. */
-#include <stddef.h>
 void *xpu_yaml_malloc(size_t n);
 void *xpu_yaml_realloc(void *p, size_t n);
 char *xpu_yaml_strdup(const char *s);

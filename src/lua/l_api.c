@@ -70,6 +70,15 @@ static const struct api_entry module_entries[] = {
 	  "test only: the allocation after n more fails (no n: none fails)" },
 	{ "xpu.T.time_pick", "xpu.T.time_pick(table, call, n) -> ns",
 	  "test only: ns per pick, timed in C with no Lua between picks" },
+	{ "xpu.T.under_fault", "xpu.T.under_fault(n, sites, fn [, every_after]) -> ok, value, site, calls",
+	  "test only: fn run with call n of sites (alloc, lua, yaml, driver, all) failing, and "
+	  "every later one unless every_after is false; site: the first that failed, or nil" },
+	{ "xpu.T.fresh_state", "xpu.T.fresh_state(code) -> true | nil, message",
+	  "test only: a state of its own made, its libraries and xpu installed, code run, closed" },
+	{ "xpu.T.leak_check", "xpu.T.leak_check() -> leaked | nil, why",
+	  "test only: LeakSanitizer now (a sanitized build), reporting on stderr" },
+	{ "xpu.T.driver_ledger", "xpu.T.driver_ledger([on]) -> { kind = { made, gone } }",
+	  "test only: counts the driver objects the backends make and destroy, by kind" },
 	{ NULL, NULL, NULL },
 };
 

@@ -187,20 +187,22 @@ struct xpu_stream *lx_checkstream(lua_State *L, int i)
 	return u->s;
 }
 
-static void push_stream(lua_State *L, struct xpu_stream *s, bool owned)
+/* Made before a new stream, like a buffer's box (new_box). */
+static struct lstream *push_stream(lua_State *L, struct xpu_stream *s, bool owned)
 {
 	struct lstream *u = lua_newuserdatauv(L, sizeof *u, 0);
 	u->s = s;
 	u->owned = owned;
 	luaL_setmetatable(L, XPU_STREAM_MT);
+	return u;
 }
 
 static int l_stream_new(lua_State *L)
 {
-	struct xpu_stream *s = xpu_stream_new(lx_checkdevice(L, 1));
-	if (!s)
+	struct xpu_device *d = lx_checkdevice(L, 1);
+	struct lstream *u = push_stream(L, NULL, true);
+	if (!(u->s = xpu_stream_new(d)))
 		return lx_error(L);
-	push_stream(L, s, true);
 	return 1;
 }
 

@@ -23,9 +23,11 @@ static unsigned check_sites(lua_State *L, int i)
 		for (unsigned b = 0; b < XPU_FAULT_SITES; b++)
 			if (strlen(xpu_fault_site_name(1u << b)) == n && strncmp(s, xpu_fault_site_name(1u << b), n) == 0)
 				site = 1u << b;
-		if (!site)
-			luaL_error(L, "xpu.T.under_fault: site '%.*s' is not one of alloc, lua, yaml, driver, all",
-				   (int)n, s);
+		if (!site) {
+			lua_pushlstring(L, s, n);
+			luaL_error(L, "xpu.T.under_fault: site '%s' is not one of alloc, lua, yaml, driver, all",
+				   lua_tostring(L, -1));
+		}
 		mask |= site;
 		s += n + (s[n] == ',');
 	}

@@ -81,7 +81,7 @@ static int create_instance(void)
 				  .apiVersion = api < VK_API_VERSION_1_3 ? api : VK_API_VERSION_1_3 };
 	VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
 				    .pApplicationInfo = &app };
-	VkResult r = global.vkCreateInstance(&ci, NULL, &xpu_vk_instance);
+	VkResult r = VKR(&global, vkCreateInstance, &ci, NULL, &xpu_vk_instance);
 	if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
 		char why[560];
 		xpu_vk_why_no_driver(why, sizeof why);
@@ -100,7 +100,7 @@ static int list_devices(int *all)
 {
 	VkPhysicalDevice pds[XPU_MAX_DEVICES];
 	uint32_t n = XPU_MAX_DEVICES;
-	VkResult r = xpu_vki.vkEnumeratePhysicalDevices(xpu_vk_instance, &n, pds);
+	VkResult r = VKR(&xpu_vki, vkEnumeratePhysicalDevices, xpu_vk_instance, &n, pds);
 	if (r != VK_INCOMPLETE && xpu_vk_check(r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__))
 		return -1;
 	*all = (int)n;
