@@ -23,7 +23,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o
 
-.PHONY: all test test-long run static asan tsan check-asan check-tsan install clean
+.PHONY: all test test-long run static asan tsan check-asan check-tsan check-vulkan-validation install clean
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -116,6 +116,10 @@ check-asan: asan
 
 check-tsan: tsan
 	@scripts/test-sanitized.sh build/tsan/xpulua
+
+# The Vulkan specs under the Khronos validation layer; any message fails (scripts/test-vulkan-validation.sh).
+check-vulkan-validation: all
+	@scripts/test-vulkan-validation.sh $(B)/xpulua
 
 run: all
 	$(B)/xpulua scripts/tour.lua
