@@ -23,7 +23,7 @@ LUA_MODS := $(shell find lua -name '*.lua' 2>/dev/null | sort)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/embedded_lua.o $(B)/obj/gen/embedded_code.o
 MAIN_OBJ := $(B)/obj/src/main.o $(B)/obj/src/cli_args.o
 
-.PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-oom-short check-driver-faults install clean
+.PHONY: all test test-long run static asan tsan check-asan check-tsan oom check-oom check-oom-short check-driver-faults check-vulkan-validation install clean
 all: $(B)/xpulua $(B)/xpu.so
 
 # Device code objects embedded in the binary, one generator per toolchain (kernels/*.mk).
@@ -147,6 +147,10 @@ check-oom-short: oom
 check-driver-faults: oom all
 	@rc=0; scripts/check-driver-faults.sh $(OOM_B)/xpulua vulkan:0 || rc=1; \
 	  scripts/check-driver-faults.sh $(B)/xpulua cuda:0 hip:0 || rc=1; exit $$rc
+
+# The Vulkan specs under the Khronos validation layer; any message fails (scripts/test-vulkan-validation.sh).
+check-vulkan-validation: all
+	@scripts/test-vulkan-validation.sh $(B)/xpulua
 
 run: all
 	$(B)/xpulua scripts/tour.lua

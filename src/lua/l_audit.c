@@ -90,7 +90,7 @@ static int check_index(lua_State *L, int i, int n, const char *what)
 {
 	lua_Integer v = luaL_checkinteger(L, i);
 	if (v < 1 || v > n)
-		luaL_error(L, "%s index %d is outside 1..%d", what, (int)v, n);
+		luaL_error(L, "%s index %I is outside 1..%d", what, v, n);
 	return (int)v - 1;
 }
 

@@ -269,7 +269,7 @@ static int s_timer_begin(lua_State *L)
 
 static int mark_gc(lua_State *L)
 {
-	struct lmark *u = lua_touserdata(L, 1);
+	struct lmark *u = luaL_checkudata(L, 1, XPU_MARK_MT);
 	lua_getiuservalue(L, 1, 1);
 	const struct lstream *ls = luaL_testudata(L, -1, XPU_STREAM_MT);
 	if (u->s && ls && ls->s == u->s && u->s->dev->ops->time_drop)

@@ -79,7 +79,7 @@ static int push_contracts(lua_State *L, struct lholder *h)
 
 static int load(lua_State *L, bool raise)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = lx_checkpath(L, 1);
 	struct lholder *h = new_holder(L);
 	if (!(h->f = xpu_fkc_load(path))) {
 		if (!raise)
@@ -181,8 +181,12 @@ static void read_operand(lua_State *L, int t, const char *name, struct xpu_fkc_t
 	out->offset = lua_tointeger(L, -1);
 	if (xpu_fkc_tensor_derive(out))
 		lx_error(L);
-	if (buf)
-		*buf = lua_getfield(L, t, "buffer") == LUA_TNIL ? NULL : lx_checkbuffer(L, -1);
+	if (buf) {
+		lua_getfield(L, t, "buffer");
+		snprintf(what, sizeof what, "operand '%s'", name);
+		lx_field_check(L, what, "buffer", lua_isnil(L, -1) || luaL_testudata(L, -1, XPU_BUFFER_MT), "an xpu.Buffer");
+		*buf = lua_isnil(L, -1) ? NULL : lx_checkbuffer(L, -1);
+	}
 	lua_pop(L, 4 + (buf != NULL));
 }
 
@@ -195,12 +199,17 @@ static void read_inputs(lua_State *L, int spec, const struct xpu_contract *c, st
 	int t = lua_gettop(L);
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
-		int k = lua_isinteger(L, -2) ? (int)lua_tointeger(L, -2) - 1
+		/* the index is range-checked before any cast (2^32 + 1 is not input 1); the key is
+		 * printed from a copy (lua_tostring on a key under lua_next would convert it) */
+		lua_Integer at = lua_isinteger(L, -2) ? lua_tointeger(L, -2) : 0;
+		int k = at >= 1 && at <= c->ninputs ? (int)at - 1
 		      : lua_type(L, -2) == LUA_TSTRING ? xpu_fkc_input_index(c, lua_tostring(L, -2)) : -1;
-		if (k < 0 || k >= c->ninputs)
-			luaL_error(L, "call: contract '%s' has no operand %s%s", c->kernel,
-				   lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "at index ",
-				   lua_type(L, -2) == LUA_TSTRING ? "" : lua_tostring(L, -2));
+		if (k < 0 || k >= c->ninputs) {
+			const char *at_index = lua_type(L, -2) == LUA_TSTRING ? "" : "at index ";
+			lua_pushvalue(L, -2);
+			luaL_error(L, "call: contract '%s' has no operand %s%s", c->kernel, at_index,
+				   luaL_tolstring(L, -1, NULL));
+		}
 		read_operand(L, lua_gettop(L), c->input[k].name, &call->in[k], bufs ? &bufs[k] : NULL);
 		lua_pop(L, 1);
 	}
@@ -265,7 +274,7 @@ static bool read_params(lua_State *L, int spec, const struct xpu_contract *c, st
 	bool ok = true;
 	if (lua_getfield(L, spec, "params") == LUA_TNIL)
 		return lua_pop(L, 1), true;
-	luaL_checktype(L, -1, LUA_TTABLE);
+	lx_field_check(L, "call", "params", lua_istable(L, -1), "a table of params by name");
 	int t = lua_gettop(L);
 	lua_pushnil(L);
 	while (lua_next(L, t)) {
@@ -477,7 +486,11 @@ static int c_register(lua_State *L)
 		static const char *const keys[] = { "priority", NULL };
 		check_keys(L, 4, "register", keys);
 		lua_getfield(L, 4, "priority");
-		priority = (int32_t)luaL_optinteger(L, -1, 0);
+		lx_field_check(L, "register", "priority", lx_nil_or_integer(L), "an integer");
+		lua_Integer p = lua_tointeger(L, -1);
+		if (p < INT32_MIN || p > INT32_MAX)
+			luaL_error(L, "register: priority %I is beyond 32 bits", p);
+		priority = (int32_t)p;
 	}
 	register_rows(L, c, 2, regime, priority);
 	return 1;
@@ -773,7 +786,11 @@ static int l_plan(lua_State *L)
 	check_keys(L, 2, "plan", keys);
 	lua_getfield(L, 2, "op");
 	lua_getfield(L, 2, "backend");
-	const char *op = luaL_optstring(L, -2, NULL), *backend = luaL_optstring(L, -1, NULL);
+	lx_field_check(L, "plan", "backend", lua_isnil(L, -1) || lua_type(L, -1) == LUA_TSTRING, "a backend name");
+	lua_pushvalue(L, -2);
+	lx_field_check(L, "plan", "op", lua_isnil(L, -1) || lua_type(L, -1) == LUA_TSTRING, "an op name");
+	lua_pop(L, 1);
+	const char *op = lua_tostring(L, -2), *backend = lua_tostring(L, -1);
 	lua_Integer n = luaL_len(L, 1);
 	if (n > MAX_CANDIDATES)
 		return luaL_error(L, "plan: %d candidates, at most %d", (int)n, MAX_CANDIDATES);

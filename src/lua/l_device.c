@@ -111,17 +111,21 @@ static void add_unopened(lua_State *L, luaL_Buffer *buf, lua_Integer n, int b)
 	}
 }
 
-/* The device list prints every device and every backend that has none, with its reason. */
+/* The device list prints every device and every backend that has none, with its reason.
+ * Each line is added with luaL_addvalue from the top of the stack: the buffer may keep its
+ * storage on the stack once past its first KiB, so nothing may be popped from under it. */
 static int devices_tostring(lua_State *L)
 {
+	luaL_checktype(L, 1, LUA_TTABLE);
 	luaL_Buffer buf;
 	luaL_buffinit(L, &buf);
 	lua_Integer n = luaL_len(L, 1);
 	for (lua_Integer i = 1; i <= n; i++) {
 		lua_geti(L, 1, i);
-		luaL_addstring(&buf, luaL_tolstring(L, -1, NULL));
+		luaL_tolstring(L, -1, NULL);
+		lua_remove(L, -2);
+		luaL_addvalue(&buf);
 		luaL_addchar(&buf, '\n');
-		lua_pop(L, 2);
 	}
 	for (int b = 0; b < xpu_backend_count(); b++) {
 		const struct xpu_probe *p = xpu_backend_probe(b);
@@ -367,7 +371,7 @@ static void check_dims(lua_State *L, int i, uint32_t out[3], const char *what)
 	if (lua_isinteger(L, i)) {
 		lua_Integer v = lua_tointeger(L, i);
 		if (v < 1 || v > UINT32_MAX)
-			luaL_error(L, "launch: %s %d is out of range", what, (int)v);
+			luaL_error(L, "launch: %s %I is out of range", what, v);
 		out[0] = (uint32_t)v;
 		return;
 	}

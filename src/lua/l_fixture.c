@@ -110,8 +110,10 @@ static int f_normal(lua_State *L)
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		lua_getfield(L, 3, "rows_of");
+		lx_field_check(L, "xpu.fixture.normal", "rows_of", lx_nil_or_integer(L), "an integer");
 		cols = luaL_optinteger(L, -1, 0);
 		lua_getfield(L, 3, "nan_every");
+		lx_field_check(L, "xpu.fixture.normal", "nan_every", lx_nil_or_integer(L), "an integer");
 		nan_every = luaL_optinteger(L, -1, 0);
 		lua_pop(L, 2);
 		luaL_argcheck(L, cols >= 0 && nan_every >= 0, 3, "rows_of and nan_every are counts, 0 (none) or more");

@@ -1,5 +1,6 @@
 /* l_gguf.c — xpu.gguf: GGUF files as "xpu.GGUF" objects (metadata as Lua values, the tensor
  * table, copies of tensor byte slices) and xpu.gguf.write for fixtures. Uses model/gguf.h. */
+#include "lua/lx.h"
 #include "lua/xpu_lua.h"
 #include "core/xpu.h"
 #include "model/gguf.h"
@@ -269,7 +270,7 @@ static struct lgguf *new_gguf(lua_State *L)
 /* xpu.gguf.open(path) -> object; a malformed file raises its message */
 static int l_open(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = lx_checkpath(L, 1);
 	struct lgguf *u = new_gguf(L);
 	u->g = gguf_open(path);
 	if (!u->g)
@@ -280,7 +281,7 @@ static int l_open(lua_State *L)
 /* xpu.gguf.try_open(path) -> object | nil, message */
 static int l_try_open(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = lx_checkpath(L, 1);
 	struct lgguf *u = new_gguf(L);
 	u->g = gguf_open(path);
 	if (u->g)
@@ -444,8 +445,12 @@ static void write_meta(lua_State *L, struct gguf_writer *w, int spec)
 
 static int32_t tensor_type(lua_State *L, int idx, const char *name)
 {
-	if (lua_type(L, idx) == LUA_TNUMBER)
-		return (int32_t)luaL_checkinteger(L, idx);
+	if (lua_type(L, idx) == LUA_TNUMBER) {
+		/* checked before the cast: 2^32 must not name type 0 */
+		if (!lua_isinteger(L, idx) || lua_tointeger(L, idx) < INT32_MIN || lua_tointeger(L, idx) > INT32_MAX)
+			luaL_error(L, "xpu.gguf.write: tensor '%s': type %s is not a type id", name, lua_tostring(L, idx));
+		return (int32_t)lua_tointeger(L, idx);
+	}
 	const char *s = lua_tostring(L, idx);
 	for (int32_t t = 0; s && t < GGML_TYPE_LIMIT; t++) {
 		const struct ggml_type_info *ti = ggml_type_info(t);
@@ -512,7 +517,8 @@ static lua_Integer spec_alignment(lua_State *L, int spec)
 {
 	lua_Integer a = GGUF_DEFAULT_ALIGNMENT;
 	if (lua_getfield(L, spec, "alignment") != LUA_TNIL) {
-		a = luaL_checkinteger(L, -1);
+		lx_field_check(L, "xpu.gguf.write", "alignment", lua_isinteger(L, -1), "an integer");
+		a = lua_tointeger(L, -1);
 	} else if (lua_getfield(L, spec, "meta") == LUA_TTABLE) {
 		int meta = lua_gettop(L);
 		for (lua_Integer i = 1; lua_rawgeti(L, meta, i) == LUA_TTABLE; i++) {
@@ -542,11 +548,12 @@ static int writer_gc(lua_State *L)
 static int l_write(lua_State *L)
 {
 	static const char *const fields[] = { "version", "alignment", "meta", "tensors", NULL };
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = lx_checkpath(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
 	lua_settop(L, 2);
 	check_fields(L, 2, "xpu.gguf.write", fields);
 	lua_getfield(L, 2, "version");
+	lx_field_check(L, "xpu.gguf.write", "version", lx_nil_or_integer(L), "an integer");
 	lua_Integer version = luaL_optinteger(L, -1, 3);
 	lua_Integer alignment = spec_alignment(L, 2);
 	lua_settop(L, 2);

@@ -324,6 +324,17 @@ static void check_call_keys(lua_State *L)
 	}
 }
 
+/* The fields of xpu.call's table are checked by name (lx_field_check), not by stack index. */
+static void check_field(lua_State *L, const char *field, bool ok, const char *want)
+{
+	lx_field_check(L, "call", field, ok, want);
+}
+
+static bool nil_or_udata(lua_State *L, const char *mt)
+{
+	return lua_isnil(L, -1) || luaL_testudata(L, -1, mt);
+}
+
 /* xpu.call{ query = q, device = d, stream = s, receiver = {...}, operands = { y = buf } } */
 static int l_call(lua_State *L)
 {
@@ -334,25 +345,29 @@ static int l_call(lua_State *L)
 	memset(c, 0, sizeof *c);
 	luaL_setmetatable(L, XPU_CALL_MT);
 	lua_getfield(L, 1, "query");
+	check_field(L, "query", luaL_testudata(L, -1, XPU_QUERY_MT) || luaL_testudata(L, -1, XPU_QVIEW_MT),
+		    "an xpu.Query");
 	c->query = lx_checkquery(L, -1);
 	if (luaL_testudata(L, -1, XPU_QVIEW_MT))
 		return luaL_error(L, "call: a query view cannot be kept in a call");
 	lua_setiuservalue(L, ud, 1);
 	lua_getfield(L, 1, "device");
+	check_field(L, "device", nil_or_udata(L, XPU_DEVICE_MT) || lua_type(L, -1) == LUA_TSTRING,
+		    "a Device or a device id (\"cpu:0\")");
 	c->dev = lx_optdevice(L, -1);
 	lua_pop(L, 1);
 	lua_getfield(L, 1, "stream");
+	check_field(L, "stream", nil_or_udata(L, XPU_STREAM_MT), "an xpu.Stream");
 	c->stream = lua_isnil(L, -1) ? c->dev->default_stream : lx_checkstream(L, -1);
 	if (c->stream->dev != c->dev)
 		return luaL_error(L, "call: the stream is on %s, the call on %s", c->stream->dev->id, c->dev->id);
 	lua_setiuservalue(L, ud, 4);
 	lua_getfield(L, 1, "receiver");
-	if (!lua_isnil(L, -1))
-		luaL_checktype(L, -1, LUA_TTABLE);
+	check_field(L, "receiver", lua_isnil(L, -1) || lua_istable(L, -1), "a table");
 	lua_setiuservalue(L, ud, 2);
 	lua_getfield(L, 1, "operands");
+	check_field(L, "operands", lua_isnil(L, -1) || lua_istable(L, -1), "a table of named operands");
 	if (!lua_isnil(L, -1)) {
-		luaL_checktype(L, -1, LUA_TTABLE);
 		lua_pushnil(L);
 		while (lua_next(L, -2)) {
 			if (lua_type(L, -2) != LUA_TSTRING)

@@ -5,6 +5,8 @@
 #include "quant/ggml_types.h"
 #include "kernel_hash.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +69,31 @@ void lx_newclass(lua_State *L, const char *name, const luaL_Reg *methods, const 
 	lua_pop(L, 1);
 }
 
+const char *lx_checkpath(lua_State *L, int i)
+{
+	size_t len;
+	const char *path = luaL_checklstring(L, i, &len);
+	if (len == 0)
+		luaL_argerror(L, i, "the path is empty");
+	if (strlen(path) != len)
+		luaL_argerror(L, i, "the path holds a NUL byte");
+	if (len >= PATH_MAX)
+		luaL_argerror(L, i, lua_pushfstring(L, "the path is %I bytes long (a path has fewer than %d)",
+						   (lua_Integer)len, PATH_MAX));
+	return path;
+}
+
+void lx_field_check(lua_State *L, const char *fn, const char *field, int ok, const char *want)
+{
+	if (!ok)
+		luaL_error(L, "%s: '%s' must be %s, got %s", fn, field, want, luaL_typename(L, -1));
+}
+
+int lx_nil_or_integer(lua_State *L)
+{
+	return lua_isnil(L, -1) || lua_isinteger(L, -1);
+}
+
 /* Names stay referenced from the registry so pushing one never creates a string. */
 static void keep_name(lua_State *L, const char *name)
 {
@@ -81,8 +108,9 @@ int32_t lx_checkname(lua_State *L, int i, enum xpu_name_kind kind)
 {
 	if (lua_type(L, i) == LUA_TNUMBER) {
 		lua_Integer id = luaL_checkinteger(L, i);
-		if (!xpu_name_of(kind, (int32_t)id))
-			luaL_error(L, "no %s has id %d", xpu_name_kind_word(kind), (int)id);
+		/* checked before the cast: 2^32 + 1 must not name id 1 */
+		if (id < INT32_MIN || id > INT32_MAX || !xpu_name_of(kind, (int32_t)id))
+			luaL_error(L, "no %s has id %I", xpu_name_kind_word(kind), id);
 		return (int32_t)id;
 	}
 	const char *name = luaL_checkstring(L, i);

@@ -37,6 +37,16 @@ struct xpu_buffer *lx_checkbuffer(lua_State *L, int i);
 struct xpu_stream *lx_checkstream(lua_State *L, int i);
 struct xpu_kernel *lx_checkkernel(lua_State *L, int i, struct xpu_device **d);
 
+/* A file name at i: a string that is not empty, holds no NUL byte (the C library would
+ * open the name cut there) and fits PATH_MAX; raises naming the argument otherwise. */
+const char *lx_checkpath(lua_State *L, int i);
+
+/* Raises "fn: 'field' must be want, got <type>" unless ok, for the field's value on top: a
+ * check by stack index (luaL_checkinteger(L, -1)) would name an argument "#-1". */
+void lx_field_check(lua_State *L, const char *fn, const char *field, int ok, const char *want);
+/* Whether the value on top is nil or an integer (an optional integer field). */
+int lx_nil_or_integer(lua_State *L);
+
 /* Names: a string (registered when new) or an integer id. */
 int32_t lx_checkname(lua_State *L, int i, enum xpu_name_kind kind);
 void lx_pushname(lua_State *L, enum xpu_name_kind kind, int32_t id);

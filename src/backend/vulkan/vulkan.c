@@ -79,8 +79,12 @@ static int create_instance(void)
 	VkApplicationInfo app = { .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
 				  .pApplicationName = "xpulua", .pEngineName = "xpulua",
 				  .apiVersion = api < VK_API_VERSION_1_3 ? api : VK_API_VERSION_1_3 };
-	VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-				    .pApplicationInfo = &app };
+	const char *extensions[1];
+	uint32_t nextensions = 0;
+	const void *chain = xpu_vk_debug_chain(extensions, &nextensions);
+	VkInstanceCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pNext = chain,
+				    .pApplicationInfo = &app, .enabledExtensionCount = nextensions,
+				    .ppEnabledExtensionNames = extensions };
 	VkResult r = VKR(&global, vkCreateInstance, &ci, NULL, &xpu_vk_instance);
 	if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
 		char why[560];
@@ -92,7 +96,7 @@ static int create_instance(void)
 	const char *missing = load_instance_funcs();
 	if (missing)
 		return xpu_fail("the Vulkan loader has no %s", missing);
-	return 0;
+	return xpu_vk_debug_start(get_proc);
 }
 
 /* Physical devices with a compute queue, in the loader's order. */

@@ -71,6 +71,15 @@ extern VkInstance xpu_vk_instance;
  * and gives its result unchecked. Under fault injection (fault.h) either may fail the call
  * without making it, with the result a driver would give (xpu_vk_injected). */
 int xpu_vk_check(VkResult r, const char *call, const char *file, int line);
+
+/* XPULUA_VK_MESSAGES=FILE (vulkan_debug.c): the layers' messages appended to FILE. debug_chain
+ * adds the extension it needs to the list and returns what to chain to vkCreateInstance's
+ * pNext (NULL when off); debug_start installs the messenger once the instance exists. */
+const void *xpu_vk_debug_chain(const char **extensions, uint32_t *count);
+int xpu_vk_debug_start(PFN_vkGetInstanceProcAddr get_proc);
+/* A "note" line (not a message) naming what is being made, so the messages after it can be
+ * read against the kernel they are about; nothing when off. */
+void xpu_vk_debug_note(const char *what, const char *kernel, const uint32_t block[3]);
 const char *xpu_vk_result_name(VkResult r);
 VkResult xpu_vk_injected(const char *call);
 #define VKR(fns, call, ...) (xpu_fault_driver(#call) ? xpu_vk_injected(#call) : (fns)->call(__VA_ARGS__))

@@ -314,6 +314,20 @@ static int mv_tuning(const char *kernel, bool set[MV_KNOBS], uint32_t val[MV_KNO
 	return 0;
 }
 
+/* The shared memory a mat-vec pipeline declares (matvec.glsl, as specialized): iq4_nl's
+ * codebook (matvec_kv.glsl: a word per nibble, 64 with the packed dot) and the shared-memory
+ * module's two exchange words an invocation. A driver need not refuse a pipeline past
+ * maxComputeSharedMemorySize (lavapipe ran one of 34816 bytes against its 32768; the validation
+ * layer reports VUID-RuntimeSpirv-Workgroup-06530), so such a block is refused here, by name. */
+static uint32_t mv_shared_bytes(const struct vk_kern *kn, bool sg, const uint32_t block[3])
+{
+	const char *name = kn->k->def->name;
+	uint32_t words = sg ? 0 : 2 * block[0] * block[1] * block[2];
+	if (strncmp(name, "iq4_nl", 6) == 0)
+		words += strstr(name, "_dot4") ? 64 : 16;
+	return 4 * words;
+}
+
 /* The kernel's pipeline for `block` (specialization constants 0..2 are the workgroup size),
  * made and cached on first use. Called with vd->lock held. */
 int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[3], VkPipeline *out)
@@ -341,6 +355,11 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 	char tuning[sizeof kn->pipes[0].tuning] = "";
 	if (kn->wave && mv_tuning(kn->k->def->name, set, val))
 		return -1;
+	uint32_t shared = kn->wave ? mv_shared_bytes(kn, sg, block) : 0;
+	if (shared > vd->limits.maxComputeSharedMemorySize)
+		return xpu_fail("%s at block %u needs %u bytes of shared memory a group; this device has "
+				"%u (maxComputeSharedMemorySize)", kn->k->def->name, block[0], shared,
+				vd->limits.maxComputeSharedMemorySize);
 	if (kn->wave && set[MV_F16] && val[MV_F16] && !vd->f16_preserve)
 		return xpu_fail("XPULUA_VULKAN_MATVEC_SPEC: F16=1 needs f16 denormals preserved "
 				"(shaderDenormPreserveFloat16), which this device does not offer");
@@ -375,6 +394,7 @@ int xpu_vk_pipeline(struct vk_dev *vd, struct vk_kern *kn, const uint32_t block[
 		.layout = kn->layout,
 	};
 	struct vk_pipe *p = &kn->pipes[kn->npipes];
+	xpu_vk_debug_note(sg ? "pipeline (subgroup module)" : "pipeline", kn->k->def->name, block);
 	if (VK(&vd->fn, vkCreateComputePipelines, vd->device, vd->pcache, 1, &ci, NULL, &p->pipe))
 		return -1;
 	memcpy(p->block, block, sizeof p->block);
