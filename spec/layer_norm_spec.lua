@@ -369,6 +369,12 @@ for _, entry in ipairs(devices) do
       end
     end)
 
+    dev_it("rms_norm over 33000 rows: past one grid row of 32768 groups, every row written", function(d)
+      local rows, cols = 33000, 3
+      local x, w = values(rows * cols, 31), weights(cols, 4)
+      assert.equal(0, same(rms(cpu, rows, cols, x, w), rms(d, rows, cols, x, w), entry.id .. " rms_norm 33000 rows"))
+    end)
+
     dev_it("rms_norm at eps 0, 1e-6 and 0.5 and subnormal rows", function(d)
       local cols = 300
       local x = values(2 * cols, 99)

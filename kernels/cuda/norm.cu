@@ -1,9 +1,11 @@
 /* norm.cu — CUDA bodies of the row-normalisation kernels (src/ops/layer/norm.c): rms_norm,
  * add_rms_norm, rms_norm_q8k, layer_norm, softmax, and the check kernel norm_steps. Group g
  * takes row g with XPU_NORM_BLOCK lanes, lane t accumulating elements t, t + BLOCK, ... in
- * order, then workgroup.cuh's reduce: the order of kernels/cpu/norm.c, so the results equal
- * it bit for bit (docs/ARITHMETIC.md, "Row normalisation"). `/` and sqrt are __fdiv_rn and
- * __fsqrt_rn (correctly rounded), products and sums never fused (-fmad=false, xpu_mul/add). */
+ * order, then workgroup.cuh's reduce: the order of kernels/cpu/norm.c, so the results equal it
+ * bit for bit (docs/ARITHMETIC.md, "Row normalisation"). The lane loops are unrolled so the
+ * loads of several trips are in flight at once; the adds stay in order. `/` and sqrt are
+ * __fdiv_rn and __fsqrt_rn (correctly rounded), products and sums never fused (-fmad=false,
+ * xpu_mul / xpu_add). */
 #include "workgroup.cuh"
 #include "q8k.cuh"
 #include "../norm.h"
@@ -21,6 +23,7 @@ static __device__ __forceinline__ float norm_inv_root(float sum, uint32_t n, flo
 static __device__ __forceinline__ float norm_rms_factor(const float *x, uint32_t n, float eps)
 {
 	float acc = 0.0f;
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < n; i += NORM_B)
 		acc = xpu_add(acc, xpu_mul(x[i], x[i]));
 	return norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), n, eps);
@@ -35,6 +38,7 @@ rms_norm(float *out, const float *x, const float *weight, unsigned rows, unsigne
 	const float *xr = x + g * cols;
 	float *o = out + g * cols;
 	const float rinv = norm_rms_factor(xr, cols, eps);
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
 		o[i] = xpu_mul(xpu_mul(xr[i], rinv), weight[i]);
 }
@@ -50,12 +54,14 @@ add_rms_norm(float *out, float *sum, const float *x, const float *residual, cons
 	float *h = sum + g * cols, *o = out + g * cols;
 	const float *xr = x + g * cols, *rr = residual + g * cols;
 	float acc = 0.0f;
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
 		const float v = xpu_add(xr[i], rr[i]);
 		h[i] = v;
 		acc = xpu_add(acc, xpu_mul(v, v));
 	}
 	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), cols, eps);
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
 		o[i] = xpu_mul(xpu_mul(h[i], rinv), weight[i]);
 }
@@ -117,15 +123,18 @@ layer_norm(float *out, const float *x, const float *weight, const float *bias, u
 	const float *xr = x + g * cols;
 	float *o = out + g * cols;
 	float acc = 0.0f;
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
 		acc = xpu_add(acc, xr[i]);
 	const float mean = __fdiv_rn(xpu_workgroup_reduce<XPU_WG_ADD>(acc), __uint2float_rn(cols));
 	acc = 0.0f;
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
 		const float d = xpu_sub(xr[i], mean);
 		acc = xpu_add(acc, xpu_mul(d, d));
 	}
 	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), cols, eps);
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
 		const float y = xpu_mul(xpu_mul(xpu_sub(xr[i], mean), rinv), weight[i]);
 		o[i] = has_bias ? xpu_add(y, bias[i]) : y;
@@ -144,13 +153,16 @@ softmax(float *out, const float *x, unsigned rows, unsigned cols, unsigned causa
 	const uint64_t lim = (uint64_t)pos0 + g + 1;
 	const uint32_t seen = causal && lim < cols ? (uint32_t)lim : cols;
 	float m = __uint_as_float(0xff800000u);
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < seen; i += NORM_B)
 		m = xpu_wg_op<XPU_WG_MAX>(m, xpu_mul(scale, xr[i]));
 	const float mx = xpu_workgroup_reduce<XPU_WG_MAX>(m);
 	float acc = 0.0f;
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < seen; i += NORM_B)
 		acc = xpu_add(acc, xm_exp(xpu_sub(xpu_mul(scale, xr[i]), mx)));
 	const float inv = __fdiv_rn(1.0f, xpu_workgroup_reduce<XPU_WG_ADD>(acc));
+#pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
 		o[i] = i < seen ? xpu_mul(xm_exp(xpu_sub(xpu_mul(scale, xr[i]), mx)), inv) : 0.0f;
 }
