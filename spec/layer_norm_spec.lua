@@ -583,3 +583,38 @@ describe("routes.layer_norm", function()
     assert.matches("size 'huge' is not decode or prefill", err)
   end)
 end)
+
+-- ---- lavapipe at every subgroup width ----------------------------------------------------------
+
+-- LP_NATIVE_VECTOR_WIDTH sets lavapipe's subgroup size (128 bits: 4 lanes .. 2048: 64); the
+-- workgroup reduce's virtual 32-lane waves must give the CPU's bits at each. A child per width.
+local WIDTH_CHILD = [[
+  local xpu = require "xpu"
+  local norm = require "xpu.layers.norm"
+  local routes = require "routes.layer_norm"
+  local vk, cpu = assert(xpu.device "vulkan:0"), xpu.device "cpu:0"
+  local function run(d, kernel)
+    local case = norm.bench_case(kernel, d, "decode")
+    local c = xpu.call { query = case.query, device = d, operands = case.operands }
+    routes:bind(c):dispatch(c)
+    d:default_stream():sync()
+    return (case.operands.out or case.operands.xq):download()
+  end
+  local same = 0
+  for _, k in ipairs(norm.KERNELS) do same = same + (run(vk, k) == run(cpu, k) and 1 or 0) end
+  print(vk.name, vk.wave_size, same)
+]]
+
+describe("layer norm kernels on lavapipe at every subgroup width", function()
+  local vk, why = xpu.device "vulkan:0"
+  it("== cpu:0 at 4, 8, 16, 32 and 64 lanes a subgroup (LP_NATIVE_VECTOR_WIDTH 128 .. 2048)", function()
+    if not vk then return pending("skipped: no vulkan:0 (" .. tostring(why) .. ")") end
+    if not vk.name:match "llvmpipe" then return pending("skipped: vulkan:0 is not lavapipe (" .. vk.name .. ")") end
+    for _, bits in ipairs { 128, 256, 512, 1024, 2048 } do
+      local out = fx.child("LP_NATIVE_VECTOR_WIDTH=" .. bits, WIDTH_CHILD)
+      local width, same = out:match "\t(%d+)\t(%d+)"
+      assert.equal(tostring(bits // 32), width, "subgroup width at " .. bits .. ": " .. out)
+      assert.equal(tostring(#norm.KERNELS), same, "kernels == cpu:0 at " .. bits .. " bits: " .. out)
+    end
+  end)
+end)
