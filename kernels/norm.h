@@ -15,4 +15,9 @@
 #define XPU_NORM_MAX_COLS 16777216  /* 2^24: every count up to it is exact as an f32 */
 #define XPU_NORM_GRID_X 32768       /* groups along x; more rows go on to y */
 
+/* rms_norm's dtype argument: x and out f32, or f16 (converted to f32 exactly, the steps in
+ * f32, the result rounded once to f16, to nearest even). f16 rows are whole 4-byte words. */
+#define XPU_NORM_F32 0
+#define XPU_NORM_F16 1
+
 #endif

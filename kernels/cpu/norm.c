@@ -9,6 +9,7 @@
 #include "norm.h"
 #include "workgroup.h"
 #include "xmath.h"
+#include "quant/f16.h"
 #include "quant/formats.h"
 
 #include <math.h>
@@ -61,33 +62,47 @@ static float inv_root(float sum, uint32_t n, float eps)
 	return 1.0f / s;
 }
 
+/* Element i of x, an XPU_NORM_* dtype, as an f32 (an f16 exactly). */
+static float load(const void *x, uint32_t dt, uint64_t i)
+{
+	return dt == XPU_NORM_F16 ? xpu_f16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+}
+
 /* The lanes' sums of squares of x[0 .. n), reduced. */
-static float sum_squares(const float *x, uint32_t n)
+static float sum_squares(const void *x, uint32_t dt, uint32_t n)
 {
 	float acc[B] = { 0 };
 	for (uint32_t base = 0; base < n; base += B)
-		for (uint32_t t = 0; t < B && base + t < n; t++)
-			acc[t] = acc[t] + x[base + t] * x[base + t];
+		for (uint32_t t = 0; t < B && base + t < n; t++) {
+			float v = load(x, dt, base + t);
+			acc[t] = acc[t] + v * v;
+		}
 	return group_reduce(XPU_WG_ADD, acc);
 }
 
-static float rms_factor(const float *x, uint32_t n, float eps)
+static float rms_factor(const void *x, uint32_t dt, uint32_t n, float eps)
 {
-	return inv_root(sum_squares(x, n), n, eps);
+	return inv_root(sum_squares(x, dt, n), n, eps);
 }
 
-/* ---- rms_norm: out x weight rows cols eps -------------------------------------------------- */
+/* ---- rms_norm: out x weight rows cols eps dtype -------------------------------------------- */
 
+/* f16: each x converted exactly, the steps in f32, each result rounded once to f16. */
 static void rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
-	float *out = karg_ptr(a, 0);
-	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2);
+	const float *w = karg_ptr(a, 2);
 	const uint64_t rows = a[3].u, n = a[4].u;
+	const uint32_t dt = (uint32_t)a[6].u, size = dt == XPU_NORM_F16 ? 2 : 4;
 	for (uint64_t r = g0; r < g1 && r < rows; r++) {
-		const float *xr = x + r * n;
-		float rinv = rms_factor(xr, (uint32_t)n, a[5].f);
-		for (uint64_t i = 0; i < n; i++)
-			out[r * n + i] = (xr[i] * rinv) * w[i];
+		const char *xr = (const char *)karg_ptr(a, 1) + r * n * size;
+		float rinv = rms_factor(xr, dt, (uint32_t)n, a[5].f);
+		for (uint64_t i = 0; i < n; i++) {
+			float y = (load(xr, dt, i) * rinv) * w[i];
+			if (dt == XPU_NORM_F16)
+				((uint16_t *)karg_ptr(a, 0))[r * n + i] = xpu_f32_to_f16(y);
+			else
+				((float *)karg_ptr(a, 0))[r * n + i] = y;
+		}
 	}
 }
 
@@ -104,7 +119,7 @@ static void add_rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 		float *h = sum + r * n;
 		for (uint64_t i = 0; i < n; i++)
 			h[i] = x[r * n + i] + res[r * n + i];
-		float rinv = rms_factor(h, (uint32_t)n, a[7].f);
+		float rinv = rms_factor(h, XPU_NORM_F32, (uint32_t)n, a[7].f);
 		for (uint64_t i = 0; i < n; i++)
 			out[r * n + i] = (h[i] * rinv) * w[i];
 	}
@@ -121,7 +136,7 @@ static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 	float v[XPU_Q8K_ELEMS];
 	for (uint64_t r = g0; r < g1 && r < rows; r++) {
 		const float *xr = x + r * n;
-		float rinv = rms_factor(xr, (uint32_t)n, a[5].f);
+		float rinv = rms_factor(xr, XPU_NORM_F32, (uint32_t)n, a[5].f);
 		for (uint64_t b = 0; b < blocks; b++) {
 			for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
 				uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;

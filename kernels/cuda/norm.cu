@@ -20,27 +20,59 @@ static __device__ __forceinline__ float norm_inv_root(float sum, uint32_t n, flo
 	return __fdiv_rn(1.0f, __fsqrt_rn(xpu_add(mean, eps)));
 }
 
-static __device__ __forceinline__ float norm_rms_factor(const float *x, uint32_t n, float eps)
+/* Element i of a row of f32 or of f16 (as its bits), as an f32 (an f16 exactly). */
+static __device__ __forceinline__ float norm_load(const float *x, uint32_t i)
+{
+	return x[i];
+}
+
+static __device__ __forceinline__ float norm_load(const uint16_t *x, uint32_t i)
+{
+	return xpu_f16(x[i]);
+}
+
+static __device__ __forceinline__ void norm_store(float *o, uint32_t i, float v)
+{
+	o[i] = v;
+}
+
+static __device__ __forceinline__ void norm_store(uint16_t *o, uint32_t i, float v)
+{
+	o[i] = __half_as_ushort(__float2half_rn(v));
+}
+
+template <class T>
+static __device__ __forceinline__ float norm_rms_factor(const T *x, uint32_t n, float eps)
 {
 	float acc = 0.0f;
 #pragma unroll 8
-	for (uint32_t i = threadIdx.x; i < n; i += NORM_B)
-		acc = xpu_add(acc, xpu_mul(x[i], x[i]));
+	for (uint32_t i = threadIdx.x; i < n; i += NORM_B) {
+		const float v = norm_load(x, i);
+		acc = xpu_add(acc, xpu_mul(v, v));
+	}
 	return norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), n, eps);
 }
 
+template <class T>
+static __device__ __forceinline__ void norm_rms_row(T *o, const T *xr, const float *weight, uint32_t cols, float eps)
+{
+	const float rinv = norm_rms_factor(xr, cols, eps);
+#pragma unroll 8
+	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
+		norm_store(o, i, xpu_mul(xpu_mul(norm_load(xr, i), rinv), weight[i]));
+}
+
+/* dtype XPU_NORM_F32 or XPU_NORM_F16 (x and out; the weight is f32). */
 extern "C" __global__ void __launch_bounds__(NORM_B)
-rms_norm(float *out, const float *x, const float *weight, unsigned rows, unsigned cols, float eps)
+rms_norm(uint8_t *out, const uint8_t *x, const float *weight, unsigned rows, unsigned cols, float eps, unsigned dtype)
 {
 	const uint64_t g = xpu_group();
 	if (g >= rows) /* the whole group leaves: no barrier is skipped by part of it */
 		return;
-	const float *xr = x + g * cols;
-	float *o = out + g * cols;
-	const float rinv = norm_rms_factor(xr, cols, eps);
-#pragma unroll 8
-	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
-		o[i] = xpu_mul(xpu_mul(xr[i], rinv), weight[i]);
+	if (dtype == XPU_NORM_F16)
+		norm_rms_row((uint16_t *)out + g * cols, (const uint16_t *)x + g * cols, weight, cols, eps);
+	else
+		norm_rms_row((float *)out + g * cols, (const float *)x + g * cols, weight, cols, eps);
 }
 
 /* sum = x + residual, read back by the lane that wrote it (sum may be x or residual). */

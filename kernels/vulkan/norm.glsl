@@ -90,6 +90,31 @@ float nm_sqrt(float v)
 	return uintBitsToFloat((uint(ex) << 23) | (mant & 0x7fffffu));
 }
 
+/* The f16 bits nearest f (ties to even; overflow to infinity, NaN kept a quiet NaN), in
+ * integer work: src/quant/f16.h's rounding, so the host's bits. */
+uint nm_f16_bits(float f)
+{
+	uint u = floatBitsToUint(f), sign = (u >> 16) & 0x8000u, ex = (u >> 23) & 0xffu, man = u & 0x7fffffu;
+	if (ex == 255u)
+		return sign | 0x7c00u | (man != 0u ? 0x200u | (man >> 13) : 0u);
+	int e = int(ex) - 112; /* the f16 biased exponent */
+	if (e >= 31)
+		return sign | 0x7c00u;
+	if (e <= 0) { /* a subnormal f16, or zero: the whole mantissa shifted, rounded on what drops */
+		if (e < -10)
+			return sign;
+		uint m = man | 0x800000u, sh = uint(14 - e);
+		uint q = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);
+		if (rem > mid || (rem == mid && (q & 1u) != 0u))
+			q++;
+		return sign | q; /* a carry into bit 10 is the smallest normal */
+	}
+	uint q = (uint(e) << 10) | (man >> 13), rem = man & 0x1fffu;
+	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u) != 0u))
+		q++; /* a carry may reach the exponent, and infinity: both right */
+	return sign | q;
+}
+
 /* 1 / sqrt(sum / n + eps), each of the four steps correctly rounded. */
 float nm_inv_root(float sum, uint n, float eps)
 {

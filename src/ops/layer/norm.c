@@ -38,13 +38,17 @@ static int check_flag(const char *name, uint64_t v)
 	return 0;
 }
 
-/* out x weight rows cols eps */
+/* out x weight rows cols eps dtype: x and out f32 or f16 (whole words: cols even) */
 static int rms_norm_extent(const struct xpu_karg *a, uint64_t need[])
 {
-	uint64_t rows = a[3].u, cols = a[4].u;
+	uint64_t rows = a[3].u, cols = a[4].u, dtype = a[6].u;
 	if (check_cols(cols) || check_eps(a[5].f))
 		return -1;
-	need[0] = need[1] = rows * cols * 4;
+	if (dtype != XPU_NORM_F32 && dtype != XPU_NORM_F16)
+		return xpu_fail("argument 'dtype': %llu is not 0 (f32) or 1 (f16)", (unsigned long long)dtype);
+	if (dtype == XPU_NORM_F16 && cols % 2)
+		return xpu_fail("argument 'cols': %llu is odd: f16 rows are whole 4-byte words", (unsigned long long)cols);
+	need[0] = need[1] = rows * cols * (dtype == XPU_NORM_F16 ? 2 : 4);
 	need[2] = cols * 4;
 	return 0;
 }
@@ -108,7 +112,7 @@ static int norm_steps_extent(const struct xpu_karg *a, uint64_t need[])
 }
 
 const struct xpu_kernel_def xpu_kernel_defs_norm[] = {
-	{ .name = "rms_norm", .signature = "out:buf@4! x:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",
+	{ .name = "rms_norm", .signature = "out:buf@4! x:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32 dtype:u32",
 	  .extent = rms_norm_extent, .launch = xpu_launch_rms_norm, .block = XPU_NORM_BLOCK },
 	{ .name = "add_rms_norm",
 	  .signature = "out:buf@4! sum:buf@4! x:buf@4 residual:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",

@@ -6,6 +6,7 @@
 #include "ops/table.h"
 #include "norm.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static struct xpu_karg norm_f32(float v)
@@ -18,13 +19,24 @@ struct norm_shape {
 	uint32_t rows, cols;
 };
 
-/* The facts rows (0 .. 2^32 - 1) and cols (1 .. 2^24), and that the query is f32. */
+/* The query's format as rms_norm's dtype code: f32 always, f16 where f16 is served. */
+static int norm_dtype(const struct xpu_call *c, const char *kernel, bool f16_served, uint32_t *dtype)
+{
+	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
+	*dtype = XPU_NORM_F32;
+	if (f && strcmp(f, "f32") == 0)
+		return 0;
+	*dtype = XPU_NORM_F16;
+	if (f16_served && f && strcmp(f, "f16") == 0)
+		return 0;
+	return xpu_fail("kernel '%s' serves the format%s, not '%s'", kernel, f16_served ? "s f32 and f16" : " f32",
+			f ? f : "?");
+}
+
+/* The facts rows (0 .. 2^32 - 1) and cols (1 .. 2^24). */
 static int norm_shape(const struct xpu_call *c, const char *kernel, struct norm_shape *s)
 {
 	int64_t rows, cols;
-	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
-	if (!f || strcmp(f, "f32") != 0)
-		return xpu_fail("kernel '%s' serves the format f32, not '%s'", kernel, f ? f : "?");
 	if (xpu_query_need(c, kernel, "rows", &rows) || xpu_query_need(c, kernel, "cols", &cols))
 		return -1;
 	if (rows < 0 || rows > UINT32_MAX)
@@ -67,11 +79,13 @@ int xpu_launch_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	const struct xpu_karg *x = out ? xpu_operand_buffer(c, name, "x") : NULL;
 	const struct xpu_karg *w = x ? xpu_operand_buffer(c, name, "weight") : NULL;
 	struct norm_shape s;
+	uint32_t dtype;
 	float eps;
-	if (!w || norm_shape(c, name, &s) || xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
+	if (!w || norm_dtype(c, name, true, &dtype) || norm_shape(c, name, &s) ||
+	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
-	struct xpu_karg args[6] = { *out, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
-	return launch_rows(c, k, s.rows, args, 6);
+	struct xpu_karg args[7] = { *out, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps), xpu_u32(dtype) };
+	return launch_rows(c, k, s.rows, args, 7);
 }
 
 int xpu_launch_add_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
@@ -83,8 +97,10 @@ int xpu_launch_add_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	const struct xpu_karg *res = x ? xpu_operand_buffer(c, name, "residual") : NULL;
 	const struct xpu_karg *w = res ? xpu_operand_buffer(c, name, "weight") : NULL;
 	struct norm_shape s;
+	uint32_t dtype;
 	float eps;
-	if (!w || norm_shape(c, name, &s) || xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
+	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
 	struct xpu_karg args[8] = { *out, *sum, *x, *res, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
 	return launch_rows(c, k, s.rows, args, 8);
@@ -97,8 +113,10 @@ int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 	const struct xpu_karg *x = xq ? xpu_operand_buffer(c, name, "x") : NULL;
 	const struct xpu_karg *w = x ? xpu_operand_buffer(c, name, "weight") : NULL;
 	struct norm_shape s;
+	uint32_t dtype;
 	float eps;
-	if (!w || norm_shape(c, name, &s) || xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
+	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
 	struct xpu_karg args[6] = { *xq, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
 	return launch_rows(c, k, s.rows, args, 6);
@@ -112,9 +130,10 @@ int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	const struct xpu_karg *x = out ? xpu_operand_buffer(c, name, "x") : NULL;
 	const struct xpu_karg *w = x ? xpu_operand_buffer(c, name, "weight") : NULL;
 	struct norm_shape s;
-	uint32_t has_bias = 0;
+	uint32_t has_bias = 0, dtype;
 	float eps;
-	if (!w || norm_shape(c, name, &s) || norm_flag(c, name, "bias", &has_bias) ||
+	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	    norm_flag(c, name, "bias", &has_bias) ||
 	    xpu_operand_f32(c, name, "eps", 1e-5f, &eps))
 		return -1;
 	const struct xpu_karg *b = has_bias ? xpu_operand_buffer(c, name, "bias") : w;
@@ -131,10 +150,11 @@ int xpu_launch_softmax(struct xpu_kernel *k, const struct xpu_call *c)
 	const struct xpu_karg *out = xpu_operand_buffer(c, name, "out");
 	const struct xpu_karg *x = out ? xpu_operand_buffer(c, name, "x") : NULL;
 	struct norm_shape s;
-	uint32_t causal = 0;
+	uint32_t causal = 0, dtype;
 	int64_t pos0;
 	float scale;
-	if (!x || norm_shape(c, name, &s) || norm_flag(c, name, "causal", &causal) ||
+	if (!x || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	    norm_flag(c, name, "causal", &causal) ||
 	    xpu_operand_f32(c, name, "scale", 1.0f, &scale) ||
 	    xpu_operand_int(c, name, "pos0", 0, 0, UINT32_MAX, &pos0))
 		return -1;
