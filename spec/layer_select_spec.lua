@@ -83,12 +83,16 @@ end
 -- ---- runs through the route table -----------------------------------------------------------
 
 -- Binds and dispatches q's row on d with operands: inputs are strings (uploaded), outputs
--- byte counts (poisoned). Returns the outputs downloaded by name, the row, and the launches
+-- byte counts (poisoned with 0xff bytes) or {bytes, poison byte}. Returns the outputs downloaded by name, the row, and the launches
 -- of each kernel named in `kernels` during the dispatch.
 local function run(d, q, inputs, outputs, kernels)
   local ops = {}
   for k, s in pairs(inputs) do ops[k] = d:buffer(s) end
-  for k, n in pairs(outputs) do ops[k] = d:buffer(POISON:rep(n)) end
+  for k, n in pairs(outputs) do
+    local poison = POISON
+    if type(n) == "table" then n, poison = n[1], n[2] end
+    ops[k] = d:buffer(poison:rep(n))
+  end
   local c = xpu.call { query = q, device = d, operands = ops }
   local row = routes:bind(c)
   local before = {}
@@ -560,7 +564,9 @@ local function expert_map_run(d, case, seed, bad)
   local ids = expert_ids(tokens, k, n_expert, seed, bad)
   local pairs = tokens * k
   local got, row, launches = run(d, S.expert_map_query(tokens, k, n_expert), { ids = pack_i32s(ids, pairs) .. "\0\0\0\0" },
-    { counts = n_expert * 4, offsets = n_expert * 4, tokens = math.max(4, pairs * 4), slots = math.max(4, pairs * 4) },
+    -- poisoned with 0x5a, not 0xff: the list's tail is -1, which 0xff bytes already are
+    { counts = { n_expert * 4, "\90" }, offsets = { n_expert * 4, "\90" }, tokens = { math.max(4, pairs * 4), "\90" },
+      slots = { math.max(4, pairs * 4), "\90" } },
     { "expert_map" })
   return got, ids, row, launches.expert_map
 end
