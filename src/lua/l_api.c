@@ -442,6 +442,25 @@ static const struct api_entry norm_entries[] = {
 	  "a seeded decode (1 x 4096) or prefill (512 x 4096) case on dev for the layer bench" },
 	{ "xpu.layers.norm.floats", "norm.floats(n, seed) -> f32s",
 	  "n seeded f32 values of mixed magnitude, never all zero, as packed bytes" },
+static const struct api_entry layer_select_entries[] = {
+	{ "xpu.layers.select.rows", "select.rows(table) -> table",
+	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K>, argmax.f32, top_k.f32, compact.f32, "
+	  "compact_groups.f32 and expert_map.i32" },
+	{ "xpu.layers.select.get_rows_query", "select.get_rows_query(format, n, n_rows, cols) -> Query",
+	  "n ids into a table of n_rows x cols in format" },
+	{ "xpu.layers.select.argmax_query", "select.argmax_query(rows, cols) -> Query",
+	  "the first index of each row's maximum" },
+	{ "xpu.layers.select.top_k_query", "select.top_k_query(rows, n_expert, k [, norm]) -> Query",
+	  "the k best experts and their softmax weights (norm \"k\" or \"all\")" },
+	{ "xpu.layers.select.compact_query", "select.compact_query(n) -> Query",
+	  "keep the positive elements of n, in order" },
+	{ "xpu.layers.select.compact_scratch_bytes", "select.compact_scratch_bytes(n) -> bytes",
+	  "the multi-group compact's scratch operand" },
+	{ "xpu.layers.select.expert_map_query", "select.expert_map_query(tokens, k, n_expert) -> Query",
+	  "counts, offsets and token lists per expert" },
+	{ "xpu.layers.select.row_bytes", "select.row_bytes(format, cols) -> bytes", "a table row's bytes" },
+	{ "xpu.layers.select.bench_case", "select.bench_case(kernel, dev, size) -> case",
+	  "a seeded decode or prefill case: query, operands, bytes, note" },
 	{ NULL, NULL, NULL },
 };
 
@@ -490,6 +509,8 @@ static const struct api_section sections[] = {
 	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
 	{ "xpu.layers.norm", "The row-normalisation kernels (rms_norm, layer_norm, softmax and the fused "
 	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
+	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
+	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
