@@ -405,6 +405,20 @@ static const struct api_entry workgroup_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry elementwise_entries[] = {
+	{ "xpu.layers.elementwise.rows", "elementwise.rows(table) -> table",
+	  "registers add, mul, swiglu, geglu, rope (f32, f16) and swiglu_q8k (f32) as rows <kernel>.<dtype>" },
+	{ "xpu.layers.elementwise.binary", "elementwise.binary(kernel, dtype, rows, cols [, broadcast]) -> Query",
+	  "the query for add or mul; broadcast true: b is one row for every row" },
+	{ "xpu.layers.elementwise.glu", "elementwise.glu(kernel, dtype, rows, cols) -> Query",
+	  "the query for swiglu, geglu or swiglu_q8k (operands out or xq, g, u)" },
+	{ "xpu.layers.elementwise.rope", "elementwise.rope(dtype, tokens, heads, head_dim [, opts]) -> Query",
+	  "the query for rope; opts.n_dims, opts.mode (\"normal\", \"neox\"); operands out, x, pos, freq_base, freq_scale" },
+	{ "xpu.layers.elementwise.bench_case", "elementwise.bench_case(kernel, dev, size [, dtype]) -> case",
+	  "{ query, operands, bytes, note } at size \"decode\" or \"prefill\", operands seeded on dev" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -446,6 +460,8 @@ static const struct api_section sections[] = {
 	  "(`require \"xpu.settle\"`).", settle_entries, NULL },
 	{ "xpu.workgroup", "The workgroup reduce and scan test kernels as route rows "
 	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
+	{ "xpu.layers.elementwise", "The elementwise layer kernels as route rows, their queries and bench "
+	  "cases (`require \"xpu.layers.elementwise\"`).", elementwise_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
