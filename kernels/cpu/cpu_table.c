@@ -10,5 +10,6 @@ const struct xpu_cpu_entry *const xpu_cpu_entry_lists[] = {
 	xpu_cpu_entries_workgroup,
 	xpu_cpu_entries_norm,
 	xpu_cpu_entries_select,
+	xpu_cpu_entries_elementwise,
 	NULL,
 };

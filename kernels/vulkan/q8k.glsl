@@ -1,6 +1,6 @@
 /* q8k.glsl — the q8_K pack's steps (docs/ARITHMETIC.md, "q8_K activation block") as the host
- * takes them, shared by q8k_pack and rms_norm_q8k so the two pack the same bytes: the scales
- * from amax (correctly rounded divisions), x * iscale, the rounding. */
+ * takes them, shared by q8k_pack, rms_norm_q8k and swiglu_q8k so all three pack the same
+ * bytes: the scales from amax (correctly rounded divisions), x * iscale, the rounding. */
 #ifndef XPU_Q8K_GLSL
 #define XPU_Q8K_GLSL
 

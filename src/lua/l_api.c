@@ -461,6 +461,17 @@ static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.row_bytes", "select.row_bytes(format, cols) -> bytes", "a table row's bytes" },
 	{ "xpu.layers.select.bench_case", "select.bench_case(kernel, dev, size) -> case",
 	  "a seeded decode or prefill case: query, operands, bytes, note" },
+static const struct api_entry elementwise_entries[] = {
+	{ "xpu.layers.elementwise.rows", "elementwise.rows(table) -> table",
+	  "registers add, mul, swiglu, geglu, rope (f32, f16) and swiglu_q8k (f32) as rows <kernel>.<dtype>" },
+	{ "xpu.layers.elementwise.binary", "elementwise.binary(kernel, dtype, rows, cols [, broadcast]) -> Query",
+	  "the query for add or mul; broadcast true: b is one row for every row" },
+	{ "xpu.layers.elementwise.glu", "elementwise.glu(kernel, dtype, rows, cols) -> Query",
+	  "the query for swiglu, geglu or swiglu_q8k (operands out or xq, g, u)" },
+	{ "xpu.layers.elementwise.rope", "elementwise.rope(dtype, tokens, heads, head_dim [, opts]) -> Query",
+	  "the query for rope; opts.n_dims, opts.mode (\"normal\", \"neox\"); operands out, x, pos, freq_base, freq_scale" },
+	{ "xpu.layers.elementwise.bench_case", "elementwise.bench_case(kernel, dev, size [, dtype]) -> case",
+	  "{ query, operands, bytes, note } at size \"decode\" or \"prefill\", operands seeded on dev" },
 	{ NULL, NULL, NULL },
 };
 
@@ -511,6 +522,8 @@ static const struct api_section sections[] = {
 	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
 	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
 	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
+	{ "xpu.layers.elementwise", "The elementwise layer kernels as route rows, their queries and bench "
+	  "cases (`require \"xpu.layers.elementwise\"`).", elementwise_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
