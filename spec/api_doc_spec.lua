@@ -58,7 +58,7 @@ local function live()
 			end
 		end
 	end
-	local p = io.popen("ls lua/xpu/*.lua 2>/dev/null")
+	local p = io.popen("find lua/xpu -name '*.lua' 2>/dev/null | sort")
 	for path in p:lines() do
 		local mod = path:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/", ".")
 		local m = require(mod)

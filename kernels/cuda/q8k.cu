@@ -1,18 +1,9 @@
 /* q8k.cu — q8k_pack: one token's f32 activation into 320-byte q8_K blocks, group g packing
  * block g, exactly as src/quant/q8k.c does (docs/ARITHMETIC.md). */
-#include "xpu_cuda.cuh"
+#include "q8k.cuh"
 
 #define PACK_ELEMS 256
 #define PACK_BYTES 320
-
-/* round half to even, clamped to [-127, 127]; NaN gives 0, as in q8k.c */
-static __device__ __forceinline__ int pack_round(float v)
-{
-	if (v != v)
-		return 0;
-	const int q = __float2int_rn(v);
-	return q > 127 ? 127 : q < -127 ? -127 : q;
-}
 
 /* The table leaves the block free: any size up to 1024 packs the same bytes. */
 extern "C" __global__ void __launch_bounds__(1024)

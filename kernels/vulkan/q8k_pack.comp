@@ -5,7 +5,7 @@
  * q = clamp(round_half_even(x * iscale)), eight sums, d = amax / 127, a zero tail. The
  * divisions are correctly rounded (fdiv.glsl) and the products never fused. */
 #include "xpu_vk.glsl"
-#include "fdiv.glsl"
+#include "q8k.glsl"
 
 layout(std430, set = 0, binding = 0) writeonly buffer Xq { uint xq[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X { uint xf[]; };
@@ -16,38 +16,6 @@ layout(push_constant) uniform Args {
 
 shared uint amax_bits;
 shared int sums[8];
-
-/* x * iscale as the host computes it. A subnormal x is rebuilt as its integer mantissa
- * times iscale * 2^-149 (exact while that stays normal; when it does not, the product is
- * under 2^-103 and rounds to 0), so a device that flushes subnormal inputs agrees. An
- * infinite iscale (amax under 127 / FLT_MAX) makes every non-zero x infinite. */
-float scaled(uint xb, float iscale)
-{
-	if ((xb & 0x7f800000u) != 0u) {
-		precise float v = uintBitsToFloat(xb) * iscale;
-		return v;
-	}
-	uint ib = floatBitsToUint(iscale);
-	if ((ib >> 23) <= 149u || (xb & 0x7fffffu) == 0u)
-		return 0.0;
-	if (ib >= 0x7f800000u)
-		return uintBitsToFloat((xb & 0x80000000u) | 0x7f800000u);
-	float m = float(xb & 0x7fffffu);
-	precise float v = ((xb >> 31) != 0u ? -m : m) * uintBitsToFloat(ib - (149u << 23));
-	return v;
-}
-
-/* round half to even, clamped to [-127, 127]; NaN gives 0 (the host's q8k_round) */
-int q8k_round(float v)
-{
-	if ((floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u)
-		return 0;
-	if (v >= 127.0)
-		return 127;
-	if (v <= -127.0)
-		return -127;
-	return int(roundEven(v));
-}
 
 /* The largest |x| of the block, compared as bits: for non-negative floats (infinity
  * included) the integer order is the float order, and NaNs are left out. */
@@ -81,9 +49,7 @@ void main()
 			xq[oi + i] = 0u;
 		return;
 	}
-	float amax = uintBitsToFloat(ab);
-	bool inf = ab == 0x7f800000u;
-	float iscale = inf ? 0.0 : fdiv_rn(127.0, amax);
+	float iscale = q8k_iscale(ab);
 	for (uint w = t; w < 64u; w += WG_SIZE) {
 		uint word = 0u;
 		int part = 0;
@@ -101,7 +67,7 @@ void main()
 		if (i < 8u)
 			v = uint(sums[i]);
 		else if (i == 8u)
-			v = floatBitsToUint(inf ? amax : fdiv_rn(amax, 127.0));
+			v = floatBitsToUint(q8k_d(ab));
 		xq[oi + 64u + i] = v;
 	}
 }

@@ -28,6 +28,7 @@ VK_FLAGS := --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan $(GLS
 # then folds the bare multiply-add into an Fma, which the source never shows: keep float
 # arithmetic out of [[unroll]] loops.
 VK_NC_SHAPE := cumsum cumsum_vec4 pad_backward pad_backward_rows
+VK_NC_SHAPE += rms_norm add_rms_norm rms_norm_q8k layer_norm softmax norm_steps
 SPIRV_DIS ?= $(shell command -v spirv-dis 2>/dev/null)
 VK_NC_CHECK = $(SPIRV_DIS) --raw-id $@ | awk '/OpDecorate .* NoContraction/ { nc[$$2] = 1 } \
 	/ = Op(FMul|FAdd|FSub|FNegate) / { op[$$1] = 1 } / = OpExtInst .* Fma / { fma++ } \

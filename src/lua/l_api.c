@@ -424,6 +424,18 @@ static const struct api_entry workgroup_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry norm_entries[] = {
+	{ "xpu.layers.norm.rows", "norm.rows(table) -> table",
+	  "registers rms_norm.f32, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
+	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {bias =, causal =}]) -> Query",
+	  "the query for one of the row-normalisation kernels over rows x cols f32" },
+	{ "xpu.layers.norm.bench_case", "norm.bench_case(kernel, dev, size) -> {query, operands, bytes, note}",
+	  "a seeded decode (1 x 4096) or prefill (512 x 4096) case on dev for the layer bench" },
+	{ "xpu.layers.norm.floats", "norm.floats(n, seed) -> f32s",
+	  "n seeded f32 values of mixed magnitude, never all zero, as packed bytes" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -467,6 +479,8 @@ static const struct api_section sections[] = {
 	  "(`require \"xpu.settle\"`).", settle_entries, NULL },
 	{ "xpu.workgroup", "The workgroup reduce and scan test kernels as route rows "
 	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
+	{ "xpu.layers.norm", "The row-normalisation kernels (rms_norm, layer_norm, softmax and the fused "
+	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 

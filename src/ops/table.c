@@ -8,6 +8,7 @@ const struct xpu_kernel_def *const xpu_kernel_groups[] = {
 	xpu_kernel_defs_quant,
 	xpu_kernel_defs_shape,
 	xpu_kernel_defs_workgroup,
+	xpu_kernel_defs_norm,
 	xpu_kernel_defs_vulkan,
 	NULL,
 };

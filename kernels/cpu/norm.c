@@ -1,0 +1,219 @@
+/* norm.c — CPU bodies of the row-normalisation kernels (rms_norm, add_rms_norm, rms_norm_q8k,
+ * layer_norm, softmax; signatures in src/ops/layer/norm.c) and of norm_steps, the check of
+ * their correctly rounded steps. They define the arithmetic (docs/ARITHMETIC.md, "Row
+ * normalisation"): each row is worked as the device's XPU_NORM_BLOCK lanes work it, lane t
+ * accumulating elements t, t + BLOCK, ... in order, the lanes then meeting in the reduce of
+ * kernels/workgroup.h, so a device result == this one bit for bit. Built with
+ * -ffp-contract=off: every product and sum below is its own rounded operation. */
+#include "cpu_kernel.h"
+#include "norm.h"
+#include "workgroup.h"
+#include "xmath.h"
+#include "quant/formats.h"
+
+#include <math.h>
+#include <string.h>
+
+#define B XPU_NORM_BLOCK
+#define WAVE XPU_WG_WAVE
+
+/* ---- the workgroup reduce over B lanes, f32 ------------------------------------------------ */
+
+/* kernels/workgroup.h's f32 max: a NaN operand is returned as it is, a first. */
+static float max_op(float a, float b)
+{
+	if (isnan(a))
+		return a;
+	if (isnan(b))
+		return b;
+	return b > a ? b : a;
+}
+
+static float combine(int op, float a, float b)
+{
+	return op == XPU_WG_ADD ? a + b : max_op(a, b);
+}
+
+/* The workgroup reduce of lanes v[0 .. B) (v destroyed). Each wave's butterfly leaves every lane
+ * holding lane 0's value, and lane 0's is the halving tree: at step off, lane l < off takes
+ * op(lane l's, lane l + off's). Then the waves' values from wave 0 upward. */
+static float group_reduce(int op, float *v)
+{
+	float r = 0.0f;
+	for (int w = 0; w < B / WAVE; w++) {
+		float *lane = v + w * WAVE;
+		for (int off = WAVE / 2; off >= 1; off >>= 1)
+			for (int l = 0; l < off; l++)
+				lane[l] = combine(op, lane[l], lane[l + off]);
+		r = w == 0 ? lane[0] : combine(op, r, lane[0]);
+	}
+	return r;
+}
+
+/* ---- the rows' statistics --------------------------------------------------------------- */
+
+/* 1 / sqrt(S / n + eps), each step correctly rounded. */
+static float inv_root(float sum, uint32_t n, float eps)
+{
+	float mean = sum / (float)n;
+	float v = mean + eps;
+	float s = sqrtf(v);
+	return 1.0f / s;
+}
+
+/* The lanes' sums of squares of x[0 .. n), reduced. */
+static float sum_squares(const float *x, uint32_t n)
+{
+	float acc[B] = { 0 };
+	for (uint32_t base = 0; base < n; base += B)
+		for (uint32_t t = 0; t < B && base + t < n; t++)
+			acc[t] = acc[t] + x[base + t] * x[base + t];
+	return group_reduce(XPU_WG_ADD, acc);
+}
+
+static float rms_factor(const float *x, uint32_t n, float eps)
+{
+	return inv_root(sum_squares(x, n), n, eps);
+}
+
+/* ---- rms_norm: out x weight rows cols eps -------------------------------------------------- */
+
+static void rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	float *out = karg_ptr(a, 0);
+	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2);
+	const uint64_t rows = a[3].u, n = a[4].u;
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		const float *xr = x + r * n;
+		float rinv = rms_factor(xr, (uint32_t)n, a[5].f);
+		for (uint64_t i = 0; i < n; i++)
+			out[r * n + i] = (xr[i] * rinv) * w[i];
+	}
+}
+
+/* ---- add_rms_norm: out sum x residual weight rows cols eps --------------------------------- */
+
+/* sum = x + residual, written first and read back (so sum may be x or residual itself), then
+ * rms_norm of sum into out. */
+static void add_rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	float *out = karg_ptr(a, 0), *sum = karg_ptr(a, 1);
+	const float *x = karg_ptr(a, 2), *res = karg_ptr(a, 3), *w = karg_ptr(a, 4);
+	const uint64_t rows = a[5].u, n = a[6].u;
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		float *h = sum + r * n;
+		for (uint64_t i = 0; i < n; i++)
+			h[i] = x[r * n + i] + res[r * n + i];
+		float rinv = rms_factor(h, (uint32_t)n, a[7].f);
+		for (uint64_t i = 0; i < n; i++)
+			out[r * n + i] = (h[i] * rinv) * w[i];
+	}
+}
+
+/* ---- rms_norm_q8k: xq x weight rows cols eps ----------------------------------------------- */
+
+/* rms_norm's values of each 256-element stretch, packed by the host pack itself. */
+static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	uint8_t *xq = karg_ptr(a, 0);
+	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2);
+	const uint64_t rows = a[3].u, n = a[4].u, blocks = n / XPU_Q8K_ELEMS;
+	float v[XPU_Q8K_ELEMS];
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		const float *xr = x + r * n;
+		float rinv = rms_factor(xr, (uint32_t)n, a[5].f);
+		for (uint64_t b = 0; b < blocks; b++) {
+			for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
+				uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;
+				v[j] = (xr[i] * rinv) * w[i];
+			}
+			xpu_q8k_pack_block(v, xq + (r * blocks + b) * XPU_Q8K_BYTES);
+		}
+	}
+}
+
+/* ---- layer_norm: out x weight bias rows cols has_bias eps ---------------------------------- */
+
+/* mean = S / n over the lanes' sums; var = S2 / n over the lanes' sums of (x - mean)^2. */
+static void layer_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	float *out = karg_ptr(a, 0);
+	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2), *bias = karg_ptr(a, 3);
+	const uint64_t rows = a[4].u, n = a[5].u, has_bias = a[6].u;
+	const float eps = a[7].f;
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		const float *xr = x + r * n;
+		float acc[B] = { 0 };
+		for (uint64_t base = 0; base < n; base += B)
+			for (uint64_t t = 0; t < B && base + t < n; t++)
+				acc[t] = acc[t] + xr[base + t];
+		float mean = group_reduce(XPU_WG_ADD, acc) / (float)n;
+		memset(acc, 0, sizeof acc);
+		for (uint64_t base = 0; base < n; base += B)
+			for (uint64_t t = 0; t < B && base + t < n; t++) {
+				float d = xr[base + t] - mean;
+				acc[t] = acc[t] + d * d;
+			}
+		float rinv = inv_root(group_reduce(XPU_WG_ADD, acc), (uint32_t)n, eps);
+		for (uint64_t i = 0; i < n; i++) {
+			float y = ((xr[i] - mean) * rinv) * w[i];
+			out[r * n + i] = has_bias ? y + bias[i] : y;
+		}
+	}
+}
+
+/* ---- softmax: out x rows cols causal pos0 scale -------------------------------------------- */
+
+/* Row r sees columns below `seen` (all, or pos0 + r + 1 under the causal mask); out is
+ * e^(scale x - max) times 1 / sum there, exactly 0 past it. */
+static void softmax(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	float *out = karg_ptr(a, 0);
+	const float *x = karg_ptr(a, 1);
+	const uint64_t rows = a[2].u, n = a[3].u, causal = a[4].u, pos0 = a[5].u;
+	const float scale = a[6].f;
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		const float *xr = x + r * n;
+		uint64_t seen = causal && pos0 + r + 1 < n ? pos0 + r + 1 : n;
+		float acc[B];
+		for (int t = 0; t < B; t++)
+			acc[t] = -INFINITY;
+		for (uint64_t base = 0; base < seen; base += B)
+			for (uint64_t t = 0; t < B && base + t < seen; t++)
+				acc[t] = max_op(acc[t], scale * xr[base + t]);
+		float max = group_reduce(XPU_WG_MAX, acc);
+		memset(acc, 0, sizeof acc);
+		for (uint64_t base = 0; base < seen; base += B)
+			for (uint64_t t = 0; t < B && base + t < seen; t++)
+				acc[t] = acc[t] + xm_exp(scale * xr[base + t] - max);
+		float inv = 1.0f / group_reduce(XPU_WG_ADD, acc);
+		for (uint64_t i = 0; i < n; i++)
+			out[r * n + i] = i < seen ? xm_exp(scale * xr[i] - max) * inv : 0.0f;
+	}
+}
+
+/* ---- norm_steps: out x n d — the correctly rounded steps, one item a lane ------------------ */
+
+/* out[3i] = sqrt(x[i]), out[3i + 1] = 1 / x[i], out[3i + 2] = x[i] / d. */
+static void norm_steps(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	float *out = karg_ptr(a, 0);
+	const float *x = karg_ptr(a, 1);
+	const uint64_t n = a[2].u, per = l->block[0];
+	const float d = a[3].f;
+	for (uint64_t i = g0 * per; i < g1 * per && i < n; i++) {
+		out[3 * i] = sqrtf(x[i]);
+		out[3 * i + 1] = 1.0f / x[i];
+		out[3 * i + 2] = x[i] / d;
+	}
+}
+
+const struct xpu_cpu_entry xpu_cpu_entries_norm[] = {
+	{ "rms_norm", rms_norm },
+	{ "add_rms_norm", add_rms_norm },
+	{ "rms_norm_q8k", rms_norm_q8k },
+	{ "layer_norm", layer_norm },
+	{ "softmax", softmax },
+	{ "norm_steps", norm_steps },
+	{ NULL, NULL },
+};
