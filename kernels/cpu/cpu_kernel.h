@@ -28,6 +28,7 @@ extern const struct xpu_cpu_entry xpu_cpu_entries_quant[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_shape[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_workgroup[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_norm[];
+extern const struct xpu_cpu_entry xpu_cpu_entries_select[];
 
 static inline void *karg_ptr(const struct xpu_karg *a, int i)
 {

@@ -436,6 +436,28 @@ static const struct api_entry norm_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry layer_select_entries[] = {
+	{ "xpu.layers.select.rows", "select.rows(table) -> table",
+	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K>, argmax.f32, top_k.f32, compact.f32, "
+	  "compact_groups.f32 and expert_map.i32" },
+	{ "xpu.layers.select.get_rows_query", "select.get_rows_query(format, n, n_rows, cols) -> Query",
+	  "n ids into a table of n_rows x cols in format" },
+	{ "xpu.layers.select.argmax_query", "select.argmax_query(rows, cols) -> Query",
+	  "the first index of each row's maximum" },
+	{ "xpu.layers.select.top_k_query", "select.top_k_query(rows, n_expert, k [, norm]) -> Query",
+	  "the k best experts and their softmax weights (norm \"k\" or \"all\")" },
+	{ "xpu.layers.select.compact_query", "select.compact_query(n) -> Query",
+	  "keep the positive elements of n, in order" },
+	{ "xpu.layers.select.compact_scratch_bytes", "select.compact_scratch_bytes(n) -> bytes",
+	  "the multi-group compact's scratch operand" },
+	{ "xpu.layers.select.expert_map_query", "select.expert_map_query(tokens, k, n_expert) -> Query",
+	  "counts, offsets and token lists per expert" },
+	{ "xpu.layers.select.row_bytes", "select.row_bytes(format, cols) -> bytes", "a table row's bytes" },
+	{ "xpu.layers.select.bench_case", "select.bench_case(kernel, dev, size) -> case",
+	  "a seeded decode or prefill case: query, operands, bytes, note" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -481,6 +503,8 @@ static const struct api_section sections[] = {
 	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
 	{ "xpu.layers.norm", "The row-normalisation kernels (rms_norm, layer_norm, softmax and the fused "
 	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
+	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
+	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -9,6 +9,7 @@ const struct xpu_kernel_def *const xpu_kernel_groups[] = {
 	xpu_kernel_defs_shape,
 	xpu_kernel_defs_workgroup,
 	xpu_kernel_defs_norm,
+	xpu_kernel_defs_select,
 	xpu_kernel_defs_vulkan,
 	NULL,
 };
