@@ -2,6 +2,7 @@
 -- query set against those rows (the declared half: no device asked):
 --   xpulua scripts/contracts.lua FILE.md [--queries QUERIES.lua] [--backend cpu|cuda]
 -- Each contract registers in the regime named after its kernel, so a query asks for one op.
+-- The built-in queries are those of the file's ops (contracts/shape-ops.md, contracts/layer-ops.md).
 -- QUERIES.lua returns a list of { name = "...", regime = op, format = dtype, <facts>... }.
 -- A malformed file prints the reader's error (file, line, kernel, key) and exits 1.
 local xpu = require "xpu"
@@ -61,9 +62,33 @@ local DEFAULT_QUERIES = {
     ["dest.dim1"] = 32, axis = 0, modulus = 64, ["ranges0.0"] = 0, ["ranges0.1"] = 1, ["ranges1.0"] = 0, ["ranges1.1"] = 32 }),
   q("copy u8 4096", "copy", "u8", { rank = 1, dim0 = 4096 }),
   q("contiguize f32 transposed", "contiguize", "f32", { rank = 2, dim0 = 4, dim1 = 6, stride0 = 1, stride1 = 4 }),
+  -- the layer kernels (contracts/layer-ops.md): a decode and a prefill shape, and a refusal each family meets
+  q("rms_norm f32 1x4096", "rms_norm", "f32", { rank = 2, dim0 = 1, dim1 = 4096, ["weight.rank"] = 1, ["weight.dim0"] = 4096 }),
+  q("rms_norm f32 weight of 4095", "rms_norm", "f32", { rank = 2, dim0 = 1, dim1 = 4096, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4095 }),
+  q("add_rms_norm f32 512x4096", "add_rms_norm", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["residual.rank"] = 2,
+    ["residual.dim0"] = 512, ["residual.dim1"] = 4096, ["weight.rank"] = 1, ["weight.dim0"] = 4096 }),
+  q("rms_norm_q8k f32 cols 4000", "rms_norm_q8k", "f32", { rank = 2, dim0 = 1, dim1 = 4000, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4000 }),
+  q("layer_norm f32 512x4096", "layer_norm", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4096 }),
+  q("softmax f32 causal 32x512", "softmax", "f32", { rank = 2, dim0 = 32, dim1 = 512, causal = 1 }),
+  q("get_rows q4_K 8 of 4096", "get_rows", "q4_K", { rank = 2, dim0 = 32000, dim1 = 4096, ["ids.rank"] = 1, ["ids.dim0"] = 8 }),
+  q("get_rows q4_0 rows of 100", "get_rows", "q4_0", { rank = 2, dim0 = 16, dim1 = 100, ["ids.rank"] = 1, ["ids.dim0"] = 1 }),
+  q("argmax f32 1x151936", "argmax", "f32", { rank = 2, dim0 = 1, dim1 = 151936 }),
+  q("top_k f32 512x128 k 8", "top_k", "f32", { rank = 2, dim0 = 512, dim1 = 128, k = 8 }),
+  q("top_k f32 k 9", "top_k", "f32", { rank = 2, dim0 = 1, dim1 = 128, k = 9 }),
+  q("compact f32 4096", "compact", "f32", { rank = 1, dim0 = 4096 }),
+  q("expert_map i32 512x8 of 128", "expert_map", "i32", { rank = 2, dim0 = 512, dim1 = 8, n_expert = 128 }),
 }
 
-local queries = DEFAULT_QUERIES
+-- The built-in queries of the ops this file has contracts for (any backend).
+local served = {}
+for _, c in ipairs(contracts) do served[c.kernel] = true end
+local queries = {}
+for _, qq in ipairs(DEFAULT_QUERIES) do
+  if served[qq.regime] then queries[#queries + 1] = qq end
+end
 if queries_file then
   local ok, qs = pcall(dofile, queries_file)
   if not ok or type(qs) ~= "table" then fail(queries_file .. ": " .. tostring(qs)) end

@@ -313,6 +313,92 @@ describe("an f32 field (a kernel argument such as eps)", function()
   end)
 end)
 
+describe("several outputs, inputs of their own dtype, block dtypes", function()
+  local text = io.open(FIX .. "outputs.md"):read("a")
+  local list = xpu.contracts.parse(text, "outputs.md")
+  local top_k, get_rows = list[1], list[2]
+
+  it("reads each output's dtype rule and dims(...) shape rule", function()
+    assert.equal(2, #top_k.outputs)
+    assert.same({ "ids", "I32", "dims(rows, k)" }, { top_k.outputs[1].name, top_k.outputs[1].dtype_rule, top_k.outputs[1].shape_rule })
+    assert.same({ "weights", "passthrough(x)", "dims(rows, k)" },
+                { top_k.outputs[2].name, top_k.outputs[2].dtype_rule, top_k.outputs[2].shape_rule })
+    assert.same({ "f32", "f16", "q8_0", "q4_0", "q4_K" }, get_rows.inputs[1].dtypes)
+  end)
+
+  it("gives every output its own dtype and shape, fields defaulted from the operands' dims", function()
+    local r = top_k:call { inputs = { x = dense("f32", { 3, 16 }) }, params = { k = 2 } }
+    assert.same({ dtype = "i32", shape = { 3, 2 }, n = 6 }, r.outputs.ids)
+    assert.same({ dtype = "f32", shape = { 3, 2 }, n = 6 }, r.outputs.weights)
+    assert.same({ 3, 16, 2, 1 }, { r.params.rows, r.params.n_expert, r.params.k, r.params.norm })
+    assert.equal(3 * 16 * 4 + 8 * 6, r.bytes_moved)
+    local bad, why = top_k:call { inputs = { x = dense("f32", { 3, 16 }) }, params = { k = 2, rows = 4 } }
+    assert.is_nil(bad)
+    assert.equal("accept.op_params.fields.rows.constraint: rows == x.dim[0] fails", why)
+  end)
+
+  it("checks each input against its own dtypes; the first input's dtype is the row's", function()
+    local r = get_rows:call { inputs = { table = dense("q8_0", { 10, 64 }), ids = dense("i32", { 5 }) } }
+    assert.same({ dtype = "f32", shape = { 5, 64 }, n = 320 }, r.outputs.out)
+    -- a q8_0 row of 64 is 2 blocks of 34 bytes
+    assert.equal(5 * 68 + 5 * 4 + 5 * 64 * 4, r.bytes_moved)
+    local bad, why = get_rows:call { inputs = { table = dense("q8_0", { 10, 64 }), ids = dense("f32", { 5 }) } }
+    assert.is_nil(bad)
+    assert.equal("accept.inputs[1].dtypes: F32 not accepted (I32)", why)
+    bad, why = get_rows:call { inputs = { table = dense("i32", { 10, 64 }), ids = dense("i32", { 5 }) } }
+    assert.equal("accept.inputs[0].dtypes: I32 not accepted (F32, F16, Q8_0, Q4_0, Q4_K)", why)
+    local t = xpu.new_routes "outputs"
+    local rows = get_rows:register(t)
+    local names = {}
+    for i, row in ipairs(rows) do names[i] = row.name end
+    assert.same({ "get_rows.cpu.f32", "get_rows.cpu.f16", "get_rows.cpu.q8_0", "get_rows.cpu.q4_0", "get_rows.cpu.q4_K" }, names)
+  end)
+
+  it("sizes block dtypes by the block, from the format list, and refuses rows that are not whole blocks", function()
+    for _, f in ipairs { "q8_0", "q4_0", "q4_K" } do
+      local fmt
+      for _, q in ipairs(xpu.formats()) do if q.name == f then fmt = q end end
+      local cols = fmt.block_elems * 3
+      local r = get_rows:call { inputs = { table = dense(f, { 7, cols }), ids = dense("i32", { 1 }) } }
+      assert.equal(3 * fmt.block_bytes + 4 + cols * 4, r.bytes_moved, f)
+      local bad, why = get_rows:call { inputs = { table = dense(f, { 7, cols + 1 }), ids = dense("i32", { 1 }) } }
+      assert.is_nil(bad)
+      assert.equal(("accept.inputs[0].dtypes: table's rows of %d elements are not whole %s blocks (%d elements)")
+                   :format(cols + 1, f:upper(), fmt.block_elems), why)
+    end
+  end)
+
+  local function with(old, new)
+    local s, n = text:gsub(old:gsub("[%(%)%.%[%]%*%-%+]", "%%%0"), new, 1)
+    assert.equal(1, n, old)
+    return s
+  end
+  it("refuses malformed outputs by file, line and key", function()
+    local ids = '    - { name: ids, dtype_rule: I32, shape_rule: "dims(rows, k)", layout_guarantee: contiguous, aliasing: none }'
+    local five = ids .. "\n" .. ids:gsub("ids", "a") .. "\n" .. ids:gsub("ids", "b") .. "\n" .. ids:gsub("ids", "c") .. "\n" .. ids:gsub("ids", "d")
+    local cases = {
+      { with(ids, five), 28, "return.outputs: 6 outputs, at most 4" },
+      { with(ids, ids:gsub("name: ids", "name: weights")), 29, "return.outputs[1].name: output 'weights' named twice" },
+      { with(ids, ids:gsub("name: ids", "name: x")), 28, "return.outputs[0].name: 'x' is already an operand of accept.inputs" },
+      { with('"dims(rows, k)"', '"dims(rows, kk)"'), 28, "return.outputs[0].shape_rule: dim 1 'kk' does not parse" },
+      { with('"dims(rows, k)"', '"dims()"'), 28, "return.outputs[0].shape_rule: dims() names no dim" },
+      { with('"dims(rows, k)"', '"dims(rows, k"'), 28, "return.outputs[0].shape_rule: 'dims(rows, k' does not end in ')'" },
+      { with('"dims(rows, k)"', '"dims(rows, x.dim[i])"'), 28, "return.outputs[0].shape_rule: dim 1 'x.dim[i]' names i" },
+      { with("dtype_rule: I32", "dtype_rule: Q5_9"), 28, "return.outputs[0].dtype_rule: 'Q5_9' is neither passthrough(operand) nor a dtype" },
+      { with("aliasing: none }", "aliasing: in_place(x) }"):gsub("in_place: false", "in_place: true"), 28,
+        "return.outputs[0].aliasing: in place, but the kernel has 2 outputs" },
+      { with("dtypes: [F32, F16, Q8_0", "dtypes: [F32, F16, Q8_1"), 59,
+        "accept.inputs[0].dtypes[2]: unknown dtype 'Q8_1' (known: F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K)" },
+    }
+    for _, k in ipairs(cases) do
+      local got, err = pcall(xpu.contracts.parse, k[1], "outputs.md")
+      assert.is_false(got)
+      local at = ("outputs.md:%d: kernel '%s': "):format(k[2], k[2] > 50 and "get_rows" or "top_k")
+      assert.truthy(err:find(at, 1, true) and err:find(k[3], 1, true), err)
+    end
+  end)
+end)
+
 describe("xpu.compare against a precision bound", function()
   local function f32s(...) return string.pack("<" .. ("f"):rep(select("#", ...)), ...) end
   local NAN, INF = 0 / 0, math.huge

@@ -38,21 +38,26 @@ int xpu_fkc_call_device(const struct xpu_contract *c, const struct xpu_karg *in,
 int xpu_fkc_call_out(const struct xpu_contract *c, const struct xpu_fkc_result *r, const struct xpu_karg *in,
 		     const struct xpu_karg *given, struct xpu_karg *out)
 {
-	bool has = given && given->kind == XPU_ARG_BUF && given->b.buf;
-	if (r->in_place >= 0) {
-		const struct xpu_karg *ip = &in[r->in_place];
-		if (has && (given->b.buf->alloc != ip->b.buf->alloc || given->b.offset != ip->b.offset))
-			return xpu_fail("launch: the output aliases '%s' in place; 'out' must be that buffer or absent",
-					c->input[r->in_place].name);
-		*out = *ip;
-		return 0;
-	}
-	if (!has)
-		return xpu_fail("launch: 'out' must be the output's buffer");
 	bool copy = xpu_shape_op_of(c->entry_point) == XPU_SK_COPY;
-	if (!copy && given->b.buf->alloc->dev != in[0].b.buf->alloc->dev)
-		return xpu_fail("launch: 'out' lives on %s, the operands on %s", name_of(given), name_of(&in[0]));
-	*out = *given;
+	for (int j = 0; j < c->noutputs; j++) {
+		const struct xpu_karg *g = given ? &given[j] : NULL;
+		bool has = g && g->kind == XPU_ARG_BUF && g->b.buf;
+		const char *name = c->output[j].name, *what = c->noutputs > 1 ? name : "out";
+		if (j == 0 && r->in_place >= 0) {
+			const struct xpu_karg *ip = &in[r->in_place];
+			if (has && (g->b.buf->alloc != ip->b.buf->alloc || g->b.offset != ip->b.offset))
+				return xpu_fail("launch: the output aliases '%s' in place; 'out' must be that buffer or absent",
+						c->input[r->in_place].name);
+			out[j] = *ip;
+			continue;
+		}
+		if (!has)
+			return c->noutputs > 1 ? xpu_fail("launch: 'out.%s' must be output '%s''s buffer", name, name)
+					       : xpu_fail("launch: 'out' must be the output's buffer");
+		if (!copy && g->b.buf->alloc->dev != in[0].b.buf->alloc->dev)
+			return xpu_fail("launch: '%s' lives on %s, the operands on %s", what, name_of(g), name_of(&in[0]));
+		out[j] = *g;
+	}
 	return 0;
 }
 
@@ -61,11 +66,15 @@ int xpu_fkc_call_out(const struct xpu_contract *c, const struct xpu_fkc_result *
 static int operand_reach(const char *name, const struct xpu_fkc_tensor *t, uint64_t *first, uint64_t *need)
 {
 	int64_t lo = t->offset, hi = t->offset, dense = 1, eb = xpu_dtype_bytes(t->dtype);
+	int64_t be = xpu_dtype_block_elems(t->dtype);
 	*first = *need = 0;
-	if (t->n == 0)
-		return 0;
+	if (t->n == 0 || eb == 0)
+		return 0; /* no elements, or a dtype the call leaves unknown: nothing to reach */
 	for (int k = t->rank - 1; k >= 0; k--) {
 		int64_t st = t->has_strides ? t->strides[k] : dense, reach;
+		if (be > 1 && st != dense)
+			return xpu_fail("launch: operand '%s': a %s view is dense rows of whole blocks, not strided", name,
+					xpu_dtype_name(t->dtype));
 		if (__builtin_mul_overflow(t->dims[k] - 1, st, &reach) ||
 		    __builtin_add_overflow(st < 0 ? lo : hi, reach, st < 0 ? &lo : &hi))
 			return xpu_fail("launch: operand '%s': its view reaches past 64 bits", name);
@@ -73,8 +82,12 @@ static int operand_reach(const char *name, const struct xpu_fkc_tensor *t, uint6
 	}
 	if (lo < 0)
 		return xpu_fail("launch: operand '%s': the view reaches %lld elements before its buffer", name, (long long)-lo);
-	*first = (uint64_t)lo * (uint64_t)eb;
-	*need = ((uint64_t)hi + 1) * (uint64_t)eb;
+	if (be > 1 && lo % be)
+		return xpu_fail("launch: operand '%s': offset %lld is not on a %s block (%lld elements)", name, (long long)lo,
+				xpu_dtype_name(t->dtype), (long long)be);
+	/* whole blocks from the first element's block (check.c refused rows that are not) */
+	*first = (uint64_t)(lo / be) * (uint64_t)eb;
+	*need = (uint64_t)((hi + be) / be) * (uint64_t)eb;
 	return 0;
 }
 
@@ -99,35 +112,61 @@ static bool bytes_meet(const struct xpu_karg *a, uint64_t a0, uint64_t a1, const
 	return a->b.offset + a0 < b->b.offset + b1 && b->b.offset + b0 < a->b.offset + a1;
 }
 
-/* The kernels read their inputs while they write: an input sharing bytes with what is written
- * would be read half-overwritten. With `return.aliasing: none` no input may meet the output; in
- * place, no other input may meet the buffer written. */
-static int check_overlap(const struct xpu_contract *c, const struct xpu_fkc_result *r, const struct xpu_karg *in,
-			 const uint64_t *first, const uint64_t *need, const struct xpu_karg *out, uint64_t out_bytes)
+static int overlap_fail(const struct xpu_contract *c, const char *a, const char *what, const char *b,
+			const struct xpu_karg *av, uint64_t a0, uint64_t a1, const struct xpu_karg *bv, uint64_t b0, uint64_t b1)
 {
-	uint64_t o0 = r->in_place >= 0 ? first[r->in_place] : 0, o1 = r->in_place >= 0 ? need[r->in_place] : out_bytes;
-	for (int k = 0; k < c->ninputs; k++)
-		if (k != r->in_place && bytes_meet(&in[k], first[k], need[k], out, o0, o1))
-			return xpu_fail("contract '%s' (%s): return.aliasing: input '%s' shares bytes with %s '%s', which the "
-					"kernel writes while it reads (bytes %llu..%llu of one allocation against %llu..%llu)",
-					c->kernel, c->backend, c->input[k].name, r->in_place >= 0 ? "the in-place" : "the output",
-					r->in_place >= 0 ? c->input[r->in_place].name : c->output[0].name,
-					(unsigned long long)(in[k].b.offset + first[k]), (unsigned long long)(in[k].b.offset + need[k]),
-					(unsigned long long)(out->b.offset + o0), (unsigned long long)(out->b.offset + o1));
+	return xpu_fail("contract '%s' (%s): return.aliasing: %s shares bytes with %s '%s', which the kernel writes while "
+			"it reads (bytes %llu..%llu of one allocation against %llu..%llu)", c->kernel, c->backend, a, what, b,
+			(unsigned long long)(av->b.offset + a0), (unsigned long long)(av->b.offset + a1),
+			(unsigned long long)(bv->b.offset + b0), (unsigned long long)(bv->b.offset + b1));
+}
+
+/* The kernels read their inputs while they write: an input sharing bytes with what is written
+ * would be read half-overwritten. With `return.aliasing: none` no input may meet an output, nor
+ * one output another; in place, no other input may meet the buffer written. */
+static int check_overlap(const struct xpu_contract *c, const struct xpu_fkc_result *r, const struct xpu_karg *in,
+			 const uint64_t *first, const uint64_t *need, const struct xpu_karg *out, const uint64_t *out_bytes)
+{
+	char what[XPU_FKC_NAME + 16];
+	for (int j = 0; j < c->noutputs; j++) {
+		bool ip = j == 0 && r->in_place >= 0;
+		uint64_t o0 = ip ? first[r->in_place] : 0, o1 = ip ? need[r->in_place] : out_bytes[j];
+		const char *oname = ip ? c->input[r->in_place].name : c->output[j].name;
+		for (int k = 0; k < c->ninputs; k++) {
+			if ((ip && k == r->in_place) || !bytes_meet(&in[k], first[k], need[k], &out[j], o0, o1))
+				continue;
+			snprintf(what, sizeof what, "input '%s'", c->input[k].name);
+			return overlap_fail(c, what, ip ? "the in-place" : "the output", oname, &in[k], first[k], need[k],
+					    &out[j], o0, o1);
+		}
+		for (int i = 0; i < j; i++)
+			if (bytes_meet(&out[i], 0, out_bytes[i], &out[j], 0, out_bytes[j])) {
+				snprintf(what, sizeof what, "output '%s'", c->output[i].name);
+				return overlap_fail(c, what, "the output", oname, &out[i], 0, out_bytes[i], &out[j], 0,
+						    out_bytes[j]);
+			}
+	}
 	return 0;
 }
 
 int xpu_fkc_call_operands(const struct xpu_contract *c, const struct xpu_fkc_call *call, const struct xpu_fkc_result *r,
 			  const struct xpu_karg *in, const struct xpu_karg *out)
 {
-	uint64_t first[XPU_FKC_MAX_INPUTS], need[XPU_FKC_MAX_INPUTS];
-	uint64_t out_bytes = (uint64_t)r->n * (uint64_t)xpu_dtype_bytes(r->dtype);
+	uint64_t first[XPU_FKC_MAX_INPUTS], need[XPU_FKC_MAX_INPUTS], out_bytes[XPU_FKC_MAX_OUTPUTS];
 	for (int k = 0; k < c->ninputs; k++)
 		if (operand_reach(c->input[k].name, &call->in[k], &first[k], &need[k]) ||
 		    check_view(c, c->input[k].name, &in[k], need[k], r->alignment))
 			return -1;
-	if (check_view(c, c->output[0].name, out, out_bytes, r->alignment))
-		return -1;
+	for (int j = 0; j < c->noutputs; j++) {
+		const struct xpu_fkc_shape *s = &r->out[j];
+		int64_t last = s->rank > 0 ? s->dims[s->rank - 1] : 1, span = xpu_dtype_span(s->dtype, s->n, last);
+		if (span < 0)
+			return xpu_fail("contract '%s' (%s): return.outputs[%d]: %s's size is not known for this call",
+					c->kernel, c->backend, j, c->output[j].name);
+		out_bytes[j] = (uint64_t)span;
+		if (check_view(c, c->output[j].name, &out[j], out_bytes[j], r->alignment))
+			return -1;
+	}
 	return check_overlap(c, r, in, first, need, out, out_bytes);
 }
 
@@ -150,8 +189,10 @@ static int put(struct facts *fs, const char *key, int64_t v)
 }
 
 /* Operand k's shape, as row.c's operand_from reads it: unprefixed for the first, `<name>.` for
- * the others; strides (and the offset) only where the view is not dense from its base. */
-static int operand_facts(struct facts *fs, const struct xpu_contract *c, int k, const struct xpu_fkc_tensor *t)
+ * the others; strides (and the offset) only where the view is not dense from its base; the
+ * dtype (`<name>.dtype`, enum xpu_dtype) where it is not the first operand's, the row's. */
+static int operand_facts(struct facts *fs, const struct xpu_contract *c, int k, const struct xpu_fkc_tensor *t,
+			 int row_dtype)
 {
 	char pre[XPU_FKC_NAME + 2] = "", key[XPU_NAME_MAX];
 	if (k > 0)
@@ -162,6 +203,9 @@ static int operand_facts(struct facts *fs, const struct xpu_contract *c, int k, 
 		st[j] = t->has_strides ? t->strides[j] : dense;
 		dense *= t->dims[j];
 	}
+	snprintf(key, sizeof key, "%sdtype", pre);
+	if (k > 0 && t->dtype != row_dtype && put(fs, key, t->dtype))
+		return -1;
 	snprintf(key, sizeof key, "%srank", pre);
 	if (put(fs, key, t->rank))
 		return -1;
@@ -205,7 +249,7 @@ int xpu_fkc_call_facts(const struct xpu_contract *c, const struct xpu_fkc_call *
 {
 	struct facts fs = { out, 0, max };
 	for (int k = 0; k < c->ninputs; k++)
-		if (call->in[k].present && operand_facts(&fs, c, k, &call->in[k]))
+		if (call->in[k].present && operand_facts(&fs, c, k, &call->in[k], call->in[0].dtype))
 			return -1;
 	for (int k = 0; k < c->nfields; k++)
 		if (param_facts(&fs, &c->field[k], &call->p[k]))

@@ -67,13 +67,18 @@ static int check_input(const struct xpu_contract *c, const struct xpu_fkc_call *
 	if (!t->present)
 		return call->partial ? 0 : refuse(r, XPU_FKC_REFUSED, "accept.inputs[%d]: operand '%s' missing", k, in->name);
 	if (t->dtype >= 0 && !(in->dtypes & (1u << t->dtype))) {
-		char list[96];
+		char list[128];
 		dtype_list(in->dtypes, list, sizeof list);
 		return refuse(r, XPU_FKC_REFUSED, "accept.inputs[%d].dtypes: %s not accepted (%s)", k,
 			      xpu_dtype_name(t->dtype), list);
 	}
 	if (t->rank >= 0 && (t->rank < in->rank_min || t->rank > in->rank_max))
 		return refuse(r, XPU_FKC_REFUSED, "accept.inputs[%d].rank: rank %d outside %s", k, t->rank, in->rank_text);
+	int be = xpu_dtype_block_elems(t->dtype);
+	if (be > 1 && t->dims_known && (t->rank == 0 || t->dims[t->rank - 1] % be))
+		return refuse(r, XPU_FKC_REFUSED, "accept.inputs[%d].dtypes: %s's rows of %lld elements are not whole %s "
+			      "blocks (%d elements)", k, in->name, t->rank ? (long long)t->dims[t->rank - 1] : 1LL,
+			      xpu_dtype_name(t->dtype), be);
 	return t->flags_known ? check_layout(c, k, t, r) : 0;
 }
 
@@ -249,23 +254,66 @@ static int check_constraints(const struct xpu_contract *c, const struct xpu_fkc_
 
 /* ---- return and cost ---------------------------------------------------------------------- */
 
+/* One dim of a `dims(...)` rule: a non-negative integer, or unknown (a partial call). */
+static int dim_of(const struct xpu_expr *e, const struct xpu_expr_env *env, int o, int j, int64_t *out,
+		  struct xpu_fkc_result *r)
+{
+	struct xpu_val v;
+	char err[128];
+	if (xpu_expr_eval(e, env, &v, err, sizeof err))
+		return refuse(r, XPU_FKC_REFUSED, "return.outputs[%d].shape_rule: dim %d: %s", o, j, err);
+	if (v.kind == XV_UNKNOWN)
+		return *out = -1, 0;
+	if (v.kind != XV_INT || v.i < 0)
+		return refuse(r, XPU_FKC_REFUSED, "return.outputs[%d].shape_rule: dim %d '%s' is not a non-negative integer",
+			      o, j, e->text);
+	*out = v.i;
+	return 0;
+}
+
+static int output_shape(const struct xpu_contract *c, const struct xpu_fkc_call *call, int k, struct xpu_fkc_shape *s,
+			struct xpu_fkc_result *r)
+{
+	const struct xpu_fkc_output *o = &c->output[k];
+	struct xpu_expr_env env = { .c = c, .call = call };
+	s->dtype = o->dtype_rule == XPU_DR_FIXED ? o->dtype_src : call->in[o->dtype_src].dtype;
+	s->rank = -1;
+	if (o->shape_rule == XPU_SR_SAME_AS && call->in[o->shape_src].dims_known) {
+		s->rank = call->in[o->shape_src].rank;
+		memcpy(s->dims, call->in[o->shape_src].dims, sizeof s->dims);
+	} else if (o->shape_rule == XPU_SR_FROM_PARAMS && call->p[o->shape_src].present) {
+		s->rank = call->p[o->shape_src].n;
+		memcpy(s->dims, call->p[o->shape_src].v, sizeof *s->dims * (size_t)s->rank);
+	} else if (o->shape_rule == XPU_SR_DIMS) {
+		bool known = true;
+		for (int j = 0; j < o->ndims; j++) {
+			if (dim_of(o->dims[j], &env, k, j, &s->dims[j], r))
+				return 1;
+			known &= s->dims[j] >= 0;
+		}
+		s->rank = known ? o->ndims : -1;
+	}
+	s->n = s->rank >= 0 ? 1 : -1;
+	for (int j = 0; j < s->rank; j++)
+		if (s->dims[j] < 0 || __builtin_mul_overflow(s->n, s->dims[j], &s->n))
+			return refuse(r, XPU_FKC_REFUSED, "return.outputs[%d].shape_rule: the output's element count overflows", k);
+	if (s->rank > 0 && xpu_dtype_block_elems(s->dtype) > 1 && s->dims[s->rank - 1] % xpu_dtype_block_elems(s->dtype))
+		return refuse(r, XPU_FKC_REFUSED, "return.outputs[%d].shape_rule: %s's rows of %lld elements are not whole %s "
+			      "blocks (%d elements)", k, o->name, (long long)s->dims[s->rank - 1], xpu_dtype_name(s->dtype),
+			      xpu_dtype_block_elems(s->dtype));
+	return 0;
+}
+
 static int output_of(const struct xpu_contract *c, const struct xpu_fkc_call *call, struct xpu_fkc_result *r)
 {
-	const struct xpu_fkc_output *o = &c->output[0];
-	r->dtype = o->dtype_rule == XPU_DR_FIXED ? o->dtype_src : call->in[o->dtype_src].dtype;
-	r->in_place = o->in_place;
-	r->rank = -1;
-	if (o->shape_rule == XPU_SR_SAME_AS && call->in[o->shape_src].dims_known) {
-		r->rank = call->in[o->shape_src].rank;
-		memcpy(r->dims, call->in[o->shape_src].dims, sizeof r->dims);
-	} else if (o->shape_rule == XPU_SR_FROM_PARAMS && call->p[o->shape_src].present) {
-		r->rank = call->p[o->shape_src].n;
-		memcpy(r->dims, call->p[o->shape_src].v, sizeof *r->dims * (size_t)r->rank);
-	}
-	r->n = r->rank >= 0 ? 1 : -1;
-	for (int j = 0; j < r->rank; j++)
-		if (r->dims[j] < 0 || __builtin_mul_overflow(r->n, r->dims[j], &r->n))
-			return refuse(r, XPU_FKC_REFUSED, "return.outputs[0].shape_rule: the output's element count overflows");
+	for (int k = 0; k < c->noutputs; k++)
+		if (output_shape(c, call, k, &r->out[k], r))
+			return 1;
+	r->in_place = c->output[0].in_place;
+	r->dtype = r->out[0].dtype;
+	r->rank = r->out[0].rank;
+	memcpy(r->dims, r->out[0].dims, sizeof r->dims);
+	r->n = r->out[0].n;
 	return 0;
 }
 

@@ -8,7 +8,7 @@
 
 #define XPU_FKC_MAX_RANK 8
 #define XPU_FKC_MAX_INPUTS 4
-#define XPU_FKC_MAX_OUTPUTS 2
+#define XPU_FKC_MAX_OUTPUTS 4
 #define XPU_FKC_MAX_FIELDS 12
 #define XPU_FKC_MAX_FAST 4
 #define XPU_FKC_MAX_CLAUSES 4    /* `a; b` constraint clauses */
@@ -20,13 +20,18 @@
 
 enum xpu_dtype {
 	XPU_DT_F32, XPU_DT_F64, XPU_DT_F16, XPU_DT_BF16, XPU_DT_I8, XPU_DT_I16, XPU_DT_I32,
-	XPU_DT_I64, XPU_DT_U8, XPU_DT_U16, XPU_DT_U32, XPU_DT_U64, XPU_DT_COUNT
+	XPU_DT_I64, XPU_DT_U8, XPU_DT_U16, XPU_DT_U32, XPU_DT_U64,
+	XPU_DT_Q8_0, XPU_DT_Q4_0, XPU_DT_Q4_K, /* GGUF blocks (src/quant/format_list.h): a row is whole blocks */
+	XPU_DT_COUNT
 };
 
-const char *xpu_dtype_name(int dt);    /* FKC spelling: "F32" */
-const char *xpu_dtype_format(int dt);  /* the xpu.format name: "f32" */
-int xpu_dtype_bytes(int dt);
+const char *xpu_dtype_name(int dt);    /* FKC spelling: "F32", "Q4_K" */
+const char *xpu_dtype_format(int dt);  /* the xpu.format name: "f32", "q4_K" */
+int xpu_dtype_bytes(int dt);           /* of one element; of one block for a block dtype */
+int xpu_dtype_block_elems(int dt);     /* elements a dtype_bytes holds: 1, or the block's */
 int xpu_dtype_parse(const char *s);    /* "F32" or "f32"; -1 when unknown */
+/* Bytes of n elements in dense rows of `row` elements: -1 when a row is not whole blocks. */
+int64_t xpu_dtype_span(int dt, int64_t n, int64_t row);
 
 enum xpu_layout_flag {
 	XPU_LF_CONTIGUOUS, XPU_LF_STRIDED, XPU_LF_BROADCAST, XPU_LF_OFFSET, XPU_LF_REVERSE, XPU_LF_COUNT
@@ -159,7 +164,7 @@ struct xpu_fkc_field {
 };
 
 enum xpu_dtype_rule { XPU_DR_PASSTHROUGH, XPU_DR_FIXED };
-enum xpu_shape_rule { XPU_SR_SAME_AS, XPU_SR_FROM_PARAMS };
+enum xpu_shape_rule { XPU_SR_SAME_AS, XPU_SR_FROM_PARAMS, XPU_SR_DIMS };
 
 struct xpu_fkc_output {
 	char name[XPU_FKC_NAME];
@@ -168,6 +173,8 @@ struct xpu_fkc_output {
 	int dtype_src;         /* input index, or the dtype for XPU_DR_FIXED */
 	enum xpu_shape_rule shape_rule;
 	int shape_src;         /* input index, or field index */
+	int ndims;             /* XPU_SR_DIMS: `dims(a, b, ...)`, one expression a dim */
+	struct xpu_expr *dims[XPU_FKC_MAX_RANK];
 	int layout_same_as;    /* -1: contiguous; else the input whose layout is kept */
 	int in_place;          /* -1: aliasing none; else the input it overwrites */
 };
@@ -258,13 +265,21 @@ struct xpu_fkc_call {
 
 enum xpu_fkc_verdict { XPU_FKC_OK, XPU_FKC_LAYOUT, XPU_FKC_REFUSED };
 
+/* One output of a checked call: its dtype and shape (rank -1: not known yet). */
+struct xpu_fkc_shape {
+	int dtype, rank;
+	int64_t dims[XPU_FKC_MAX_RANK];
+	int64_t n;
+};
+
 struct xpu_fkc_result {
 	enum xpu_fkc_verdict verdict;
 	char refusal[192];                /* "accept.inputs[0].rank: rank 1 outside 2..=8" */
 	int refused_input;                /* the input a LAYOUT verdict is about */
-	int dtype, rank;
+	int dtype, rank;                  /* the first output (out[0] again) */
 	int64_t dims[XPU_FKC_MAX_RANK];
 	int64_t n;
+	struct xpu_fkc_shape out[XPU_FKC_MAX_OUTPUTS]; /* every output, in return.outputs' order */
 	bool bytes_known, flops_known;
 	uint64_t bytes_moved, flops;
 	int in_place;                     /* -1 or the input the output aliases */

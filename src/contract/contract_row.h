@@ -34,11 +34,12 @@ void xpu_fkc_call_from_query(const struct xpu_contract *c, int dtype, const stru
 
 /* The device the inputs (views, by input index) live on, which must run the backend's code. */
 int xpu_fkc_call_device(const struct xpu_contract *c, const struct xpu_karg *in, struct xpu_device **dev);
-/* The view written: the in-place input, else `given` (kind 0: none given), on the inputs' device. */
+/* The views written, one an output (given[j], kind 0: none given): the in-place input for an
+ * output that aliases one, else the given buffer, on the inputs' device. */
 int xpu_fkc_call_out(const struct xpu_contract *c, const struct xpu_fkc_result *r, const struct xpu_karg *in,
 		     const struct xpu_karg *given, struct xpu_karg *out);
-/* Each operand's alignment and length against the checked call, and no input meeting what is
- * written. -1 with a message naming the contract, the field or operand and the bytes. */
+/* Each operand's alignment and length against the checked call (out: one view an output), no
+ * input meeting what is written and no output meeting another. -1 with a message naming the contract, the field or operand and the bytes. */
 int xpu_fkc_call_operands(const struct xpu_contract *c, const struct xpu_fkc_call *call, const struct xpu_fkc_result *r,
 			  const struct xpu_karg *in, const struct xpu_karg *out);
 /* The call as query facts (sorted), what xpu_fkc_call_from_query reads back. Returns how many. */

@@ -520,6 +520,11 @@ static int member(struct evaluator *ev, const struct xpu_expr_node *nd, struct x
 		case M_BYTES:
 			if (!dims || eb < 0)
 				return *out = v_unknown(), 0;
+			if (xpu_dtype_block_elems(t->dtype) > 1) { /* whole blocks a row (check.c refuses others) */
+				int64_t span = xpu_dtype_span(t->dtype, t->n, t->rank ? t->dims[t->rank - 1] : 1);
+				*out = span >= 0 ? v_int(span) : v_unknown();
+				return 0;
+			}
 			if (__builtin_mul_overflow(t->n, eb, &out->i))
 				return everr(ev, "%s", "operand.bytes overflows a 64-bit integer");
 			out->kind = XV_INT;

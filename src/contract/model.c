@@ -1,9 +1,20 @@
 /* model.c — the contract model's vocabulary (dtypes, layout flags, words), operand layouts
  * derived from strides, and the lifetime of a contract file (counted references). */
 #include "contract.h"
+#include "quant/format_list.h"
 
 #include <string.h>
 
+/* Every row of the format list, so a block dtype's geometry is its row there, never a second
+ * copy of the numbers. */
+#define ROW_OF(name, TYPE, elems, bytes, ...) { #name, elems, bytes },
+static const struct {
+	const char *name;
+	int elems, bytes;
+} format_rows[] = { XPU_FORMAT_LIST(ROW_OF) };
+#undef ROW_OF
+
+/* bytes 0: a block dtype, found in format_rows by its format name */
 static const struct {
 	const char *fkc, *format;
 	int bytes;
@@ -14,6 +25,8 @@ static const struct {
 	[XPU_DT_I32] = { "I32", "i32", 4 },  [XPU_DT_I64] = { "I64", "i64", 8 },
 	[XPU_DT_U8] = { "U8", "u8", 1 },     [XPU_DT_U16] = { "U16", "u16", 2 },
 	[XPU_DT_U32] = { "U32", "u32", 4 },  [XPU_DT_U64] = { "U64", "u64", 8 },
+	[XPU_DT_Q8_0] = { "Q8_0", "q8_0", 0 }, [XPU_DT_Q4_0] = { "Q4_0", "q4_0", 0 },
+	[XPU_DT_Q4_K] = { "Q4_K", "q4_K", 0 },
 };
 
 const char *xpu_dtype_name(int dt)
@@ -26,9 +39,42 @@ const char *xpu_dtype_format(int dt)
 	return dt >= 0 && dt < XPU_DT_COUNT ? dtypes[dt].format : "?";
 }
 
+/* Elements and bytes of one unit of dt (an element, or a block); 0 for no dtype. */
+static int unit_of(int dt, int *bytes)
+{
+	*bytes = 0;
+	if (dt < 0 || dt >= XPU_DT_COUNT)
+		return 0;
+	if (dtypes[dt].bytes)
+		return *bytes = dtypes[dt].bytes, 1;
+	for (size_t i = 0; i < sizeof format_rows / sizeof *format_rows; i++)
+		if (strcmp(format_rows[i].name, dtypes[dt].format) == 0)
+			return *bytes = format_rows[i].bytes, format_rows[i].elems;
+	return 0;
+}
+
 int xpu_dtype_bytes(int dt)
 {
-	return dt >= 0 && dt < XPU_DT_COUNT ? dtypes[dt].bytes : 0;
+	int bytes;
+	unit_of(dt, &bytes);
+	return bytes;
+}
+
+int xpu_dtype_block_elems(int dt)
+{
+	int bytes;
+	return unit_of(dt, &bytes);
+}
+
+int64_t xpu_dtype_span(int dt, int64_t n, int64_t row)
+{
+	int bytes, elems = unit_of(dt, &bytes);
+	int64_t out;
+	if (elems == 0 || n < 0 || (elems > 1 && (row <= 0 ? n != 0 : row % elems != 0)))
+		return -1;
+	if (__builtin_mul_overflow(n / elems, (int64_t)bytes, &out))
+		return -1;
+	return out;
 }
 
 int xpu_dtype_parse(const char *s)
@@ -126,6 +172,9 @@ static void free_contract(struct xpu_contract *c)
 		xpu_expr_free(c->field[i].dflt);
 		xpu_free(c->field[i].note);
 	}
+	for (int i = 0; i < c->noutputs; i++)
+		for (int j = 0; j < c->output[i].ndims; j++)
+			xpu_expr_free(c->output[i].dims[j]);
 	for (int i = 0; i < c->caps.nfast; i++) {
 		xpu_expr_free(c->caps.fast[i].when);
 		xpu_free(c->caps.fast[i].note);

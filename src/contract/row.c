@@ -54,6 +54,19 @@ static bool fact(const struct xpu_query *q, const char *prefix, const char *name
 	return id >= 0 && xpu_query_fact(q, id, v);
 }
 
+/* An operand's dtype: the row's for the first; for another its `<name>.dtype` fact, else the
+ * row's where its list has it, else its list's one dtype; -1 (unknown) otherwise. */
+static int input_dtype(const struct xpu_fkc_input *in, int k, int row_dtype, const struct xpu_query *q,
+		       const char *prefix)
+{
+	int64_t v;
+	if (k > 0 && fact(q, prefix, "dtype", &v))
+		return v >= 0 && v < XPU_DT_COUNT ? (int)v : -1;
+	if (in->dtypes & (1u << row_dtype))
+		return row_dtype;
+	return k > 0 && (in->dtypes & (in->dtypes - 1)) == 0 ? __builtin_ctz(in->dtypes) : -1;
+}
+
 /* Operand k from `rank`, `dim<j>`, `stride<j>`, `offset` and the five flags (unprefixed for
  * the first operand, `<name>.` for any). Flags come from the strides when all are given,
  * else from the flag facts; with neither, the layout is unknown (the call check decides). */
@@ -65,7 +78,7 @@ static void operand_from(const struct xpu_contract *c, int k, int dtype, const s
 	snprintf(prefix, sizeof prefix, "%s.", c->input[k].name);
 	const char *pre = k == 0 && !fact(q, prefix, "rank", &v) ? "" : prefix;
 	t->present = true;
-	t->dtype = c->input[k].dtypes & (1u << dtype) ? dtype : -1;
+	t->dtype = input_dtype(&c->input[k], k, dtype, q, prefix);
 	t->rank = fact(q, pre, "rank", &v) && v >= 0 && v <= XPU_FKC_MAX_RANK ? (int)v : -1;
 	t->dims_known = t->rank >= 0;
 	bool strides = t->rank >= 0;
@@ -205,8 +218,10 @@ static bool call_views(const struct xpu_contract *c, const struct xpu_call *call
 			return false;
 		in[k] = *a;
 	}
-	const struct xpu_karg *o = xpu_call_operand(call, c->output[0].name);
-	*out = o ? *o : (struct xpu_karg){ .kind = 0 };
+	for (int j = 0; j < c->noutputs; j++) {
+		const struct xpu_karg *o = xpu_call_operand(call, c->output[j].name);
+		out[j] = o ? *o : (struct xpu_karg){ .kind = 0 };
+	}
 	return true;
 }
 
@@ -217,14 +232,14 @@ static const char *fkc_ready(const struct xpu_row *cr, const struct xpu_call *ca
 	struct xpu_row *r = (struct xpu_row *)cr;
 	const struct fkc_row *fr = r->ud;
 	const struct xpu_fkc_call *fc;
-	struct xpu_karg in[XPU_FKC_MAX_INPUTS], given, out;
+	struct xpu_karg in[XPU_FKC_MAX_INPUTS], given[XPU_FKC_MAX_OUTPUTS], out[XPU_FKC_MAX_OUTPUTS];
 	struct xpu_shape_geom g;
-	if (!call_views(fr->c, call, in, &given))
+	if (!call_views(fr->c, call, in, given))
 		return fr->v && fr->v->ready ? "the call's operands (the gate reads their bases and devices)" : NULL;
 	const struct xpu_fkc_result *res = check_query(fr, call->query, &fc);
 	if (res->verdict != XPU_FKC_OK)
 		return gate_of(r, res->refusal);
-	if (xpu_fkc_call_out(fr->c, res, in, &given, &out) || xpu_fkc_call_operands(fr->c, fc, res, in, &out))
+	if (xpu_fkc_call_out(fr->c, res, in, given, out) || xpu_fkc_call_operands(fr->c, fc, res, in, out))
 		return gate_of(r, xpu_error());
 	if (!fr->v || !fr->v->ready)
 		return NULL;
@@ -273,13 +288,15 @@ static int fkc_dispatch(const struct xpu_row *r, const struct xpu_call *c)
  * for the first, `<name>.` for every one) and each op_params field by its fact form. */
 static int declare_facts(const struct xpu_contract *c)
 {
-	static const char *const shape[] = { "rank", "dim#", "stride#", "offset" };
+	static const char *const shape[] = { "rank", "dim#", "stride#", "offset", "dtype" };
 	char key[XPU_NAME_MAX];
 	int rc = 0;
 	for (int k = 0; k < c->ninputs; k++)
 		for (int pre = k == 0 ? 0 : 1; pre < 2; pre++) {
 			const char *prefix = pre ? c->input[k].name : "";
 			for (size_t i = 0; i < sizeof shape / sizeof *shape; i++) {
+				if (!pre && strcmp(shape[i], "dtype") == 0)
+					continue; /* the first operand's dtype is the row's format */
 				snprintf(key, sizeof key, "%s%s%s", prefix, pre ? "." : "", shape[i]);
 				rc |= xpu_facts_declare(key);
 			}

@@ -208,14 +208,14 @@ static const struct api_entry contract_entries[] = {
 	  "xpu.contracts.plan(contracts, {op =, backend =, inputs =, params =}) -> plan | nil, why",
 	  "the steps an op takes (contiguize included), their bytes, flops and output" },
 	{ "Contract:call", "c:call{inputs =, params =} -> result | nil, refusal, kind",
-	  "validates a call against accept; the result has the output shapes" },
+	  "validates a call against accept; result.outputs.<name> = {dtype, shape, n} for every output" },
 	{ "Contract:precision",
 	  "c:precision{inputs =, params =} -> {max_ulp, max_relative, max_absolute}",
 	  "the bound a result must meet" },
 	{ "Contract:register", "c:register(table [, regime [, {priority = n}]]) -> list of Row",
 	  "a row per dtype and per variant of a shape op (<op>.<backend>.<dtype>[:<kernel>]), best first" },
 	{ "Contract:launch", "c:launch{inputs =, params =, out =, stream =} -> result",
-	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; result.row and result.kernel say what ran" },
+	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; out = buffer for one output, out = {name = buffer, ...} by output name for several; result.row and result.kernel say what ran" },
 	{ "Contract:bind", "c:bind{inputs =, params =, out =} -> BoundLaunch, result",
 	  "checked and picked as launch does, kept for launching later" },
 	{ "BoundLaunch:launch", "bound:launch([stream]) -> launched, kernel",
@@ -442,6 +442,9 @@ static const struct api_entry norm_entries[] = {
 	  "a seeded decode (1 x 4096) or prefill (512 x 4096) case on dev for the layer bench" },
 	{ "xpu.layers.norm.floats", "norm.floats(n, seed) -> f32s",
 	  "n seeded f32 values of mixed magnitude, never all zero, as packed bytes" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.rows", "select.rows(table) -> table",
 	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K>, argmax.f32, top_k.f32, compact.f32, "
@@ -461,6 +464,9 @@ static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.row_bytes", "select.row_bytes(format, cols) -> bytes", "a table row's bytes" },
 	{ "xpu.layers.select.bench_case", "select.bench_case(kernel, dev, size) -> case",
 	  "a seeded decode or prefill case: query, operands, bytes, note" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry elementwise_entries[] = {
 	{ "xpu.layers.elementwise.rows", "elementwise.rows(table) -> table",
 	  "registers add, mul, swiglu, geglu, rope (f32, f16) and swiglu_q8k (f32) as rows <kernel>.<dtype>" },

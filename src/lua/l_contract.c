@@ -330,7 +330,8 @@ static void push_param(lua_State *L, const struct xpu_fkc_field *f, const struct
 	}
 }
 
-/* { dtype, shape, n, bytes_moved, flops, in_place, fast_path, alignment, params } */
+/* { dtype, shape, n (the first output's), outputs, bytes_moved, flops, in_place, fast_path, alignment,
+ * params } */
 static void push_result(lua_State *L, const struct xpu_contract *c, const struct xpu_fkc_call *call,
 			const struct xpu_fkc_result *r)
 {
@@ -362,6 +363,20 @@ static void push_result(lua_State *L, const struct xpu_contract *c, const struct
 	}
 	lua_pushinteger(L, r->alignment);
 	lua_setfield(L, -2, "alignment");
+	lua_createtable(L, 0, c->noutputs); /* outputs.<name> = { dtype, shape, n } */
+	for (int j = 0; j < c->noutputs; j++) {
+		lua_createtable(L, 0, 3);
+		lua_pushstring(L, xpu_dtype_format(r->out[j].dtype));
+		lua_setfield(L, -2, "dtype");
+		if (r->out[j].rank >= 0) {
+			push_ints(L, r->out[j].dims, r->out[j].rank);
+			lua_setfield(L, -2, "shape");
+			lua_pushinteger(L, r->out[j].n);
+			lua_setfield(L, -2, "n");
+		}
+		lua_setfield(L, -2, c->output[j].name);
+	}
+	lua_setfield(L, -2, "outputs");
 	lua_createtable(L, 0, c->nfields);
 	for (int k = 0; k < c->nfields; k++)
 		if (call->p[k].present) {
@@ -545,6 +560,47 @@ static void push_call_query(lua_State *L, const struct xpu_contract *c, const st
 	lx_push_query(L, format, xpu_name_id(XPU_NAME_REGIME, "elementwise"), facts, n);
 }
 
+/* `out`: a buffer where the contract has one output, or a table of buffers by output name
+ * (`out = { ids = a, weights = b }`; also for one output). */
+static void read_outs(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_karg *given)
+{
+	int t = lua_getfield(L, spec, "out");
+	if (t == LUA_TNIL || t == LUA_TUSERDATA) {
+		if (t != LUA_TNIL && c->noutputs > 1)
+			luaL_error(L, "launch: contract '%s' has %d outputs: 'out' must be a table { %s = buffer, ... }",
+				   c->kernel, c->noutputs, c->output[0].name);
+		if (t != LUA_TNIL)
+			given[0] = karg_of(lx_checkbuffer(L, -1));
+		lua_pop(L, 1);
+		return;
+	}
+	if (t != LUA_TTABLE)
+		luaL_error(L, "launch: 'out' must be a buffer or a table of buffers by output name, got %s",
+			   luaL_typename(L, -1));
+	int ti = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, ti)) {
+		int j = -1;
+		for (int k = 0; lua_type(L, -2) == LUA_TSTRING && k < c->noutputs; k++)
+			if (strcmp(lua_tostring(L, -2), c->output[k].name) == 0)
+				j = k;
+		if (j < 0) {
+			luaL_Buffer b;
+			luaL_buffinit(L, &b);
+			for (int k = 0; k < c->noutputs; k++) {
+				luaL_addstring(&b, k ? ", " : "");
+				luaL_addstring(&b, c->output[k].name);
+			}
+			luaL_pushresult(&b);
+			luaL_error(L, "launch: contract '%s' has no output '%s' (its outputs: %s)", c->kernel,
+				   lua_type(L, -3) == LUA_TSTRING ? lua_tostring(L, -3) : luaL_typename(L, -3), lua_tostring(L, -1));
+		}
+		given[j] = karg_of(lx_checkbuffer(L, -1));
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+}
+
 /* c:launch's and c:bind's call at stack index 2: read and checked against the contract, its
  * operands checked (alignment, length, overlap: contract/call.c), then picked in the
  * contract's own table (c.routes), which raises a refusal where no row serves it. Pushes the
@@ -554,8 +610,9 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 	struct xpu_fkc_call *call = lua_newuserdatauv(L, sizeof *call, 0);
 	int fi = lua_gettop(L);
 	struct xpu_buffer *bufs[XPU_FKC_MAX_INPUTS] = { NULL };
-	struct xpu_karg in[XPU_FKC_MAX_INPUTS + 1 + XPU_FKC_MAX_FIELDS], given = { .kind = 0 }, out;
-	const char *names[XPU_FKC_MAX_INPUTS + 1 + XPU_FKC_MAX_FIELDS];
+	struct xpu_karg in[XPU_FKC_MAX_INPUTS + XPU_FKC_MAX_OUTPUTS + XPU_FKC_MAX_FIELDS];
+	struct xpu_karg given[XPU_FKC_MAX_OUTPUTS] = { { .kind = 0 } }, out[XPU_FKC_MAX_OUTPUTS];
+	const char *names[XPU_FKC_MAX_INPUTS + XPU_FKC_MAX_OUTPUTS + XPU_FKC_MAX_FIELDS];
 	struct xpu_fkc_result r;
 	struct xpu_device *d;
 	read_call(L, 2, c, call, bufs);
@@ -568,15 +625,13 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 	xpu_fkc_check(c, call, &r);
 	if (r.verdict != XPU_FKC_OK)
 		luaL_error(L, "contract '%s' (%s): %s", c->kernel, c->backend, r.refusal);
-	if (lua_getfield(L, 2, "out") != LUA_TNIL)
-		given = karg_of(lx_checkbuffer(L, -1));
-	lua_pop(L, 1);
-	if (xpu_fkc_call_out(c, &r, in, &given, &out) || xpu_fkc_call_operands(c, call, &r, in, &out))
+	read_outs(L, 2, c, given);
+	if (xpu_fkc_call_out(c, &r, in, given, out) || xpu_fkc_call_operands(c, call, &r, in, out))
 		lx_error(L);
 	int nops = c->ninputs;
-	if (r.in_place < 0) {
-		in[nops] = out;
-		names[nops++] = c->output[0].name;
+	for (int j = r.in_place < 0 ? 0 : 1; j < c->noutputs; j++) {
+		in[nops] = out[j];
+		names[nops++] = c->output[j].name;
 	}
 	for (int k = 0; k < c->nfields; k++) /* f32 arguments (eps, a scale): operands of the call */
 		if (c->field[k].kind == XPU_FK_F32 && call->p[k].present) {
@@ -602,7 +657,8 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 	return row;
 }
 
-/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer,
+/* c:launch{ inputs = { name = { dtype, shape, buffer }, ... }, params = {...}, out = buffer (or
+ * out = { name = buffer, ... } by output name, as a contract with several outputs needs),
  * stream = s } -> result (plus `launched`, and `kernel`: what ran, the kernel its route row
  * names, e.g. pad_rows, or driver_copy): checked, picked in c.routes, launched without a sync. */
 static int c_launch(lua_State *L)

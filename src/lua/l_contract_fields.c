@@ -94,9 +94,22 @@ static void push_outputs(lua_State *L, const struct xpu_contract *c)
 		snprintf(s, sizeof s, o->dtype_rule == XPU_DR_FIXED ? "%s" : "passthrough(%s)",
 			 o->dtype_rule == XPU_DR_FIXED ? xpu_dtype_name(o->dtype_src) : c->input[o->dtype_src].name);
 		set_str(L, "dtype_rule", s);
-		snprintf(s, sizeof s, o->shape_rule == XPU_SR_SAME_AS ? "same_as(%s)" : "from_params(%s)",
-			 o->shape_rule == XPU_SR_SAME_AS ? c->input[o->shape_src].name : c->field[o->shape_src].name);
-		set_str(L, "shape_rule", s);
+		if (o->shape_rule == XPU_SR_DIMS) {
+			luaL_Buffer b;
+			luaL_buffinit(L, &b);
+			luaL_addstring(&b, "dims(");
+			for (int j = 0; j < o->ndims; j++) {
+				luaL_addstring(&b, j ? ", " : "");
+				luaL_addstring(&b, o->dims[j]->text);
+			}
+			luaL_addstring(&b, ")");
+			luaL_pushresult(&b);
+			lua_setfield(L, -2, "shape_rule");
+		} else {
+			snprintf(s, sizeof s, o->shape_rule == XPU_SR_SAME_AS ? "same_as(%s)" : "from_params(%s)",
+				 o->shape_rule == XPU_SR_SAME_AS ? c->input[o->shape_src].name : c->field[o->shape_src].name);
+			set_str(L, "shape_rule", s);
+		}
 		snprintf(s, sizeof s, "same_as(%s)", o->layout_same_as >= 0 ? c->input[o->layout_same_as].name : "");
 		set_str(L, "layout_guarantee", o->layout_same_as >= 0 ? s : "contiguous");
 		snprintf(s, sizeof s, "in_place(%s)", o->in_place >= 0 ? c->input[o->in_place].name : "");

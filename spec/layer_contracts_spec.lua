@@ -1,0 +1,246 @@
+-- layer_contracts_spec.lua — contracts/layer-ops.md: every block loads; each kernel launched by
+-- its contract (c:launch) on cpu:0, vulkan:0 and cuda:0 equals the same kernel launched through
+-- its family's route table (routes.layer_<family>) byte for byte, outputs poisoned first; each
+-- contract refuses a wrong dtype, rank and shape and a too-short output by its field's name.
+-- A device that is absent is reported skipped with the reason.
+local xpu = require "xpu"
+local fx = require "spec.support.fixtures"
+
+local FILE = "contracts/layer-ops.md"
+local contracts = xpu.contracts.load(FILE)
+local C = {}
+for _, c in ipairs(contracts) do C[c.kernel .. "." .. c.backend] = c end
+
+local FAMILY = {
+  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", softmax = "norm",
+  get_rows = "select", argmax = "select", top_k = "select", compact = "select", expert_map = "select",
+}
+local BACKENDS = {
+  norm = { "cpu", "cuda", "vulkan" }, select = { "cpu", "cuda", "vulkan" },
+}
+
+local DEVICES = {}
+for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0" } do
+  local d, why = xpu.device(id)
+  DEVICES[#DEVICES + 1] = { id = id, backend = id:match "^%a+", dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
+end
+
+local POISON = "\255"
+
+local function i32s(t) return string.pack("<" .. ("i4"):rep(#t), table.unpack(t)) end
+
+-- Floats of both signs, a few octaves, with zeros (compact drops them) and a NaN where asked.
+local function floats(n, seed, nan_at)
+  local v = fx.values(n, seed)
+  for i = 1, n, 7 do v[i] = 0 end
+  if nan_at then v[nan_at] = 0 / 0 end
+  return fx.f32s(v)
+end
+
+local function ids_of(n, range, seed, bad)
+  local r, t = fx.lcg(seed), {}
+  for i = 1, n do t[i] = math.floor(r() * range) end
+  if bad then t[#t] = range end
+  return i32s(t)
+end
+
+local function table_of(format, n_rows, cols, seed)
+  local v = fx.values(n_rows * cols, seed)
+  if format == "f32" then return fx.f32s(v) end
+  if format == "f16" then return (xpu.fixture.eighths("f16", n_rows * cols, seed)) end
+  return xpu.quant.quantize(format, fx.f32s(v))
+end
+
+-- Each case: the contract's inputs ({ dtype, shape, bytes }), params, outputs (bytes), the
+-- family's query and its scalar operands (what the contract hands the launcher as f32 operands).
+local function norm_case(kernel, rows, cols, extra)
+  local x = { dtype = "f32", shape = { rows, cols }, bytes = floats(rows * cols, 3) }
+  local w = { dtype = "f32", shape = { cols }, bytes = floats(cols, 5) }
+  local case = { inputs = { x = x, weight = w }, params = { eps = 1e-5 }, scalars = { eps = 1e-5 },
+                 outputs = { out = rows * cols * 4 }, query = function(N) return N.query(kernel, rows, cols) end }
+  for k, v in pairs(extra or {}) do case[k] = v end
+  return case
+end
+
+local CASES = {
+  rms_norm = norm_case("rms_norm", 3, 300),
+  add_rms_norm = norm_case("add_rms_norm", 2, 257, {
+    outputs = { out = 2 * 257 * 4, sum = 2 * 257 * 4 },
+  }),
+  rms_norm_q8k = norm_case("rms_norm_q8k", 2, 512, { outputs = { xq = 2 * 2 * 320 } }),
+  layer_norm = norm_case("layer_norm", 3, 100),
+  softmax = norm_case("softmax", 4, 77, { params = { scale = 0.5, causal = 1 }, scalars = { scale = 0.5 },
+    query = function(N) return N.query("softmax", 4, 77, { causal = true }) end }),
+}
+CASES.add_rms_norm.inputs.residual = { dtype = "f32", shape = { 2, 257 }, bytes = floats(2 * 257, 9) }
+CASES.add_rms_norm.inputs.x.shape, CASES.add_rms_norm.inputs.x.bytes = { 2, 257 }, floats(2 * 257, 3)
+CASES.softmax.inputs.weight = nil
+
+for _, f in ipairs { "f32", "f16", "q8_0", "q4_0", "q4_K" } do
+  local cols = f:find "K" and 512 or 64
+  CASES["get_rows:" .. f] = {
+    kernel = "get_rows",
+    inputs = { table = { dtype = f, shape = { 6, cols }, bytes = table_of(f, 6, cols, 11) },
+               ids = { dtype = "i32", shape = { 5 }, bytes = ids_of(5, 6, 13, true) } },
+    outputs = { out = 5 * cols * 4 },
+    query = function(S) return S.get_rows_query(f, 5, 6, cols) end,
+  }
+end
+CASES.argmax = { inputs = { x = { dtype = "f32", shape = { 3, 1500 }, bytes = floats(4500, 17, 2000) } },
+                 outputs = { out = 12 }, query = function(S) return S.argmax_query(3, 1500) end }
+for _, norm in ipairs { 0, 1 } do
+  CASES["top_k:" .. norm] = {
+    kernel = "top_k", inputs = { x = { dtype = "f32", shape = { 5, 60 }, bytes = floats(300, 19 + norm) } },
+    params = { k = 4, norm = norm }, outputs = { ids = 5 * 4 * 4, weights = 5 * 4 * 4 },
+    query = function(S) return S.top_k_query(5, 60, 4, norm == 1 and "k" or "all") end,
+  }
+end
+CASES.compact = { inputs = { x = { dtype = "f32", shape = { 3001 }, bytes = floats(3001, 23) } },
+                  outputs = { values = 3001 * 4, indices = 3001 * 4, count = 4 },
+                  query = function(S) return S.compact_query(3001) end }
+CASES.expert_map = { inputs = { ids = { dtype = "i32", shape = { 37, 3 }, bytes = ids_of(111, 20, 29, true) } },
+                     params = { n_expert = 20 }, outputs = { counts = 80, offsets = 80, tokens = 111 * 4, slots = 111 * 4 },
+                     query = function(S) return S.expert_map_query(37, 3, 20) end }
+
+local function kernel_of(name, case) return case.kernel or name end
+
+-- The case on d through the contract c; returns each output's bytes.
+local function by_contract(c, d, case)
+  local inputs, out, bufs = {}, {}, {}
+  for name, t in pairs(case.inputs) do
+    inputs[name] = { dtype = t.dtype, shape = t.shape, buffer = d:buffer(t.bytes) }
+  end
+  for name, n in pairs(case.outputs) do
+    bufs[name] = d:buffer(POISON:rep(n))
+    out[name] = bufs[name]
+  end
+  local r = c:launch { inputs = inputs, params = case.params, out = out }
+  fx.sync(d)
+  local got = {}
+  for name, b in pairs(bufs) do got[name] = b:download() end
+  return got, r
+end
+
+-- The same through the family's route table: its query, the operands by name.
+local function by_family(kernel, d, case)
+  local fam = FAMILY[kernel]
+  local M, routes = require("xpu.layers." .. fam), require("routes.layer_" .. fam)
+  local ops = {}
+  for name, t in pairs(case.inputs) do ops[name] = d:buffer(t.bytes) end
+  for name, n in pairs(case.outputs) do ops[name] = d:buffer(POISON:rep(n)) end
+  for name, v in pairs(case.scalars or {}) do ops[name] = v end
+  local call = xpu.call { query = case.query(M), device = d, operands = ops }
+  local row = routes:bind(call)
+  row:dispatch(call)
+  fx.sync(d)
+  local got = {}
+  for name in pairs(case.outputs) do got[name] = ops[name]:download() end
+  return got, row
+end
+
+describe("contracts/layer-ops.md", function()
+  it("loads one block per kernel per backend it is built for", function()
+    for kernel, fam in pairs(FAMILY) do
+      for _, b in ipairs(BACKENDS[fam]) do
+        local c = C[kernel .. "." .. b]
+        assert.is_not_nil(c, kernel .. "." .. b)
+        assert.equal(kernel, c.entry_point)
+      end
+    end
+    local n = 0
+    for _, fam in pairs(FAMILY) do n = n + #BACKENDS[fam] end
+    assert.equal(n, #contracts)
+  end)
+end)
+
+for _, entry in ipairs(DEVICES) do
+  describe("a contract launch on " .. entry.id, function()
+    local names = {}
+    for name in pairs(CASES) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local case = CASES[name]
+      local kernel = kernel_of(name, case)
+      it(name .. " equals its family's route, byte for byte", function()
+        if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+        local c = C[kernel .. "." .. entry.backend]
+        if not c then return pending(("skipped: %s is not built for %s"):format(kernel, entry.backend)) end
+        local want, row = by_family(kernel, entry.dev, case)
+        local got, r = by_contract(c, entry.dev, case)
+        assert.equal(kernel, r.kernel)
+        for out, bytes in pairs(want) do
+          assert.equal(#bytes, #got[out], out)
+          assert.is_true(bytes == got[out], ("%s: output '%s' differs from row %s's"):format(name, out, row.name))
+          assert.is_false(bytes == POISON:rep(#bytes) and case.outputs[out] > 4, name .. ": " .. out .. " was not written")
+        end
+      end)
+    end
+  end)
+end
+
+-- A call of the case's contract, one thing changed.
+local function refused(c, case, change)
+  local inputs = {}
+  for name, t in pairs(case.inputs) do inputs[name] = { dtype = t.dtype, shape = t.shape } end
+  local params = {}
+  for k, v in pairs(case.params or {}) do params[k] = v end
+  change(inputs, params)
+  local r, why = c:call { inputs = inputs, params = params }
+  assert.is_nil(r, "admitted")
+  return why
+end
+
+-- For each kernel: the input (and its wrong dtype) and the change that breaks its shape, with
+-- the field that refuses it.
+local BAD = {
+  rms_norm = { "x", "f16", function(i) i.weight.shape = { 301 } end, "accept.inputs[1].shape_constraint: dim[0] == x.dim[1] fails" },
+  add_rms_norm = { "residual", "f16", function(i) i.residual.shape = { 2, 256 } end,
+                   "accept.inputs[1].shape_constraint: dim[0] == x.dim[0] and dim[1] == x.dim[1] fails" },
+  rms_norm_q8k = { "x", "bf16", function(i) i.x.shape = { 2, 500 }; i.weight.shape = { 500 } end,
+                   "accept.op_params.fields.cols.constraint: cols % 256 == 0 fails" },
+  layer_norm = { "weight", "f16", function(i) i.weight.shape = { 99 } end, "accept.inputs[1].shape_constraint: dim[0] == x.dim[1] fails" },
+  softmax = { "x", "f64", function(i) i.x.shape = { 4, 0 } end,
+              "accept.op_params.fields.cols.constraint: cols >= 1 and cols <= 16777216 fails" },
+  ["get_rows:q4_K"] = { "ids", "i64", function(i) i.table.shape = { 6, 500 } end,
+                        "accept.inputs[0].dtypes: table's rows of 500 elements are not whole Q4_K blocks (256 elements)" },
+  argmax = { "x", "i32", function(i) i.x.shape = { 3, 0 } end, "accept.op_params.fields.cols.constraint: cols >= 1 fails" },
+  ["top_k:1"] = { "x", "f16", function(i) i.x.shape = { 5, 300 } end,
+                  "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 256 fails" },
+  compact = { "x", "i32", function(i) i.x.shape = { 65537 } end, "accept.op_params.fields.n.constraint: n <= 65536 fails" },
+  expert_map = { "ids", "f32", function(_, p) p.n_expert = 2000 end,
+                 "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 1024 fails" },
+}
+
+describe("each layer contract refuses by its field's name", function()
+  local names = {}
+  for name in pairs(BAD) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local case, bad = CASES[name], BAD[name]
+    local kernel = kernel_of(name, case)
+    local c = C[kernel .. ".cpu"]
+    local k = 0
+    for i, t in ipairs(c.inputs) do if t.name == bad[1] then k = i - 1 end end
+    it(name .. ": a wrong dtype, rank and shape", function()
+      local why = refused(c, case, function(i) i[bad[1]].dtype = bad[2] end)
+      assert.truthy(why:find(("accept.inputs[%d].dtypes: %s not accepted"):format(k, bad[2]:upper()), 1, true), why)
+      why = refused(c, case, function(i)
+        local s = i[bad[1]].shape
+        i[bad[1]].shape = { 2, table.unpack(s) }
+      end)
+      assert.truthy(why:find(("accept.inputs[%d].rank: rank %d outside"):format(k, #case.inputs[bad[1]].shape + 1), 1, true), why)
+      assert.equal(bad[4], refused(c, case, bad[3]))
+    end)
+    it(name .. ": a too-short output, by the output's name", function()
+      local cpu = DEVICES[1].dev
+      local inputs, out = {}, {}
+      for n, t in pairs(case.inputs) do inputs[n] = { dtype = t.dtype, shape = t.shape, buffer = cpu:buffer(t.bytes) } end
+      local first = c.outputs[#c.outputs].name
+      for n, bytes in pairs(case.outputs) do out[n] = cpu:buffer(n == first and bytes - 4 or bytes) end
+      local ok, err = pcall(c.launch, c, { inputs = inputs, params = case.params, out = #c.outputs == 1 and out[first] or out })
+      assert.is_false(ok)
+      assert.truthy(err:find(("contract '%s' (cpu): %s: buffer too short (%d bytes, the call needs %d)")
+                             :format(kernel, first, case.outputs[first] - 4, case.outputs[first]), 1, true), err)
+    end)
+  end
+end)
