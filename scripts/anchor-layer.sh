@@ -1,4 +1,5 @@
 #!/bin/sh
+# usage: sh scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH] | run TEST_BACKEND_OPS [BACKEND]
 # anchor-layer.sh — the anchor for scripts/bench-layer.lua: ggml's test-backend-ops in perf mode
 # at the layer kernels' own shapes (the decode and prefill cases of xpu.layers.*), on the same
 # GPU and in the same run as ours. test-backend-ops' perf list holds other shapes, so this
@@ -8,7 +9,7 @@
 #   scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH]   (cmake + nvcc; ~5 min at -j16)
 #   scripts/anchor-layer.sh run TEST_BACKEND_OPS [BACKEND]             (default CUDA0)
 set -eu
-usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
 -h|--help) usage; exit 0;;
 build)
