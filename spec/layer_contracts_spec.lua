@@ -19,11 +19,14 @@ end
 
 local FAMILY = {
   rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", softmax = "norm",
-  get_rows = "select", argmax = "select", top_k = "select", compact = "select", expert_map = "select",
+  get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",
+  expert_map = "select",
   add = "elementwise", mul = "elementwise", swiglu = "elementwise", geglu = "elementwise", rope = "elementwise",
   swiglu_q8k = "elementwise", workgroup_reduce = "workgroup", workgroup_scan = "workgroup",
 }
 local BACKENDS = { "cpu", "cuda", "vulkan" }
+-- A contract's entry point where it is not the kernel's own name.
+local ENTRY = { compact_groups = "compact_count" }
 -- Each family's query module and route table.
 local function family(fam)
   if fam == "workgroup" then return require "xpu.workgroup", require "routes.workgroup" end
@@ -109,6 +112,10 @@ end
 CASES.compact = { inputs = { x = { dtype = "f32", shape = { 3001 }, bytes = floats(3001, 23) } },
                   outputs = { values = 3001 * 4, indices = 3001 * 4, count = 4 },
                   query = function(S) return S.compact_query(3001) end }
+-- past the one-launch form's 65536, so the family picks its three-launch row too
+CASES.compact_groups = { inputs = { x = { dtype = "f32", shape = { 70001 }, bytes = floats(70001, 24) } },
+                         outputs = { values = 70001 * 4, indices = 70001 * 4, count = 4, scratch = 18 * 4 },
+                         query = function(S) return S.compact_query(70001) end }
 CASES.expert_map = { inputs = { ids = { dtype = "i32", shape = { 37, 3 }, bytes = ids_of(111, 20, 29, true) } },
                      params = { n_expert = 20 }, outputs = { counts = 80, offsets = 80, tokens = 111 * 4, slots = 111 * 4 },
                      query = function(S) return S.expert_map_query(37, 3, 20) end }
@@ -225,7 +232,7 @@ describe("the layer contract files", function()
       for _, b in ipairs(BACKENDS) do
         local c = C[kernel .. "." .. b]
         assert.is_not_nil(c, kernel .. "." .. b)
-        assert.equal(kernel, c.entry_point)
+        assert.equal(ENTRY[kernel] or kernel, c.entry_point)
         n = n + 1
       end
     end
@@ -247,7 +254,7 @@ for _, entry in ipairs(DEVICES) do
         if not c then return pending(("skipped: %s is not built for %s"):format(kernel, entry.backend)) end
         local want, row = by_family(kernel, entry.dev, case)
         local got, r = by_contract(c, entry.dev, case)
-        assert.equal(kernel, r.kernel)
+        assert.equal(ENTRY[kernel] or kernel, r.kernel)
         for out, bytes in pairs(want) do
           assert.equal(#bytes, #got[out], out)
           assert.is_true(bytes == got[out], ("%s: output '%s' differs from row %s's"):format(name, out, row.name))
@@ -306,6 +313,8 @@ local BAD = {
   ["top_k:1"] = { "x", "f16", function(i) i.x.shape = { 5, 300 } end,
                   "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 256 fails" },
   compact = { "x", "i32", function(i) i.x.shape = { 65537 } end, "accept.op_params.fields.n.constraint: n <= 65536 fails" },
+  compact_groups = { "x", "f16", function(i) i.x.shape = { 2147483648 } end,
+                     "accept.op_params.fields.n.constraint: n <= 2147483647 fails" },
   expert_map = { "ids", "f32", function(_, p) p.n_expert = 2000 end,
                  "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 1024 fails" },
 }
@@ -371,5 +380,40 @@ describe("the elementwise and workgroup contracts' own refusals", function()
                  refused(C["workgroup_reduce.cpu"], case, function(_, p) p.block = nil end))
     assert.equal("accept.op_params.fields.op: missing (the call gives none and the contract has no default)",
                  refused(C["workgroup_reduce.cpu"], case, function(_, p) p.op = nil end))
+  end)
+end)
+
+describe("scripts/contracts.lua --census", function()
+  local exe = arg and arg[-1] or "build/xpulua"
+  local function run(args)
+    local p = io.popen(exe .. " scripts/contracts.lua " .. args .. " --census 2>&1; echo \"exit=$?\"")
+    local out = p:read("a")
+    p:close()
+    return out, tonumber(out:match("exit=(%d+)%s*$"))
+  end
+
+  it("serves every row of the layer route tables from the three files, on every backend", function()
+    local out, code = run(table.concat(FILES, " "))
+    assert.equal(0, code, out)
+    local rows = tonumber(out:match "census of the layer route tables: (%d+) rows, 0 served by no contract")
+    local n = 0
+    for _, t in ipairs { "layer_norm", "layer_select", "layer_elementwise", "workgroup" } do
+      n = n + #require("routes." .. t):rows()
+    end
+    assert.equal(n, rows, out)
+    assert.matches("layer_norm%s+rms_norm%.f16%s+rms_norm%s+f16%s+cpu, cuda, vulkan", out)
+    assert.matches("layer_select%s+compact_groups%.f32%s+compact_count%s+f32%s+cpu, cuda, vulkan", out)
+    assert.matches("workgroup%s+workgroup%-scan%-i64%s+workgroup_scan%s+i64%s+cpu, cuda, vulkan", out)
+    assert.matches("rope f16 head_dim 127%s+0%s+.-accept.op_params.fields.head_dim.constraint", out)
+    assert.matches("compact f32 65537%s+0%s+.-n <= 65536 fails", out)
+    assert.matches("compact_groups f32 2%^20%s+3%s+compact_groups.cpu.f32", out)
+  end)
+
+  it("names the rows no contract serves and exits 1 (one file read)", function()
+    local out, code = run("contracts/layer-ops.md --backend cpu")
+    assert.equal(1, code, out)
+    assert.matches("census of the layer route tables: %d+ rows, 16 served by no contract", out) -- 11 elementwise, 5 workgroup
+    assert.matches("layer_elementwise%s+swiglu%.f16%s+swiglu%s+f16%s+none", out)
+    assert.matches("layer_norm%s+rms_norm%.f32%s+rms_norm%s+f32%s+cpu\n", out)
   end)
 end)
