@@ -83,7 +83,7 @@ local CASES = {
   }),
   rms_norm_q8k = norm_case("rms_norm_q8k", 2, 512, { outputs = { xq = 2 * 2 * 320 } }),
   layer_norm = norm_case("layer_norm", 3, 100),
-  softmax = norm_case("softmax", 4, 77, { params = { scale = 0.5, causal = 1 }, scalars = { scale = 0.5 },
+  softmax = norm_case("softmax", 4, 77, { params = { scale = 0.5, causal = 1, pos0 = 5 }, scalars = { scale = 0.5, pos0 = 5 },
     query = function(N) return N.query("softmax", 4, 77, { causal = true }) end }),
 }
 CASES.add_rms_norm.inputs.residual = { dtype = "f32", shape = { 2, 257 }, bytes = floats(2 * 257, 9) }
