@@ -85,6 +85,8 @@ local DEFAULT_QUERIES = {
     ["weight.dim0"] = 4000 }),
   q("layer_norm f32 512x4096", "layer_norm", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["weight.rank"] = 1,
     ["weight.dim0"] = 4096 }),
+  q("layer_norm_bias f32 512x4096", "layer_norm_bias", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4096, ["bias.rank"] = 1, ["bias.dim0"] = 4096 }),
   q("softmax f32 causal 32x512", "softmax", "f32", { rank = 2, dim0 = 32, dim1 = 512, causal = 1 }),
   q("get_rows q4_K 8 of 4096", "get_rows", "q4_K", { rank = 2, dim0 = 32000, dim1 = 4096, ["ids.rank"] = 1, ["ids.dim0"] = 8 }),
   q("get_rows q4_0 rows of 100", "get_rows", "q4_0", { rank = 2, dim0 = 16, dim1 = 100, ["ids.rank"] = 1, ["ids.dim0"] = 1 }),

@@ -18,7 +18,8 @@ for _, file in ipairs(FILES) do
 end
 
 local FAMILY = {
-  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", softmax = "norm",
+  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", layer_norm_bias = "norm",
+  softmax = "norm",
   get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",
   expert_map = "select",
   add = "elementwise", mul = "elementwise", swiglu = "elementwise", geglu = "elementwise", rope = "elementwise",
@@ -26,7 +27,7 @@ local FAMILY = {
 }
 local BACKENDS = { "cpu", "cuda", "vulkan" }
 -- A contract's entry point where it is not the kernel's own name.
-local ENTRY = { compact_groups = "compact_count" }
+local ENTRY = { compact_groups = "compact_count", layer_norm_bias = "layer_norm" }
 -- Each family's query module and route table.
 local function family(fam)
   if fam == "workgroup" then return require "xpu.workgroup", require "routes.workgroup" end
@@ -89,6 +90,8 @@ local CASES = {
 CASES.add_rms_norm.inputs.residual = { dtype = "f32", shape = { 2, 257 }, bytes = floats(2 * 257, 9) }
 CASES.add_rms_norm.inputs.x.shape, CASES.add_rms_norm.inputs.x.bytes = { 2, 257 }, floats(2 * 257, 3)
 CASES.softmax.inputs.weight = nil
+CASES.layer_norm_bias = norm_case("layer_norm", 3, 100, { query = function(N) return N.query("layer_norm", 3, 100, { bias = true }) end })
+CASES.layer_norm_bias.inputs.bias = { dtype = "f32", shape = { 100 }, bytes = floats(100, 8) }
 
 for _, f in ipairs { "f32", "f16", "q8_0", "q4_0", "q4_K" } do
   local cols = f:find "K" and 512 or 64
@@ -305,6 +308,7 @@ local BAD = {
   rms_norm_q8k = { "x", "bf16", function(i) i.x.shape = { 2, 500 }; i.weight.shape = { 500 } end,
                    "accept.op_params.fields.cols.constraint: cols % 256 == 0 fails" },
   layer_norm = { "weight", "f16", function(i) i.weight.shape = { 99 } end, "accept.inputs[1].shape_constraint: dim[0] == x.dim[1] fails" },
+  layer_norm_bias = { "bias", "f16", function(i) i.bias.shape = { 101 } end, "accept.inputs[2].shape_constraint: dim[0] == x.dim[1] fails" },
   softmax = { "x", "f64", function(i) i.x.shape = { 4, 0 } end,
               "accept.op_params.fields.cols.constraint: cols >= 1 and cols <= 16777216 fails" },
   ["get_rows:q4_K"] = { "ids", "i64", function(i) i.table.shape = { 6, 500 } end,
@@ -353,8 +357,15 @@ describe("each layer contract refuses by its field's name", function()
   end
 end)
 
-describe("the elementwise and workgroup contracts' own refusals", function()
+describe("the layer contracts' own refusals", function()
   local cpu = DEVICES[1].dev
+  it("layer_norm is the bias-free form, layer_norm_bias the form with one: has_bias is tied to each", function()
+    assert.equal("accept.op_params.fields.has_bias.constraint: has_bias == 0 fails",
+                 refused(C["layer_norm.cpu"], CASES.layer_norm, function(_, p) p.has_bias = 1 end))
+    assert.equal("accept.op_params.fields.has_bias.constraint: has_bias == 1 fails",
+                 refused(C["layer_norm_bias.cpu"], CASES.layer_norm_bias, function(_, p) p.has_bias = 0 end))
+  end)
+
   it("add: b of another dtype than a, and a broadcast that b's rank does not say, by the field", function()
     local case = CASES["add:bcast"]
     assert.equal("accept.inputs[1].shape_constraint: dtype == a.dtype fails",
