@@ -534,7 +534,12 @@ describe("the HIP code objects embedded in this xpulua", function()
       local what = r.name .. " (" .. r.arch .. ")"
       assert.equal(r.arch:match("^gfx9") and 64 or 32, r.wavefront_size, what)
       assert.is_true(r.vgpr_count > 0 and r.sgpr_count > 0, what)
-      assert.is_true(r.max_flat_workgroup_size >= 256, what)
+      -- a launch bound is recorded for every kernel: the layer kernels declare their own
+      -- blocks (top_k 32, swiglu_q8k 64: kernels/select.h, elementwise.h), the mat-vecs 256+
+      assert.is_true(r.max_flat_workgroup_size >= 32, what)
+      if r.name:match("_q8k_wave$") or r.name:match("_q8k_id$") then
+        assert.is_true(r.max_flat_workgroup_size >= 256, what)
+      end
       assert.is_true(r.private_segment_fixed_size >= 0 and r.group_segment_fixed_size >= 0, what)
       assert.equal(r.vgpr_spill_count > 0 or r.sgpr_spill_count > 0, r.spills, what)
       if r.name:match("_q8k_wave$") or r.name:match("_q8k_id$") then

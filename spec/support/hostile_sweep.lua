@@ -377,6 +377,7 @@ local function gguf_file()
   return g
 end
 
+local locks = 0
 -- Factories per type name: each returns a fresh instance (nil where the device has none).
 local MAKE = {
   Device = function(d) return d end,
@@ -401,6 +402,10 @@ local MAKE = {
   Contract = function(d) return contracts_for(d) end,
   BoundLaunch = function(d) return (contracts_for(d):bind(rotating_call(d))) end,
   GGUF = function() return gguf_file() end,
+  FileLock = function() -- a lock file of its own each time, in the scratch directory
+    locks = locks + 1
+    return assert(xpu.file.lock(("hostile-%d.lock"):format(locks), 0))
+  end,
 }
 -- Types the API never hands to a script (held only on the C stack while a call runs).
 local INTERNAL = {
