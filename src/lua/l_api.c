@@ -215,7 +215,7 @@ static const struct api_entry contract_entries[] = {
 	{ "Contract:register", "c:register(table [, regime [, {priority = n}]]) -> list of Row",
 	  "a row per dtype and per variant of a shape op (<op>.<backend>.<dtype>[:<kernel>]), best first" },
 	{ "Contract:launch", "c:launch{inputs =, params =, out =, stream =} -> result",
-	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; out = buffer for one output, out = {name = buffer, ...} by output name for several; result.row and result.kernel say what ran" },
+	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; out = buffer for one output, out = {name = buffer, ...} by output name for several; f32 params and those marked argument travel as operands of the call, the rest as its query's facts; result.row and result.kernel say what ran" },
 	{ "Contract:bind", "c:bind{inputs =, params =, out =} -> BoundLaunch, result",
 	  "checked and picked as launch does, kept for launching later" },
 	{ "BoundLaunch:launch", "bound:launch([stream]) -> launched, kernel",
@@ -435,9 +435,9 @@ static const struct api_entry workgroup_entries[] = {
 
 static const struct api_entry norm_entries[] = {
 	{ "xpu.layers.norm.rows", "norm.rows(table) -> table",
-	  "registers rms_norm.f32, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
-	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {bias =, causal =}]) -> Query",
-	  "the query for one of the row-normalisation kernels over rows x cols f32" },
+	  "registers rms_norm.f32, rms_norm.f16, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
+	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {dtype =, bias =, causal =}]) -> Query",
+	  "the query for one of the row-normalisation kernels over rows x cols (dtype f32, or f16 for rms_norm); bias true sets the fact has_bias 1" },
 	{ "xpu.layers.norm.bench_case", "norm.bench_case(kernel, dev, size) -> {query, operands, bytes, note}",
 	  "a seeded decode (1 x 4096) or prefill (512 x 4096) case on dev for the layer bench" },
 	{ "xpu.layers.norm.floats", "norm.floats(n, seed) -> f32s",
