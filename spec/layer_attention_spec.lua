@@ -277,6 +277,66 @@ for _, entry in ipairs(devices) do
   end)
 end
 
+-- ---- the cache as the shape ops write it ------------------------------------------------------
+
+-- Tokens 0 .. last written one at a time into an f16 [2, slots, 64] K and V cache through the
+-- write_slice contract (position p at slot p) or write_slice_rotating's (the position from a
+-- buffer, slot p % slots), then decoded at `last` from those very buffers: the caches are the
+-- bytes assembled here by that layout, and attention over them is the CPU's over those bytes.
+local H, D = 2, 64
+local contracts = assert(xpu.contracts.try_load("contracts/shape-ops.md"))
+local function contract_for(d, op)
+  for _, c in ipairs(contracts) do
+    if c.kernel == op and d:supports(c.code_capability) then return c end
+  end
+end
+
+local function write_tokens(d, op, slots, last)
+  local c = assert(contract_for(d, op), op .. " has no contract on " .. d.id)
+  local cache, want, bufs = {}, {}, {}
+  for _, name in ipairs { "k", "v" } do
+    local dest = d:buffer(att.f16_bytes(H * slots * D, 77))
+    local rows = {}
+    for i = 0, H * slots - 1 do rows[i] = att.f16_bytes(H * slots * D, 77):sub(2 * D * i + 1, 2 * D * (i + 1)) end
+    for p = 0, last do
+      local tok = att.f16_bytes(H * D, 1000 * #name + p)
+      local inputs = { source = { dtype = "f16", shape = { H, 1, D }, buffer = d:buffer(tok) },
+                       dest = { dtype = "f16", shape = { H, slots, D }, buffer = dest } }
+      local params = { ranges = { { 0, H }, { p, p + 1 }, { 0, D } } }
+      if op == "write_slice_rotating" then
+        inputs.position = { dtype = "u32", shape = { 1 }, buffer = d:buffer(string.pack("<I4", p)) }
+        params = { axis = 1, modulus = slots, ranges = { { 0, H }, { 0, 1 }, { 0, D } } }
+      end
+      c:launch { inputs = inputs, params = params }
+      for h = 0, H - 1 do rows[h * slots + p % slots] = tok:sub(2 * D * h + 1, 2 * D * (h + 1)) end
+    end
+    fx.sync(d)
+    cache[name], bufs[name] = dest:download(), dest
+    want[name] = table.concat(rows, "", 0, H * slots - 1)
+  end
+  return cache, want, bufs
+end
+
+describe("attention reads the cache write_slice and write_slice_rotating write", function()
+  local targets = { { id = "cpu:0", dev = cpu } }
+  for _, e in ipairs(devices) do targets[#targets + 1] = e end
+  for _, e in ipairs(targets) do
+    for _, w in ipairs { { "write_slice", 32, 19, 0 }, { "write_slice_rotating", 16, 39, 16 } } do
+      it(("%s: %s, %d slots, decoded at %d (window %d)"):format(e.id, w[1], w[2], w[3], w[4]), function()
+        if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+        local cache, want, bufs = write_tokens(e.dev, w[1], w[2], w[3])
+        assert.equal(want.k, cache.k, "the K cache is not the layout's bytes")
+        assert.equal(want.v, cache.v, "the V cache is not the layout's bytes")
+        local c = case("attention_decode", { n_head = 4, n_kv_head = H, head_dim = D, slots = w[2], window = w[4] }, w[3])
+        c.k, c.v = cache.k, cache.v
+        local got = run(e.dev, c, bufs) -- the written buffers themselves: no copy between
+        assert.equal(0, same(run(cpu, c), got, e.id .. " " .. w[1]))
+        within(got, doubles(c), 2 ^ -18, e.id .. " " .. w[1] .. " against the doubles")
+      end)
+    end
+  end
+end)
+
 -- ---- the rows: each fires, and does not where it does not serve -------------------------------
 
 local function shape(hd, extra)
