@@ -1,11 +1,11 @@
 #!/bin/sh
 # usage: sh scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH] | run TEST_BACKEND_OPS [BACKEND]
-# anchor-layer.sh — the anchor for scripts/bench-layer.lua: ggml's test-backend-ops in perf mode
-# at the layer kernels' own shapes (the decode and prefill cases of xpu.layers.*), on the same
+# anchor-layer.sh — the anchor for scripts/bench-layer.lua and scripts/bench-attention.lua: ggml's
+# test-backend-ops in perf mode at their own shapes (the decode and prefill cases of xpu.layers.*), on the same
 # GPU and in the same run as ours. test-backend-ops' perf list holds other shapes, so this
 # script adds ours to a copy of its source (lines that call its own test-case constructors,
 # enabled by XPU_LAYER_CASES=1, which then runs only them), builds it for CUDA and prints its
-# lines for RMS_NORM, NORM, SOFT_MAX, ROPE, GLU, ADD, MUL, GET_ROWS, ARGMAX and TOP_K.
+# lines for RMS_NORM, NORM, SOFT_MAX, ROPE, GLU, ADD, MUL, GET_ROWS, ARGMAX, TOP_K and FLASH_ATTN_EXT.
 #   scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH]   (cmake + nvcc; ~5 min at -j16)
 #   scripts/anchor-layer.sh run TEST_BACKEND_OPS [BACKEND]             (default CUDA0)
 set -eu
@@ -34,7 +34,7 @@ build)
 	ls -la "$out/bin/test-backend-ops";;
 run)
 	[ $# -ge 2 ] || { usage >&2; exit 2; }
-	for op in RMS_NORM NORM SOFT_MAX ROPE GLU ADD MUL GET_ROWS ARGMAX TOP_K; do
+	for op in RMS_NORM NORM SOFT_MAX ROPE GLU ADD MUL GET_ROWS ARGMAX TOP_K FLASH_ATTN_EXT; do
 		XPU_LAYER_CASES=1 "$2" perf -b "${3:-CUDA0}" -o "$op" 2>&1 | grep -E "us/run" || true
 	done;;
 *) usage >&2; exit 2;;
