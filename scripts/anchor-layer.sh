@@ -1,7 +1,7 @@
 #!/bin/sh
 # usage: sh scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH] | run TEST_BACKEND_OPS [BACKEND]
-# anchor-layer.sh — the anchor for scripts/bench-layer.lua: ggml's test-backend-ops in perf mode
-# at the layer kernels' own shapes (the decode and prefill cases of xpu.layers.*), on the same
+# anchor-layer.sh — the anchor for scripts/bench-layer.lua and scripts/bench-attention.lua: ggml's
+# test-backend-ops in perf mode at their own shapes (the decode and prefill cases of xpu.layers.*), on the same
 # GPU and in the same run as ours. test-backend-ops' perf list holds other shapes, so this
 # script adds ours to a copy of its source (lines that call its own test-case constructors,
 # enabled by XPU_LAYER_CASES=1, which then runs only them), builds it for CUDA and prints its

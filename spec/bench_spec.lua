@@ -368,6 +368,32 @@ describe("bench-kv-write", function()
   end)
 end)
 
+describe("bench-attention", function()
+  on_devices("decode and prefill gated against cpu:0 and timed, every record carrying its ctx", function(dev)
+    local out = run(("scripts/bench-attention.lua --device %s --ctx 64,100 --heads 4 --kv-heads 2 --head-dim 64 "
+      .. "--tokens 8 --reps 1 -o jsonl"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local report = require "xpu.report"
+    local seen = {}
+    for _, line in ipairs(records_of(out)) do
+      local r = report.decode_json(line)
+      assert.equal("==", r.gate, line)
+      assert.equal(r.kernel .. ".hd64", r.row)
+      assert.is_true(r.median_us > 0 and r.gbs > 0 and r.tflops > 0, line)
+      assert.equal(r.kernel == "attention_decode" and 1 or 8, r.tokens)
+      seen[#seen + 1] = r.kernel .. " " .. r.ctx
+    end
+    assert.same({ "attention_decode 64", "attention_decode 100", "attention_prefill 64", "attention_prefill 100" }, seen)
+  end)
+
+  it("refuses heads that do not group and a context past the cache, by option", function()
+    assert.matches("bench%-attention: %-%-heads 6 is not a multiple of %-%-kv%-heads 4\nexit 2\n$",
+      run("scripts/bench-attention.lua --heads 6 --kv-heads 4", nil, true))
+    assert.matches("bench%-attention: %-%-ctx: 'x' is not a context 1 .. 262144\nexit 2\n$",
+      run("scripts/bench-attention.lua --ctx 64,x", nil, true))
+  end)
+end)
+
 describe("report.past_caches", function()
   local report = require "xpu.report"
   it("sizes a host's working set at four times its last-level cache, between 256 MiB and an eighth of memory", function()

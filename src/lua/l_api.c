@@ -445,6 +445,30 @@ static const struct api_entry norm_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry attention_entries[] = {
+	{ "xpu.layers.attention.rows", "attention.rows(table) -> table",
+	  "registers attention_decode.<hd64|hd128|generic> and attention_prefill.<hd64|hd128|generic>" },
+	{ "xpu.layers.attention.query", "attention.query(kernel, {n_head =, n_kv_head =, head_dim =, slots =, "
+	  "window =, tokens =}) -> Query",
+	  "the query for attention_decode or attention_prefill over an f16 KV cache of slots positions" },
+	{ "xpu.layers.attention.kernel_of", "attention.kernel_of(kernel, suffix) -> name",
+	  "the kernel a row launches: <kernel>_hd64, <kernel>_hd128, or <kernel> for generic" },
+	{ "xpu.layers.attention.split", "attention.split(query) -> positions",
+	  "the decode split the launcher takes by default (xpu_att_split's rule)" },
+	{ "xpu.layers.attention.max_splits", "attention.max_splits(query [, split]) -> n",
+	  "the most splits one head takes at any position" },
+	{ "xpu.layers.attention.partial_bytes", "attention.partial_bytes(query [, split]) -> bytes",
+	  "the size of decode's scratch operand part: (max, sum, acc) per head and split" },
+	{ "xpu.layers.attention.f16_bytes", "attention.f16_bytes(n, seed) -> f16s",
+	  "n seeded finite f16 values (a few subnormal) as packed bytes, for K and V caches" },
+	{ "xpu.layers.attention.floats", "attention.floats(n, seed) -> f32s",
+	  "n seeded f32 values in -1 .. 1, never all zero, as packed bytes" },
+	{ "xpu.layers.attention.bench_case", "attention.bench_case(kernel, dev, shape) -> {query, operands, bytes, "
+	  "flops, ctx, note}",
+	  "a seeded case on dev for scripts/bench-attention.lua: K / V bytes read, flops, positions seen" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.rows", "select.rows(table) -> table",
 	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K>, argmax.f32, top_k.f32, compact.f32, "
@@ -530,6 +554,9 @@ static const struct api_section sections[] = {
 	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
 	{ "xpu.layers.elementwise", "The elementwise layer kernels as route rows, their queries and bench "
 	  "cases (`require \"xpu.layers.elementwise\"`).", elementwise_entries, NULL },
+	{ "xpu.layers.attention", "Attention over the KV cache (attention_decode, attention_prefill) as route "
+	  "rows per head width, their queries and bench cases (`require \"xpu.layers.attention\"`).",
+	  attention_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
