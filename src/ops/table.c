@@ -11,6 +11,7 @@ const struct xpu_kernel_def *const xpu_kernel_groups[] = {
 	xpu_kernel_defs_norm,
 	xpu_kernel_defs_select,
 	xpu_kernel_defs_elementwise,
+	xpu_kernel_defs_gemm,
 	xpu_kernel_defs_vulkan,
 	NULL,
 };
