@@ -38,7 +38,8 @@
  * matvec_tuning.glsl (the specialization constants), matvec_dot.glsl (the packed byte dots),
  * matvec_wave.glsl (the lanes' exchanges), matvec_row.glsl (a row's loads and scales), one
  * format's matvec_<fmt>.glsl (its weight registers and block value; iq4_nl's codebook in
- * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); one_row and main are here. */
+ * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); row_out, one_row and main are here, or
+ * under GEMM (the prefill GEMMs, which walk each row once per token) matvec_gemm.glsl's main. */
 #ifndef XPU_MATVEC_GLSL
 #define XPU_MATVEC_GLSL
 

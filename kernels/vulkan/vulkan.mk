@@ -8,9 +8,10 @@
 GLSLC ?= $(shell command -v glslc 2>/dev/null)
 VK_COMP := $(sort $(wildcard kernels/vulkan/*.comp))
 # The decode mat-vecs, four per served format (src/quant/format_list.h's rows, read here by
-# name, TYPE and block sizes): <fmt>_q8k_{wave,id}[_dot4], each matvec.glsl under FMT_<TYPE>,
-# the row's sizes and the kind's defines, written to build/vulkan/gen/ rather than kept as
-# twenty near-copies.
+# name, TYPE and block sizes): <fmt>_q8k_{wave,id}[_dot4], and the prefill GEMMs, four more:
+# <fmt>_q8k_gemm[_id]_t{64,128} (GEMM, GEMM_TILE, GEMM_ID: matvec_gemm.glsl), each
+# matvec.glsl under FMT_<TYPE>, the row's sizes and the kind's defines, written to
+# build/vulkan/gen/ rather than kept as fifty near-copies.
 VK_FORMAT_LIST := src/quant/format_list.h
 # (braces: the sed script's parentheses would end a $(shell ...))
 VK_FORMATS := ${shell sed -n 's/^X(\([A-Za-z0-9_]*\), *\([A-Z0-9_]*\),.*/\1:\2/p' $(VK_FORMAT_LIST)}
