@@ -80,6 +80,19 @@ void lx_push_row_of(lua_State *L, int ti, const struct xpu_row *r);
 /* Pushes contract field k of c (l_contract_fields.c); false, pushing nothing, for no field. */
 struct xpu_contract;
 bool lx_push_contract_field(lua_State *L, const struct xpu_contract *c, const char *k);
+
+/* A contract call's arguments from the table at index spec (l_contract_args.c): keys checked
+ * against known (raising naming the unknown one), the inputs (buffers into bufs when not NULL),
+ * the params (strict: raising on a bad one; else false), or both. */
+struct xpu_fkc_call;
+struct xpu_buffer;
+void lx_contract_keys(lua_State *L, int t, const char *what, const char *const *known);
+void lx_contract_read_inputs(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call,
+			     struct xpu_buffer **bufs);
+bool lx_contract_read_params(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call,
+			     bool strict);
+void lx_contract_read_call(lua_State *L, int spec, const struct xpu_contract *c, struct xpu_fkc_call *call,
+			   struct xpu_buffer **bufs);
 /* xpu.new_routes(name): pushes a fresh table that no name reaches. */
 int lx_routes_new(lua_State *L);
 /* Pushes a Call made in C: the Query at qi, on device d and stream s, with n operands (views,
