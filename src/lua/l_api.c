@@ -77,6 +77,8 @@ static const struct api_entry module_entries[] = {
 	  "test only: a state of its own made, its libraries and xpu installed, code run, closed" },
 	{ "xpu.T.leak_check", "xpu.T.leak_check() -> leaked | nil, why",
 	  "test only: LeakSanitizer now (a sanitized build), reporting on stderr" },
+	{ "xpu.T.threads", "xpu.T.threads(dev, threads, rounds [, bytes]) -> n | nil, message",
+	  "test only: threads using dev at once, each on its own stream (upload, copy, copy_bytes, read back, check); n rounds checked" },
 	{ "xpu.T.driver_ledger", "xpu.T.driver_ledger([on]) -> { kind = { made, gone } }",
 	  "test only: counts the driver objects the backends make and destroy, by kind" },
 	{ NULL, NULL, NULL },

@@ -237,6 +237,7 @@ int luaopen_xpu(lua_State *L)
 	lua_setfield(L, t, "kernel_hash");
 	luaL_newlib(L, test_funcs);
 	xpu_lua_open_fault(L, lua_gettop(L));
+	xpu_lua_open_threads(L, lua_gettop(L));
 	lua_setfield(L, t, "T");
 	xpu_lua_open_device(L, t);
 	xpu_lua_open_route(L, t);

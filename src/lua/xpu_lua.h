@@ -40,5 +40,6 @@ void xpu_lua_open_api(lua_State *L, int t);
 void xpu_lua_open_fixture(lua_State *L, int t); /* seeded test data (l_fixture.c) */
 void xpu_lua_open_file(lua_State *L, int t);    /* crash-safe file calls (l_file.c) */
 void xpu_lua_open_fault(lua_State *L, int t);   /* xpu.T's failure injection (l_fault.c) */
+void xpu_lua_open_threads(lua_State *L, int t); /* xpu.T.threads: one device, several threads (l_threads.c) */
 
 #endif
