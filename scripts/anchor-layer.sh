@@ -5,11 +5,12 @@
 # GPU and in the same run as ours. test-backend-ops' perf list holds other shapes, so this
 # script adds ours to a copy of its source (lines that call its own test-case constructors,
 # enabled by XPU_LAYER_CASES=1, which then runs only them), builds it for CUDA and prints its
-# lines for RMS_NORM, NORM, SOFT_MAX, ROPE, GLU, ADD, MUL, GET_ROWS, ARGMAX, TOP_K and FLASH_ATTN_EXT.
+# lines for RMS_NORM, NORM, SOFT_MAX, ROPE, SWIGLU, GEGLU, ADD, MUL, GET_ROWS, ARGMAX and TOP_K.
 #   scripts/anchor-layer.sh build GGML_SRC_DIR BUILD_DIR [CUDA_ARCH]   (cmake + nvcc; ~5 min at -j16)
 #   scripts/anchor-layer.sh run TEST_BACKEND_OPS [BACKEND]             (default CUDA0)
+#   OPS="FLASH_ATTN_EXT MUL_MAT MUL_MAT_ID" scripts/anchor-layer.sh run ...  (anchor-prefill.cases)
 set -eu
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 case "${1:-}" in
 -h|--help) usage; exit 0;;
 build)
@@ -23,10 +24,11 @@ build)
 		inperf && /std::vector<std::unique_ptr<test_case>> test_cases;/ {
 			inperf = 0
 			print "    if (getenv(\"XPU_LAYER_CASES\")) {"
-			while ((getline line < CASES) > 0) print "        " line
+			n = split(CASES, files, " ")
+			for (f = 1; f <= n; f++) while ((getline line < files[f]) > 0) print "        " line
 			print "        return test_cases;"
 			print "    }"
-		}' CASES="$(dirname "$0")/anchor-layer.cases" "$f" > "$f.new" && mv "$f.new" "$f"
+		}' CASES="$(dirname "$0")/anchor-layer.cases $(dirname "$0")/anchor-prefill.cases" "$f" > "$f.new" && mv "$f.new" "$f"
 	grep -q XPU_LAYER_CASES "$f" || { echo "anchor-layer.sh: could not add the cases to $f" >&2; exit 1; }
 	PATH=$PATH:/usr/local/cuda/bin cmake -S "$src" -B "$out" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" \
 		-DBUILD_SHARED_LIBS=OFF -DGGML_BUILD_TESTS=ON -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -34,7 +36,7 @@ build)
 	ls -la "$out/bin/test-backend-ops";;
 run)
 	[ $# -ge 2 ] || { usage >&2; exit 2; }
-	for op in RMS_NORM NORM SOFT_MAX ROPE GLU ADD MUL GET_ROWS ARGMAX TOP_K FLASH_ATTN_EXT; do
+	for op in ${OPS:-RMS_NORM NORM SOFT_MAX ROPE SWIGLU GEGLU ADD MUL GET_ROWS ARGMAX TOP_K}; do
 		XPU_LAYER_CASES=1 "$2" perf -b "${3:-CUDA0}" -o "$op" 2>&1 | grep -E "us/run" || true
 	done;;
 *) usage >&2; exit 2;;

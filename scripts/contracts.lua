@@ -1,9 +1,12 @@
--- contracts.lua — a contract file's contracts, the route rows they become, and an audit of a
+-- contracts.lua — contract files' contracts, the route rows they become, and an audit of a
 -- query set against those rows (the declared half: no device asked):
---   xpulua scripts/contracts.lua FILE.md [--queries QUERIES.lua] [--backend cpu|cuda]
+--   xpulua scripts/contracts.lua FILE.md [FILE.md ...] [--queries QUERIES.lua] [--backend B] [--census]
 -- Each contract registers in the regime named after its kernel, so a query asks for one op.
--- The built-in queries are those of the file's ops (contracts/shape-ops.md, contracts/layer-ops.md).
--- QUERIES.lua returns a list of { name = "...", regime = op, format = dtype, <facts>... }.
+-- The built-in queries are those of the files' ops (contracts/shape-ops.md, layer-ops.md,
+-- elementwise-ops.md, workgroup-ops.md). QUERIES.lua returns a list of
+-- { name = "...", regime = op, format = dtype, <facts>... }. --census lists every row of the
+-- layer route tables (routes.layer_norm, layer_select, layer_elementwise, workgroup) with the
+-- backends whose contract serves its kernel and format, and exits 1 when one is served by none.
 -- A malformed file prints the reader's error (file, line, kernel, key) and exits 1.
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -12,16 +15,19 @@ local cli = require "xpu.cli"
 
 local opts = cli.parse(arg, {
   name = "contracts",
-  about = "A contract file's contracts, the route rows they become, and an audit of a query set against them.",
-  example = "xpulua scripts/contracts.lua contracts/shape-ops.md --backend cpu",
+  about = "Contract files' contracts, the route rows they become, an audit of a query set against them, "
+    .. "and (--census) the layer route rows they serve.",
+  example = "xpulua scripts/contracts.lua contracts/layer-ops.md contracts/elementwise-ops.md contracts/workgroup-ops.md --census",
   options = {
     { "queries", "string", nil, "a Lua file returning the query list", value = "QUERIES.lua",
       default_text = "the built-in queries" },
     { "backend", "string", nil, "one backend's contracts only, e.g. cpu or cuda", value = "B", default_text = "all" },
+    { "census", "flag", nil, "list the layer route tables' rows and the contracts serving each" },
   },
-  args = { { "FILE", "the contract file (.md)", required = true } },
+  args = { { "FILE...", "contract files (.md), one or more", required = true, key = "file" } },
+  more_args = true,
 })
-local path, queries_file, backend = opts.file, opts.queries, opts.backend
+local paths, queries_file, backend = opts.args, opts.queries, opts.backend
 
 -- A bad contract or query file: one line naming where and what, exit 1, never a traceback.
 local function fail(msg)
@@ -29,8 +35,15 @@ local function fail(msg)
   os.exit(1)
 end
 
-local contracts, err = xpu.contracts.try_load(path)
-if not contracts then fail(err) end
+local contracts, where = {}, {}
+for _, path in ipairs(paths) do
+  local cs, err = xpu.contracts.try_load(path)
+  if not cs then fail(err) end
+  for _, c in ipairs(cs) do
+    contracts[#contracts + 1] = c
+    where[c] = #paths > 1 and ("%s:%d"):format(path:match "[^/]*$", c.line) or c.line
+  end
+end
 
 -- The built-in query set: each op served, and the refusals a planner meets most.
 local function q(name, regime, format, facts)
@@ -72,6 +85,8 @@ local DEFAULT_QUERIES = {
     ["weight.dim0"] = 4000 }),
   q("layer_norm f32 512x4096", "layer_norm", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["weight.rank"] = 1,
     ["weight.dim0"] = 4096 }),
+  q("layer_norm_bias f32 512x4096", "layer_norm_bias", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4096, ["bias.rank"] = 1, ["bias.dim0"] = 4096 }),
   q("softmax f32 causal 32x512", "softmax", "f32", { rank = 2, dim0 = 32, dim1 = 512, causal = 1 }),
   q("get_rows q4_K 8 of 4096", "get_rows", "q4_K", { rank = 2, dim0 = 32000, dim1 = 4096, ["ids.rank"] = 1, ["ids.dim0"] = 8 }),
   q("get_rows q4_0 rows of 100", "get_rows", "q4_0", { rank = 2, dim0 = 16, dim1 = 100, ["ids.rank"] = 1, ["ids.dim0"] = 1 }),
@@ -79,7 +94,30 @@ local DEFAULT_QUERIES = {
   q("top_k f32 512x128 k 8", "top_k", "f32", { rank = 2, dim0 = 512, dim1 = 128, k = 8 }),
   q("top_k f32 k 9", "top_k", "f32", { rank = 2, dim0 = 1, dim1 = 128, k = 9 }),
   q("compact f32 4096", "compact", "f32", { rank = 1, dim0 = 4096 }),
+  q("compact f32 65537", "compact", "f32", { rank = 1, dim0 = 65537 }),
+  q("compact_groups f32 2^20", "compact_groups", "f32", { rank = 1, dim0 = 1048576 }),
   q("expert_map i32 512x8 of 128", "expert_map", "i32", { rank = 2, dim0 = 512, dim1 = 8, n_expert = 128 }),
+  q("rms_norm f16 1x4096", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4096, ["weight.rank"] = 1, ["weight.dim0"] = 4096 }),
+  q("rms_norm f16 cols 4095", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4095, ["weight.rank"] = 1,
+    ["weight.dim0"] = 4095 }),
+  -- the elementwise kernels (contracts/elementwise-ops.md) and the primitives' test kernels (workgroup-ops.md)
+  q("add f32 512x4096", "add", "f32", { rank = 2, dim0 = 512, dim1 = 4096, ["b.rank"] = 2, ["b.dim0"] = 512,
+    ["b.dim1"] = 4096 }),
+  q("add f16 1x4096 row broadcast", "add", "f16", { rank = 2, dim0 = 1, dim1 = 4096, ["b.rank"] = 1, ["b.dim0"] = 4096 }),
+  q("mul f32 broadcast of 4095", "mul", "f32", { rank = 2, dim0 = 8, dim1 = 4096, ["b.rank"] = 1, ["b.dim0"] = 4095 }),
+  q("swiglu f16 1x14336", "swiglu", "f16", { rank = 2, dim0 = 1, dim1 = 14336, ["u.rank"] = 2, ["u.dim0"] = 1,
+    ["u.dim1"] = 14336 }),
+  q("geglu f32 512x14336", "geglu", "f32", { rank = 2, dim0 = 512, dim1 = 14336, ["u.rank"] = 2, ["u.dim0"] = 512,
+    ["u.dim1"] = 14336 }),
+  q("rope f32 512x32x128 neox", "rope", "f32", { rank = 3, dim0 = 512, dim1 = 32, dim2 = 128, ["pos.rank"] = 1,
+    ["pos.dim0"] = 512, mode = 1 }),
+  q("rope f16 head_dim 127", "rope", "f16", { rank = 3, dim0 = 1, dim1 = 32, dim2 = 127, ["pos.rank"] = 1, ["pos.dim0"] = 1 }),
+  q("swiglu_q8k f32 1x14336", "swiglu_q8k", "f32", { rank = 2, dim0 = 1, dim1 = 14336, ["u.rank"] = 2, ["u.dim0"] = 1,
+    ["u.dim1"] = 14336 }),
+  q("swiglu_q8k f16", "swiglu_q8k", "f16", { rank = 2, dim0 = 1, dim1 = 256 }),
+  q("workgroup_reduce f32 add 256", "workgroup_reduce", "f32", { rank = 1, dim0 = 65536, op = 0, block = 256 }),
+  q("workgroup_scan i64 min 1024 x 4", "workgroup_scan", "i64", { rank = 1, dim0 = 65536, op = 2, block = 1024, trips = 4 }),
+  q("workgroup_scan f32", "workgroup_scan", "f32", { rank = 1, dim0 = 64, op = 0, block = 64 }),
 }
 
 -- The built-in queries of the ops this file has contracts for (any backend).
@@ -114,12 +152,12 @@ for _, c in ipairs(contracts) do
     end
     local shown = ("%s.%s.<%s>"):format(c.kernel, c.backend, table.concat(formats, "|"))
     if #variants > 0 then shown = shown .. "[:" .. table.concat(variants, "|:") .. "]" end
-    crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, c.line, c.determinism, c.bytes_moved, shown,
+    crow[#crow + 1] = { c.kernel, c.backend, c.entry_point, where[c], c.determinism, c.bytes_moved, shown,
                         table.concat(rows[1].needs, ",") }
   end
 end
 print(report.table {
-  title = ("%s: %d contracts, %d rows"):format(path, #crow, nrows),
+  title = ("%s: %d contracts, %d rows"):format(table.concat(paths, ", "), #crow, nrows),
   header = { "kernel", "backend", "entry", "line", "determinism", "bytes_moved", "rows", "needs" },
   rows = crow,
 })
@@ -169,3 +207,31 @@ print(report.table { title = ("audit of %d queries: %d unserved"):format(#querie
                      header = { "query", "rows", "served by / refusal" }, rows = arows })
 print()
 print(("rows that never fire: %d of %d"):format(never, nrows))
+
+-- The census: every row of the layer route tables, and the backends whose contract (among the
+-- files read) has a row launching its kernel in its format. With --census, a row none serves exits 1.
+if opts.census then
+  local served_by = {}
+  for _, op in ipairs(ops) do
+    for _, r in ipairs(tables[op]:rows()) do
+      local b = r.name:match "^[%w_]+%.(%a+)%."
+      local key = r.kernel .. "/" .. r.format -- the kernel the row launches: a contract's entry point
+      served_by[key] = served_by[key] or {}
+      served_by[key][b] = true
+    end
+  end
+  local crows, none = {}, 0
+  for _, tname in ipairs { "layer_norm", "layer_select", "layer_elementwise", "workgroup" } do
+    for _, r in ipairs(require("routes." .. tname):rows()) do
+      local bs = {}
+      for b in pairs(served_by[r.kernel .. "/" .. r.format] or {}) do bs[#bs + 1] = b end
+      table.sort(bs)
+      if #bs == 0 then none = none + 1 end
+      crows[#crows + 1] = { tname, r.name, r.kernel, r.format, #bs > 0 and table.concat(bs, ", ") or "none" }
+    end
+  end
+  print()
+  print(report.table { title = ("census of the layer route tables: %d rows, %d served by no contract"):format(#crows, none),
+                       header = { "table", "row", "kernel", "format", "contracts (backends)" }, rows = crows })
+  if none > 0 then os.exit(1) end
+end

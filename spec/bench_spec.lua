@@ -473,7 +473,7 @@ end)
 describe("the scripts' options", function()
   it("refuse an option that takes a value given none (or given the next option) by name, exit 2", function()
     for _, script in ipairs { "bench-decode", "bench-matvec-kernel", "bench-shape-ops", "bandwidth", "bench-id",
-                              "bench-kv-write", "bench-launch" } do
+                              "bench-kv-write", "bench-launch", "bench-prefill" } do
       local out = run(("scripts/%s.lua --device"):format(script), nil, true)
       assert.equal(script .. ": --device needs a value\nexit 2\n", out, script)
       out = run(("scripts/%s.lua --device --mib 1"):format(script), nil, true)
@@ -487,7 +487,7 @@ describe("the scripts' options", function()
                          { "bench-decode", "--copies", "0", "copies" }, { "bench-matvec-kernel", "--n", "0", "timed runs" },
                          { "bench-matvec-kernel", "--copies", "0", "copies" },
                          { "bandwidth", "--mib", "1.5", "MiB" }, { "bandwidth", "--reps", "x", "repetitions" },
-                         { "bench-id", "--experts", "x", "experts" }, { "bench-launch", "--passes", "-1", "passes" },
+                         { "bench-id", "--experts", "x", "experts" }, { "bench-prefill", "--tokens", "x", "tokens" }, { "bench-launch", "--passes", "-1", "passes" },
                          { "bench-shape-ops", "--reps", "abc", "repetitions" }, { "bench-shape-ops", "--mib", "x", "MiB" },
                          { "bench-shape-ops", "--launches", "0", "launches" }, { "bench-shape-ops", "--warm-ms", "-1", "milliseconds" },
                          { "bench-shape-ops", "--again", "-1", "attempts" },

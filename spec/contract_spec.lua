@@ -313,6 +313,46 @@ describe("an f32 field (a kernel argument such as eps)", function()
   end)
 end)
 
+describe("an integer field marked argument (an operand of the call, such as a position)", function()
+  local good = io.open(FIX .. "good.md"):read("a")
+  local function with_field(line)
+    return (good:gsub('      axis: { kind: usize, constraint: "axis < input.rank" }\n', '%0' .. line .. "\n", 1))
+  end
+  local c = xpu.contracts.parse(with_field('      pos0: { kind: u32, default: "0", argument: true, constraint: "pos0 %% 2 == 0" }'),
+                                "arg.md")[1]
+
+  it("is checked as a field (its default, range and constraint) and marked an argument", function()
+    assert.is_true(c.fields[2].argument)
+    assert.is_false(c.fields[1].argument)
+    assert.equal(6, c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, pos0 = 6 } }.params.pos0)
+    assert.equal(0, c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0 } }.params.pos0)
+    local _, why = c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, pos0 = 3 } }
+    assert.equal("accept.op_params.fields.pos0.constraint: pos0 % 2 == 0 fails", why)
+    _, why = c:call { inputs = { input = dense("f32", { 4 }) }, params = { axis = 0, pos0 = 1 << 32 } }
+    assert.equal("accept.op_params.fields.pos0: 4294967296 is not a u32 value", why)
+  end)
+
+  it("is no fact of the query its rows see: a query carrying it is refused as unknown", function()
+    local rows = c:register(xpu.new_routes "arg", "arg")
+    assert.is_true(#rows > 0)
+    local ok, err = pcall(xpu.query, { regime = "arg", format = "f32", rank = 1, dim0 = 4, axis = 0, pos0 = 2 })
+    assert.is_false(ok)
+    assert.matches("pos0", err)
+  end)
+
+  it("is refused on a list or an f32 field, by line and key", function()
+    for _, k in ipairs {
+      { '      pos0: { kind: "Vec<usize>", argument: true }', "fields.pos0.argument: only an integer field (usize, i64, u8, u32) is an argument; a list is a fact" },
+      { '      pos0: { kind: f32, argument: true }', "fields.pos0.argument: only an integer field (usize, i64, u8, u32) is an argument; an f32 field always is one" },
+      { '      pos0: { kind: u32, argument: "yes" }', "fields.pos0.argument: " },
+    } do
+      local ok, err = pcall(xpu.contracts.parse, with_field(k[1]), "arg.md")
+      assert.is_false(ok)
+      assert.truthy(err:find("arg.md:23: ", 1, true) and err:find(k[2], 1, true), err)
+    end
+  end)
+end)
+
 describe("several outputs, inputs of their own dtype, block dtypes", function()
   local text = io.open(FIX .. "outputs.md"):read("a")
   local list = xpu.contracts.parse(text, "outputs.md")

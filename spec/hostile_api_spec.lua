@@ -58,7 +58,7 @@ end
 
 local GROUPS = { "xpu", "modules", "Device", "DeviceList", "Buffer", "Stream", "mark", "Kernel",
                  "RouteTable", "Row", "Query", "QueryView", "Call", "Refusal", "Audit",
-                 "Contract", "BoundLaunch", "GGUF" }
+                 "Contract", "BoundLaunch", "GGUF", "FileLock" }
 
 describe("hostile calls to the xpu API", function()
   it("every xpu.* type a script can hold is swept", function()

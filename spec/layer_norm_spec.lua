@@ -505,8 +505,8 @@ describe("routes.layer_norm", function()
   end)
 
   it("layer_norm.f32 and softmax.f32 refuse a flag that is not 0 or 1", function()
-    local q = xpu.query { regime = "layer_norm", format = "f32", rows = 1, cols = 8, bias = 2 }
-    assert.equal("bias 2 is not 0 or 1", routes:why_not_admissible(q).gate)
+    local q = xpu.query { regime = "layer_norm", format = "f32", rows = 1, cols = 8, has_bias = 2 }
+    assert.equal("has_bias 2 is not 0 or 1", routes:why_not_admissible(q).gate)
     q = xpu.query { regime = "softmax", format = "f32", rows = 1, cols = 8, causal = 3 }
     assert.equal("causal 3 is not 0 or 1", routes:why_not_admissible(q).gate)
   end)

@@ -21,11 +21,6 @@ static __device__ __forceinline__ uint64_t mv_wave_index(uint32_t *lane, uint64_
 	return xpu_group() * per_group + t / 32;
 }
 
-static __device__ __forceinline__ bool mv_aligned16(const void *a, const void *b)
-{
-	return (((uintptr_t)a | (uintptr_t)b) & 15) == 0;
-}
-
 /* y[y_off + r] = row r of w . x */
 template <class F>
 static __device__ __forceinline__ void mv_wave(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,

@@ -642,4 +642,10 @@ static __device__ __forceinline__ void mv_stream_any(const R &r, bool aligned16,
 		mv_walk<F, false, MAY_STREAM>(r, bpr, first, stride, end, lane);
 }
 
+/* Whether both bases are 16-byte aligned (the vector loads' condition; matvec.cu, gemm.cu). */
+static __device__ __forceinline__ bool mv_aligned16(const void *a, const void *b)
+{
+	return (((uintptr_t)a | (uintptr_t)b) & 15) == 0;
+}
+
 #endif

@@ -41,6 +41,48 @@ static __device__ __forceinline__ void norm_store(uint16_t *o, uint32_t i, float
 	o[i] = __half_as_ushort(__float2half_rn(v));
 }
 
+/* Rows of at most NORM_B * NORM_R elements take the register path: every lane loads its
+ * elements (and the weight's) at once, so one memory round trip serves the whole row, and the
+ * later passes read registers, not memory. The adds are the loops' adds in the loops' order
+ * (element t + r * NORM_B is trip r), so the results are the same bits. */
+#define NORM_R 16
+
+template <class T>
+static __device__ __forceinline__ void norm_regs(float v[NORM_R], const T *x, uint32_t cols)
+{
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		const uint32_t i = threadIdx.x + r * NORM_B;
+		v[r] = i < cols ? norm_load(x, i) : 0.0f;
+	}
+}
+
+/* The sum of squares of the lane's elements, in trip order. */
+static __device__ __forceinline__ float norm_regs_sumsq(const float v[NORM_R], uint32_t cols)
+{
+	float acc = 0.0f;
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++)
+		if (threadIdx.x + r * NORM_B < cols)
+			acc = xpu_add(acc, xpu_mul(v[r], v[r]));
+	return acc;
+}
+
+template <class T>
+static __device__ __forceinline__ void norm_rms_regs(T *o, const T *xr, const float *weight, uint32_t cols, float eps)
+{
+	float v[NORM_R], w[NORM_R];
+	norm_regs(v, xr, cols);
+	norm_regs(w, weight, cols);
+	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(norm_regs_sumsq(v, cols)), cols, eps);
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		const uint32_t i = threadIdx.x + r * NORM_B;
+		if (i < cols)
+			norm_store(o, i, xpu_mul(xpu_mul(v[r], rinv), w[r]));
+	}
+}
+
 template <class T>
 static __device__ __forceinline__ float norm_rms_factor(const T *x, uint32_t n, float eps)
 {
@@ -69,10 +111,16 @@ rms_norm(uint8_t *out, const uint8_t *x, const float *weight, unsigned rows, uns
 	const uint64_t g = xpu_group();
 	if (g >= rows) /* the whole group leaves: no barrier is skipped by part of it */
 		return;
-	if (dtype == XPU_NORM_F16)
-		norm_rms_row((uint16_t *)out + g * cols, (const uint16_t *)x + g * cols, weight, cols, eps);
-	else
-		norm_rms_row((float *)out + g * cols, (const float *)x + g * cols, weight, cols, eps);
+	const bool regs = cols <= NORM_B * NORM_R; /* the same in every lane */
+	if (dtype == XPU_NORM_F16) {
+		uint16_t *o = (uint16_t *)out + g * cols;
+		const uint16_t *xr = (const uint16_t *)x + g * cols;
+		regs ? norm_rms_regs(o, xr, weight, cols, eps) : norm_rms_row(o, xr, weight, cols, eps);
+	} else {
+		float *o = (float *)out + g * cols;
+		const float *xr = (const float *)x + g * cols;
+		regs ? norm_rms_regs(o, xr, weight, cols, eps) : norm_rms_row(o, xr, weight, cols, eps);
+	}
 }
 
 /* sum = x + residual, read back by the lane that wrote it (sum may be x or residual). */
@@ -85,6 +133,27 @@ add_rms_norm(float *out, float *sum, const float *x, const float *residual, cons
 		return;
 	float *h = sum + g * cols, *o = out + g * cols;
 	const float *xr = x + g * cols, *rr = residual + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		float a[NORM_R], b[NORM_R], w[NORM_R];
+		norm_regs(a, xr, cols);
+		norm_regs(b, rr, cols);
+		norm_regs(w, weight, cols);
+#pragma unroll
+		for (int r = 0; r < NORM_R; r++) {
+			const uint32_t i = threadIdx.x + r * NORM_B;
+			a[r] = xpu_add(a[r], b[r]);
+			if (i < cols)
+				h[i] = a[r];
+		}
+		const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(norm_regs_sumsq(a, cols)), cols, eps);
+#pragma unroll
+		for (int r = 0; r < NORM_R; r++) {
+			const uint32_t i = threadIdx.x + r * NORM_B;
+			if (i < cols)
+				o[i] = xpu_mul(xpu_mul(a[r], rinv), w[r]);
+		}
+		return;
+	}
 	float acc = 0.0f;
 #pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
@@ -113,6 +182,59 @@ static __device__ __forceinline__ uint32_t norm_q8k_word(const int8_t *qs, uint3
 	return t == 72 ? __float_as_uint(__fdiv_rn(amax, 127.0f)) : 0u;
 }
 
+/* The largest of the waves' maxima of block b (a max: exact in any order). */
+static __device__ __forceinline__ int32_t norm_block_amax(const int32_t (*part)[NORM_R], int b)
+{
+	int32_t m = part[0][b];
+	for (int w = 1; w < NORM_B / 32; w++)
+		m = max(m, part[w][b]);
+	return m;
+}
+
+/* rms_norm_q8k from registers, every block's amax in one exchange: each wave takes the max of
+ * its lanes for every block, one barrier, then each lane the max over the waves. Lane t holds
+ * element t of each block, as in the loop, so v, amax, iscale and q are the loop's. */
+static __device__ __forceinline__ void rms_norm_q8k_regs(uint8_t *xq, const float *xr, const float *weight,
+							 uint32_t cols, float eps)
+{
+	__shared__ int32_t part[NORM_B / 32][NORM_R];
+	__shared__ int8_t qs[NORM_R * 256];
+	const uint32_t t = threadIdx.x, blocks = cols / 256;
+	float v[NORM_R], w[NORM_R];
+	int32_t a[NORM_R];
+	norm_regs(v, xr, cols);
+	norm_regs(w, weight, cols);
+	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(norm_regs_sumsq(v, cols)), cols, eps);
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		v[r] = xpu_mul(xpu_mul(v[r], rinv), w[r]);
+		const uint32_t ab = __float_as_uint(v[r]) & 0x7fffffffu;
+		a[r] = (uint32_t)r < blocks && ab <= 0x7f800000u ? (int32_t)ab : 0;
+#pragma unroll
+		for (int off = 16; off > 0; off >>= 1)
+			a[r] = max(a[r], xpu_wg_xor(a[r], off));
+	}
+	if ((t & 31) == 0)
+#pragma unroll
+		for (int r = 0; r < NORM_R; r++)
+			part[t / 32][r] = a[r];
+	__syncthreads();
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		if ((uint32_t)r >= blocks)
+			break;
+		const int32_t amax = norm_block_amax(part, r);
+		qs[r * 256 + t] = amax ? (int8_t)pack_round(xpu_mul(v[r], __fdiv_rn(127.0f, __int_as_float(amax)))) : 0;
+	}
+	__syncthreads();
+	uint32_t *o = (uint32_t *)xq;
+	for (uint32_t k = t; k < blocks * 80; k += NORM_B) {
+		const uint32_t b = k / 80, word = k % 80;
+		const int32_t amax = norm_block_amax(part, (int)b);
+		o[k] = amax ? norm_q8k_word(qs + b * 256, word, __int_as_float(amax)) : 0u;
+	}
+}
+
 /* rms_norm's values, each 256 packed as q8k_pack packs them (lane t holds element t of each
  * block; amax the workgroup max of |v| as bits, NaN left out). */
 extern "C" __global__ void __launch_bounds__(NORM_B)
@@ -124,6 +246,10 @@ rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, un
 		return;
 	const uint32_t t = threadIdx.x, blocks = cols / 256;
 	const float *xr = x + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		rms_norm_q8k_regs(xq + g * blocks * 320, xr, weight, cols, eps);
+		return;
+	}
 	const float rinv = norm_rms_factor(xr, cols, eps);
 	for (uint32_t b = 0; b < blocks; b++) {
 		const uint32_t i = b * 256 + t;
@@ -145,6 +271,34 @@ rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, un
 	}
 }
 
+static __device__ __forceinline__ void layer_norm_regs(float *o, const float *xr, const float *weight,
+						       const float *bias, uint32_t cols, unsigned has_bias, float eps)
+{
+	float v[NORM_R], w[NORM_R], b[NORM_R];
+	norm_regs(v, xr, cols);
+	norm_regs(w, weight, cols);
+	if (has_bias)
+		norm_regs(b, bias, cols);
+	float acc = 0.0f;
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++)
+		if (threadIdx.x + r * NORM_B < cols)
+			acc = xpu_add(acc, v[r]);
+	const float mean = __fdiv_rn(xpu_workgroup_reduce<XPU_WG_ADD>(acc), __uint2float_rn(cols));
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++)
+		v[r] = xpu_sub(v[r], mean);
+	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(norm_regs_sumsq(v, cols)), cols, eps);
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		const uint32_t i = threadIdx.x + r * NORM_B;
+		if (i < cols) {
+			const float y = xpu_mul(xpu_mul(v[r], rinv), w[r]);
+			o[i] = has_bias ? xpu_add(y, b[r]) : y;
+		}
+	}
+}
+
 extern "C" __global__ void __launch_bounds__(NORM_B)
 layer_norm(float *out, const float *x, const float *weight, const float *bias, unsigned rows, unsigned cols,
 	   unsigned has_bias, float eps)
@@ -154,6 +308,10 @@ layer_norm(float *out, const float *x, const float *weight, const float *bias, u
 		return;
 	const float *xr = x + g * cols;
 	float *o = out + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		layer_norm_regs(o, xr, weight, bias, cols, has_bias, eps);
+		return;
+	}
 	float acc = 0.0f;
 #pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B)
@@ -173,6 +331,37 @@ layer_norm(float *out, const float *x, const float *weight, const float *bias, u
 	}
 }
 
+/* softmax from registers: each exp is taken once and kept (the loops take it twice, with the
+ * same operands, so the same bits). */
+static __device__ __forceinline__ void softmax_regs(float *o, const float *xr, uint32_t cols, uint32_t seen,
+						    float scale)
+{
+	float v[NORM_R];
+	norm_regs(v, xr, seen);
+	float m = __uint_as_float(0xff800000u);
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		v[r] = xpu_mul(scale, v[r]);
+		if (threadIdx.x + r * NORM_B < seen)
+			m = xpu_wg_op<XPU_WG_MAX>(m, v[r]);
+	}
+	const float mx = xpu_workgroup_reduce<XPU_WG_MAX>(m);
+	float acc = 0.0f;
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++)
+		if (threadIdx.x + r * NORM_B < seen) {
+			v[r] = xm_exp(xpu_sub(v[r], mx));
+			acc = xpu_add(acc, v[r]);
+		}
+	const float inv = __fdiv_rn(1.0f, xpu_workgroup_reduce<XPU_WG_ADD>(acc));
+#pragma unroll
+	for (int r = 0; r < NORM_R; r++) {
+		const uint32_t i = threadIdx.x + r * NORM_B;
+		if (i < cols)
+			o[i] = i < seen ? xpu_mul(v[r], inv) : 0.0f;
+	}
+}
+
 /* Row g sees columns below seen (all, or pos0 + g + 1 under the causal mask). */
 extern "C" __global__ void __launch_bounds__(NORM_B)
 softmax(float *out, const float *x, unsigned rows, unsigned cols, unsigned causal, unsigned pos0, float scale)
@@ -184,6 +373,10 @@ softmax(float *out, const float *x, unsigned rows, unsigned cols, unsigned causa
 	float *o = out + g * cols;
 	const uint64_t lim = (uint64_t)pos0 + g + 1;
 	const uint32_t seen = causal && lim < cols ? (uint32_t)lim : cols;
+	if (cols <= NORM_B * NORM_R) {
+		softmax_regs(o, xr, cols, seen, scale);
+		return;
+	}
 	float m = __uint_as_float(0xff800000u);
 #pragma unroll 8
 	for (uint32_t i = threadIdx.x; i < seen; i += NORM_B)

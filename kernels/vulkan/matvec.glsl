@@ -38,7 +38,8 @@
  * matvec_tuning.glsl (the specialization constants), matvec_dot.glsl (the packed byte dots),
  * matvec_wave.glsl (the lanes' exchanges), matvec_row.glsl (a row's loads and scales), one
  * format's matvec_<fmt>.glsl (its weight registers and block value; iq4_nl's codebook in
- * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); one_row and main are here. */
+ * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); row_out, one_row and main are here, or
+ * under GEMM (the prefill GEMMs, which walk each row once per token) matvec_gemm.glsl's main. */
 #ifndef XPU_MATVEC_GLSL
 #define XPU_MATVEC_GLSL
 
@@ -62,7 +63,21 @@ layout(std430, set = 0, binding = 2) restrict readonly buffer X { uint x[]; };
 /* The same bindings as 16-byte words, read only at word indices that are multiples of 4. */
 layout(std430, set = 0, binding = 1) restrict readonly buffer W4 { uvec4 w4[]; };
 layout(std430, set = 0, binding = 2) restrict readonly buffer X4 { uvec4 x4[]; };
-#ifdef ID
+#if defined(GEMM_ID)
+layout(std430, set = 0, binding = 3) restrict readonly buffer Counts { int counts[]; };
+layout(std430, set = 0, binding = 4) restrict readonly buffer Offsets { int offsets[]; };
+layout(std430, set = 0, binding = 5) restrict readonly buffer ListTokens { int ltok[]; };
+layout(std430, set = 0, binding = 6) restrict readonly buffer ListSlots { int lslot[]; };
+layout(push_constant) uniform Args {
+	uint experts, used, tokens, rows, cols, per_slot;
+	uint off_y, off_w, off_x, off_counts, off_offsets, off_ltok, off_lslot;
+} pc;
+#elif defined(GEMM)
+layout(push_constant) uniform Args {
+	uint rows, cols, tokens;
+	uint off_y, off_w, off_x;
+} pc;
+#elif defined(ID)
 layout(std430, set = 0, binding = 3) restrict readonly buffer Sel { int sel[]; };
 layout(push_constant) uniform Args {
 	uint experts, used, rows, cols, x_row_blocks, y_off;
@@ -94,31 +109,14 @@ layout(push_constant) uniform Args {
 
 #include "matvec_walk.glsl"
 
-/* Wave v's row of the launch: y[y_off + v] = row . x. In ID form v is slot kk = v / rows,
- * row v % rows of expert sel[kk], against the activation at q8_K block kk * x_row_blocks;
- * an expert outside [0, experts) writes NaN. */
-void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
+/* Resident row `row` (when live) against the activation at word x0, into y word yi; NaN
+ * there where bad (no such row). Every wave of the group calls it at the same point. */
+void row_out(uint row, bool live, bool bad, uint x0, uint yi, uint lane, uint bpr, uint prefix_words,
+	     uint row_words)
 {
 	Row r;
 	r.bpr = bpr;
-	bool live, bad_sel = false;
-	uint row = 0u;
-#ifdef ID
-	live = v < pc.used * pc.rows;
-	uint kk = live ? v / pc.rows : 0u;
-	int e = live ? sel[pc.off_sel / 4u + kk] : 0;
-	if (live && (e < 0 || uint(e) >= pc.experts)) {
-		bad_sel = true;
-		live = false;
-	}
-	if (live)
-		row = uint(e) * pc.rows + v % pc.rows;
-	r.x0 = pc.off_x / 4u + kk * pc.x_row_blocks * Q8K_WORDS;
-#else
-	live = v < pc.rows;
-	row = v;
-	r.x0 = pc.off_x / 4u;
-#endif
+	r.x0 = x0;
 	r.w0 = pc.off_w / 4u + (live ? row : 0u) * row_words;
 	r.pay = r.w0 + prefix_words;
 	r.n = live ? bpr : 0u;
@@ -140,8 +138,37 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 		acc = walk(r, lane, false);
 #endif
 	float sum = wave_reduce(to_canonical(acc, lane));
-	if (lane == 0u && (live || bad_sel))
-		y[pc.off_y / 4u + pc.y_off + v] = bad_sel ? 0x7fc00000u : floatBitsToUint(sum);
+	if (lane == 0u && (live || bad))
+		y[yi] = bad ? 0x7fc00000u : floatBitsToUint(sum);
+}
+
+#if defined(GEMM)
+#include "matvec_gemm.glsl"
+#else
+/* Wave v's row of the launch: y[y_off + v] = row . x. In ID form v is slot kk = v / rows,
+ * row v % rows of expert sel[kk], against the activation at q8_K block kk * x_row_blocks;
+ * an expert outside [0, experts) writes NaN. */
+void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
+{
+	bool live, bad_sel = false;
+	uint row = 0u, x0;
+#ifdef ID
+	live = v < pc.used * pc.rows;
+	uint kk = live ? v / pc.rows : 0u;
+	int e = live ? sel[pc.off_sel / 4u + kk] : 0;
+	if (live && (e < 0 || uint(e) >= pc.experts)) {
+		bad_sel = true;
+		live = false;
+	}
+	if (live)
+		row = uint(e) * pc.rows + v % pc.rows;
+	x0 = pc.off_x / 4u + kk * pc.x_row_blocks * Q8K_WORDS;
+#else
+	live = v < pc.rows;
+	row = v;
+	x0 = pc.off_x / 4u;
+#endif
+	row_out(row, live, bad_sel, x0, pc.off_y / 4u + pc.y_off + v, lane, bpr, prefix_words, row_words);
 }
 
 /* The grid's waves stride over the rows (src/ops/quant/launch.c): wave v of W serves rows v,
@@ -164,5 +191,6 @@ void main()
 	for (uint r0 = xpu_group() * per; r0 < end; r0 = end - r0 > stride ? r0 + stride : end)
 		one_row(r0 + wave_of(), lane_of(), bpr, prefix_words, row_words);
 }
+#endif
 
 #endif

@@ -8,13 +8,14 @@
 GLSLC ?= $(shell command -v glslc 2>/dev/null)
 VK_COMP := $(sort $(wildcard kernels/vulkan/*.comp))
 # The decode mat-vecs, four per served format (src/quant/format_list.h's rows, read here by
-# name, TYPE and block sizes): <fmt>_q8k_{wave,id}[_dot4], each matvec.glsl under FMT_<TYPE>,
-# the row's sizes and the kind's defines, written to build/vulkan/gen/ rather than kept as
-# twenty near-copies.
+# name, TYPE and block sizes): <fmt>_q8k_{wave,id}[_dot4], and the prefill GEMMs, four more:
+# <fmt>_q8k_gemm[_id]_t{64,128} (GEMM, GEMM_TILE, GEMM_ID: matvec_gemm.glsl), each
+# matvec.glsl under FMT_<TYPE>, the row's sizes and the kind's defines, written to
+# build/vulkan/gen/ rather than kept as fifty near-copies.
 VK_FORMAT_LIST := src/quant/format_list.h
 # (braces: the sed script's parentheses would end a $(shell ...))
 VK_FORMATS := ${shell sed -n 's/^X(\([A-Za-z0-9_]*\), *\([A-Z0-9_]*\),.*/\1:\2/p' $(VK_FORMAT_LIST)}
-VK_MV_KINDS := wave id wave_dot4 id_dot4
+VK_MV_KINDS := wave id wave_dot4 id_dot4 gemm_t64 gemm_t128 gemm_id_t64 gemm_id_t128
 VK_GEN_COMP := $(foreach f,$(VK_FORMATS),$(foreach k,$(VK_MV_KINDS),$(B)/vulkan/gen/$(firstword $(subst :, ,$(f)))_q8k_$(k).comp))
 VK_GLSL := $(wildcard kernels/vulkan/*.glsl kernels/*.h)
 # vulkan1.2: SPIR-V 1.5. The kernels mark their float results `precise` (NoContraction):
@@ -76,6 +77,8 @@ $(VK_GEN_COMP): $(B)/vulkan/gen/%.comp: $(VK_FORMAT_LIST) kernels/vulkan/vulkan.
 	  printf '#define FMT_%s\n' "$$1"; \
 	  printf '#define ELEMS %uu\n#define SCALE %uu\n#define PAYW %uu\n' "$$2" "$$3" $$(($$4 / 4)); \
 	  case $$kind in id*) printf '#define ID\n';; esac; \
+	  case $$kind in gemm*) printf '#define GEMM\n#define GEMM_TILE %uu\n' "$${kind##*_t}";; esac; \
+	  case $$kind in gemm_id*) printf '#define GEMM_ID\n';; esac; \
 	  case $$kind in *dot4) printf '#define DOT4\n';; esac; \
 	  printf '#include "matvec.glsl"\n'; } > $@.tmp && mv $@.tmp $@
 

@@ -378,6 +378,7 @@ local function gguf_file()
 end
 
 -- Factories per type name: each returns a fresh instance (nil where the device has none).
+local locks = 0 -- FileLocks made, in the group's scratch directory
 local MAKE = {
   Device = function(d) return d end,
   DeviceList = function() return xpu.devices() end,
@@ -401,6 +402,10 @@ local MAKE = {
   Contract = function(d) return contracts_for(d) end,
   BoundLaunch = function(d) return (contracts_for(d):bind(rotating_call(d))) end,
   GGUF = function() return gguf_file() end,
+  FileLock = function() -- a file of its own each (a second lock on one file would wait)
+    locks = locks + 1
+    return assert(xpu.file.lock(("hostile-%d.lock"):format(locks), 0))
+  end,
 }
 -- Types the API never hands to a script (held only on the C stack while a call runs).
 local INTERNAL = {
@@ -475,7 +480,7 @@ local function sweep_type(tname)
               METHOD_GOODS[full], METHOD_KEYS[full])
       end
     end
-    if tname == "DeviceList" or tname == "GGUF" then break end -- not per device
+    if tname == "DeviceList" or tname == "GGUF" or tname == "FileLock" then break end -- not per device
     collectgarbage()
   end
 end

@@ -224,8 +224,8 @@ static int operand_facts(struct facts *fs, const struct xpu_contract *c, int k, 
 static int param_facts(struct facts *fs, const struct xpu_fkc_field *f, const struct xpu_fkc_param *p)
 {
 	char key[XPU_NAME_MAX];
-	if (!p->present || f->kind == XPU_FK_DYN || f->kind == XPU_FK_F32)
-		return 0;
+	if (!p->present || f->kind == XPU_FK_DYN || f->kind == XPU_FK_F32 || f->argument)
+		return 0; /* arguments travel as operands of the call */
 	if (f->kind <= XPU_FK_U32)
 		return put(fs, f->name, p->i);
 	for (int j = 0; j < p->n; j++) {

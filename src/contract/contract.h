@@ -159,6 +159,7 @@ struct xpu_fkc_field {
 	struct xpu_fkc_clauses constraint;
 	struct xpu_expr *dflt;           /* NULL: the call must give it */
 	bool has_fdflt;                  /* f32: a default, a number literal (never an expression) */
+	bool argument;                   /* an integer that travels as an operand of the call, not a fact */
 	double fdflt;
 	char *note;
 };

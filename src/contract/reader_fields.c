@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *const field_keys[] = { "kind", "constraint", "default", "note", NULL };
+static const char *const field_keys[] = { "kind", "constraint", "default", "note", "argument", NULL };
 
 static int read_field_kind(struct fkr *r, const struct ynode *f, const char *key, struct xpu_fkc_field *fd)
 {
@@ -19,6 +19,15 @@ static int read_field_kind(struct fkr *r, const struct ynode *f, const char *key
 	if (fkr_word(r, ymap_get(f, "kind"), k, kinds, 9, &v))
 		return -1;
 	fd->kind = (enum xpu_field_kind)v;
+	/* `argument: true`: an integer checked like any field but handed to the launcher as an
+	 * operand of the call (a position that moves every step while the query stays) */
+	const struct ynode *arg = ymap_get(f, "argument");
+	fkr_subkey(k, sizeof k, key, "argument");
+	if (arg && fkr_bool(r, arg, k, &fd->argument))
+		return -1;
+	if (fd->argument && fd->kind > XPU_FK_U32)
+		return fkr_fail(r, arg->line, k, "only an integer field (usize, i64, u8, u32) is an argument; %s",
+				fd->kind == XPU_FK_F32 ? "an f32 field always is one" : "a list is a fact");
 	const struct ynode *note = ymap_get(f, "note");
 	fkr_subkey(k, sizeof k, key, "note");
 	return note ? fkr_strdup(r, note, k, &fd->note) : 0;

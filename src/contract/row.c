@@ -113,7 +113,7 @@ static void params_from(const struct xpu_contract *c, const struct xpu_query *q,
 		const struct xpu_fkc_field *f = &c->field[k];
 		struct xpu_fkc_param *p = &call->p[k];
 		char name[XPU_FKC_NAME + 16];
-		if (f->kind == XPU_FK_F32)
+		if (f->kind == XPU_FK_F32 || f->argument)
 			continue; /* an argument of the call, not a fact of the query */
 		if (f->kind <= XPU_FK_U32) {
 			p->present = fact(q, "", f->name, &p->i);
@@ -307,7 +307,7 @@ static int declare_facts(const struct xpu_contract *c)
 		}
 	for (int k = 0; k < c->nfields; k++) {
 		const struct xpu_fkc_field *f = &c->field[k];
-		if (f->kind == XPU_FK_F32)
+		if (f->kind == XPU_FK_F32 || f->argument)
 			continue;
 		if (f->kind <= XPU_FK_U32)
 			snprintf(key, sizeof key, "%s", f->name);

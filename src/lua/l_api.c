@@ -215,7 +215,7 @@ static const struct api_entry contract_entries[] = {
 	{ "Contract:register", "c:register(table [, regime [, {priority = n}]]) -> list of Row",
 	  "a row per dtype and per variant of a shape op (<op>.<backend>.<dtype>[:<kernel>]), best first" },
 	{ "Contract:launch", "c:launch{inputs =, params =, out =, stream =} -> result",
-	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; out = buffer for one output, out = {name = buffer, ...} by output name for several; result.row and result.kernel say what ran" },
+	  "checked, picked in c.routes (the contract's own rows: records, census), launched without a sync; out = buffer for one output, out = {name = buffer, ...} by output name for several; f32 params and those marked argument travel as operands of the call, the rest as its query's facts; result.row and result.kernel say what ran" },
 	{ "Contract:bind", "c:bind{inputs =, params =, out =} -> BoundLaunch, result",
 	  "checked and picked as launch does, kept for launching later" },
 	{ "BoundLaunch:launch", "bound:launch([stream]) -> launched, kernel",
@@ -435,9 +435,9 @@ static const struct api_entry workgroup_entries[] = {
 
 static const struct api_entry norm_entries[] = {
 	{ "xpu.layers.norm.rows", "norm.rows(table) -> table",
-	  "registers rms_norm.f32, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
-	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {bias =, causal =}]) -> Query",
-	  "the query for one of the row-normalisation kernels over rows x cols f32" },
+	  "registers rms_norm.f32, rms_norm.f16, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
+	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {dtype =, bias =, causal =}]) -> Query",
+	  "the query for one of the row-normalisation kernels over rows x cols (dtype f32, or f16 for rms_norm); bias true sets the fact has_bias 1" },
 	{ "xpu.layers.norm.bench_case", "norm.bench_case(kernel, dev, size) -> {query, operands, bytes, note}",
 	  "a seeded decode (1 x 4096) or prefill (512 x 4096) case on dev for the layer bench" },
 	{ "xpu.layers.norm.floats", "norm.floats(n, seed) -> f32s",
@@ -505,6 +505,39 @@ static const struct api_entry elementwise_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry layer_gemm_entries[] = {
+	{ "xpu.layers.gemm.rows", "gemm.rows(table) -> table",
+	  "registers gemm.<fmt>.t64 / .t128 and gemm_id.<fmt>.t64 / .t128 for every format of xpu.formats()" },
+	{ "xpu.layers.gemm.kernel_name", "gemm.kernel_name(format, tile [, grouped]) -> name",
+	  "<fmt>_q8k_gemm_t<tile>, or <fmt>_q8k_gemm_id_t<tile> when grouped" },
+	{ "xpu.layers.gemm.query", "gemm.query(format, tokens, rows, cols) -> Query",
+	  "tokens x rows outputs, each token's q8_K row against one rows x cols resident matrix" },
+	{ "xpu.layers.gemm.id_query", "gemm.id_query(format, tokens, rows, cols, experts, used [, per_slot]) -> Query",
+	  "one launch over an expert bank through expert_map's lists; per_slot 1: an activation row a pair" },
+	{ "xpu.layers.gemm.expert_share", "gemm.expert_share(query) -> tokens",
+	  "tokens * used // experts: the share the grouped rows choose their tile by" },
+	{ "xpu.layers.gemm.groups", "gemm.groups(query, tile) -> n", "the workgroups the launcher makes" },
+	{ "xpu.layers.gemm.fill_refusal", "gemm.fill_refusal(groups, units) -> string | nil",
+	  "why a grid of that many groups cannot fill a device of that many compute units" },
+	{ "xpu.layers.gemm.flops", "gemm.flops(query) -> n", "2 * tokens (* used) * rows * cols" },
+	{ "xpu.layers.gemm.weights", "gemm.weights(format, rows, cols, seed) -> resident rows",
+	  "seeded resident weights, some block scales subnormal" },
+	{ "xpu.layers.gemm.activations", "gemm.activations(n, cols, seed) -> q8_K rows",
+	  "n seeded activation rows, packed" },
+	{ "xpu.layers.gemm.x_row", "gemm.x_row(x, i, cols) -> q8_K row", "row i of packed activations" },
+	{ "xpu.layers.gemm.reference", "gemm.reference(format, w, x, tokens, rows, cols) -> f32s",
+	  "the decode mat-vec's portable body per token, on the host" },
+	{ "xpu.layers.gemm.expert_ids", "gemm.expert_ids(tokens, used, experts, seed, empty) -> i32s, list",
+	  "ragged expert ids, expert `empty` given no token" },
+	{ "xpu.layers.gemm.id_reference",
+	  "gemm.id_reference(format, slab, x, ids, tokens, used, rows, cols, per_slot) -> f32s",
+	  "the grouped outputs by the mat-vec's portable body, on the host" },
+	{ "xpu.layers.gemm.bench_case", "gemm.bench_case(dev, opts) -> case",
+	  "seeded operands on dev for opts {format, tokens, rows, cols [, experts, used]}: query, operands, "
+	  "bytes, note, and for a bank the expert_map call (map) to run first" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -552,6 +585,8 @@ static const struct api_section sections[] = {
 	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
 	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
 	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
+	{ "xpu.layers.gemm", "The prefill GEMMs over resident weights, dense and over an expert bank, as "
+	  "route rows (`require \"xpu.layers.gemm\"`).", layer_gemm_entries, NULL },
 	{ "xpu.layers.elementwise", "The elementwise layer kernels as route rows, their queries and bench "
 	  "cases (`require \"xpu.layers.elementwise\"`).", elementwise_entries, NULL },
 	{ "xpu.layers.attention", "Attention over the KV cache (attention_decode, attention_prefill) as route "

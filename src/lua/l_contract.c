@@ -633,9 +633,10 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 		in[nops] = out[j];
 		names[nops++] = c->output[j].name;
 	}
-	for (int k = 0; k < c->nfields; k++) /* f32 arguments (eps, a scale): operands of the call */
-		if (c->field[k].kind == XPU_FK_F32 && call->p[k].present) {
-			in[nops] = (struct xpu_karg){ .kind = XPU_ARG_F32, .f = (float)call->p[k].f };
+	for (int k = 0; k < c->nfields; k++) /* arguments (eps, a scale, a position): operands of the call */
+		if ((c->field[k].kind == XPU_FK_F32 || c->field[k].argument) && call->p[k].present) {
+			in[nops] = c->field[k].kind == XPU_FK_F32 ? (struct xpu_karg){ .kind = XPU_ARG_F32, .f = (float)call->p[k].f }
+								  : (struct xpu_karg){ .kind = XPU_ARG_I64, .i = call->p[k].i };
 			names[nops++] = c->field[k].name;
 		}
 	lua_getfield(L, 2, "stream");

@@ -79,6 +79,8 @@ static void push_fields(lua_State *L, const struct xpu_contract *c)
 			lua_setfield(L, -2, "default");
 		}
 		set_str(L, "note", f->note);
+		lua_pushboolean(L, f->kind == XPU_FK_F32 || f->argument); /* an operand of the call, not a fact */
+		lua_setfield(L, -2, "argument");
 		lua_rawseti(L, -2, i + 1);
 	}
 }

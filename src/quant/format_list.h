@@ -1,6 +1,7 @@
 /* format_list.h — the one list of served decode formats, one row each, in the order
  * xpu.formats() gives them. Every per-format thing is made from these rows: the format table
- * (formats.c), the kernel table entries (src/ops/quant/table.c, src/ops/quant/table_dot4.c), the CPU and
+ * (formats.c), the kernel table entries (src/ops/quant/table.c, src/ops/quant/table_dot4.c,
+ * src/ops/gemm/table.c: the prefill GEMMs, which reuse each format's mat-vec body), the CPU and
  * CUDA/HIP entry points and the portable CPU list, the Vulkan shader sources
  * (kernels/vulkan/vulkan.mk reads this file) and, through xpu.formats(), every Lua list of
  * formats. A new format is a row here, its reference quantize / dequantize in quantize.c

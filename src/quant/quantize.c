@@ -24,9 +24,20 @@ static void wr16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)(v >> 8);
 }
 
+/* lrintf saturated to +-2^30, NaN to 0: every caller clamps to a few bits, so inside the
+ * range this is lrintf, and outside it (a scale's reciprocal that overflowed, a sum past
+ * FLT_MAX) no conversion leaves int's range. */
 static int nearest_int(float v)
 {
-	return (int)lrintf(v);
+	if (v > -0x1p30f && v < 0x1p30f)
+		return (int)lrintf(v);
+	return v > 0.0f ? 1 << 30 : v < 0.0f ? -(1 << 30) : 0;
+}
+
+/* (int)v clamped to [lo, hi], NaN to lo: the truncating level of q4_0 and q5_0. */
+static int trunc_level(float v, int lo, int hi)
+{
+	return v >= (float)hi ? hi : v > (float)lo ? (int)v : lo;
 }
 
 /* ---- dequantize ------------------------------------------------------------------------- */
@@ -147,9 +158,31 @@ void xpu_deq_q6_K(const uint8_t *b, float *y)
 
 /* ---- quantize: the 32-element formats --------------------------------------------------- */
 
+/* The NaN block: d the f16 quiet NaN, every other byte zero; each of its values dequantizes
+ * to NaN (docs/ARITHMETIC.md, "Non-finite and huge values"). */
+static void write_nan_block(uint8_t *b, int bytes, int d_at)
+{
+	memset(b, 0, (size_t)bytes);
+	wr16(b + d_at, 0x7e00);
+}
+
+/* A block holding a NaN or an infinity has no scale that represents it: it is written as the
+ * NaN block. Returns true when it was. */
+static bool nan_block(const float *x, int n, uint8_t *b, int bytes, int d_at)
+{
+	for (int i = 0; i < n; i++)
+		if (!isfinite(x[i])) {
+			write_nan_block(b, bytes, d_at);
+			return true;
+		}
+	return false;
+}
+
 /* ggml's quantize_row_q4_0_ref: the signed extreme maps to -8. */
 void xpu_quant_q4_0(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 32, b, 18, 0))
+		return;
 	float amax = 0.0f, max = 0.0f;
 	for (int j = 0; j < 32; j++)
 		if (amax < fabsf(x[j])) {
@@ -161,7 +194,7 @@ void xpu_quant_q4_0(const float *x, uint8_t *b)
 	wr16(b, xpu_f32_to_f16(d));
 	for (int j = 0; j < 16; j++) {
 		const float x0 = x[j] * id + 8.5f, x1 = x[j + 16] * id + 8.5f;
-		const int q0 = (int)x0 < 15 ? (int)x0 : 15, q1 = (int)x1 < 15 ? (int)x1 : 15;
+		const int q0 = trunc_level(x0, 0, 15), q1 = trunc_level(x1, 0, 15);
 		b[2 + j] = (uint8_t)(q0 | q1 << 4);
 	}
 }
@@ -169,6 +202,8 @@ void xpu_quant_q4_0(const float *x, uint8_t *b)
 /* ggml's quantize_row_q5_0_ref: q4_0's scheme on 32 levels, the signed extreme maps to -16. */
 void xpu_quant_q5_0(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 32, b, 22, 0))
+		return;
 	float amax = 0.0f, max = 0.0f;
 	for (int j = 0; j < 32; j++)
 		if (amax < fabsf(x[j])) {
@@ -181,7 +216,7 @@ void xpu_quant_q5_0(const float *x, uint8_t *b)
 	wr16(b, xpu_f32_to_f16(d));
 	for (int j = 0; j < 16; j++) {
 		const float x0 = x[j] * id + 16.5f, x1 = x[j + 16] * id + 16.5f;
-		const int q0 = (int)x0 < 31 ? (int)x0 : 31, q1 = (int)x1 < 31 ? (int)x1 : 31;
+		const int q0 = trunc_level(x0, 0, 31), q1 = trunc_level(x1, 0, 31);
 		b[6 + j] = (uint8_t)((q0 & 0x0f) | (q1 & 0x0f) << 4);
 		qh |= (uint32_t)(q0 >> 4) << j | (uint32_t)(q1 >> 4) << (j + 16);
 	}
@@ -189,9 +224,17 @@ void xpu_quant_q5_0(const float *x, uint8_t *b)
 		b[2 + k] = (uint8_t)(qh >> (8 * k));
 }
 
+/* roundf(v) (half away from zero) clamped to int8, NaN to 0. */
+static int q8_level(float v)
+{
+	return v >= 127.0f ? 127 : v <= -128.0f ? -128 : v == v ? (int)roundf(v) : 0;
+}
+
 /* ggml's quantize_row_q8_0_ref. */
 void xpu_quant_q8_0(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 32, b, 34, 0))
+		return;
 	float amax = 0.0f;
 	for (int j = 0; j < 32; j++)
 		amax = fmaxf(amax, fabsf(x[j]));
@@ -199,7 +242,7 @@ void xpu_quant_q8_0(const float *x, uint8_t *b)
 	const float id = d != 0.0f ? 1.0f / d : 0.0f;
 	wr16(b, xpu_f32_to_f16(d));
 	for (int j = 0; j < 32; j++)
-		b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+		b[2 + j] = (uint8_t)(int8_t)q8_level(x[j] * id);
 }
 
 static int iq4nl_index(float v)
@@ -220,6 +263,8 @@ static int iq4nl_index(float v)
  * least-squares refit explains the most of x. */
 void xpu_quant_iq4_nl(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 32, b, 18, 0))
+		return;
 	float amax = 0.0f, max = 0.0f;
 	for (int j = 0; j < 32; j++)
 		if (amax < fabsf(x[j])) {
@@ -406,6 +451,8 @@ static void quant_affine_K(const float *x, const struct fit_search *fs, uint8_t 
 
 void xpu_quant_q4_K(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 256, b, 144, 0))
+		return;
 	uint8_t L[256];
 	quant_affine_K(x, &q4_K_search, b, L);
 	uint8_t *q = b + 16;
@@ -418,6 +465,8 @@ void xpu_quant_q4_K(const float *x, uint8_t *b)
  * element l as bit j of qh[l] (at +16). */
 void xpu_quant_q5_K(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 256, b, 176, 0))
+		return;
 	uint8_t L[256];
 	quant_affine_K(x, &q5_K_search, b, L);
 	uint8_t *qh = b + 16, *q = b + 48;
@@ -447,7 +496,7 @@ static void q6_levels(const float *x, float iscale, int8_t *L, float *sumlx, flo
 }
 
 /* ggml's make_qx_quants(16, 32, ..., rmse_type 1): a symmetric 6-bit fit of one group,
- * trying scales around max / -32. Returns the scale. */
+ * trying scales around max / -32. Returns the scale, NaN when the fit overflowed. */
 static float fit_group16(const float *x, int8_t *L)
 {
 	float amax = 0.0f, max = 0.0f;
@@ -462,6 +511,8 @@ static float fit_group16(const float *x, int8_t *L)
 	}
 	float sumlx, suml2;
 	q6_levels(x, -32.0f / max, L, &sumlx, &suml2);
+	if (!isfinite(sumlx) || !isfinite(suml2))
+		return NAN; /* x^2 weights: past about 5.8e17 the sums leave f32 */
 	float scale = suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 	float best = scale * sumlx;
 	for (int is = -9; is <= 9; is++) {
@@ -493,10 +544,16 @@ static void pack_q6_K(const int8_t *L, uint8_t *b)
 
 void xpu_quant_q6_K(const float *x, uint8_t *b)
 {
+	if (nan_block(x, 256, b, 210, 208))
+		return;
 	float scales[16], max_scale = 0.0f, max_abs = 0.0f;
 	int8_t L[256];
 	for (int g = 0; g < 16; g++) {
 		scales[g] = fit_group16(x + 16 * g, L + 16 * g);
+		if (!isfinite(scales[g])) { /* no fit in f32: as a non-finite block */
+			write_nan_block(b, 210, 208);
+			return;
+		}
 		if (fabsf(scales[g]) > max_abs) {
 			max_abs = fabsf(scales[g]);
 			max_scale = scales[g];

@@ -30,7 +30,7 @@ local SIZE = { f32 = 4, f16 = 2 }
 
 local FACTS = {
   rms_norm = { "rows", "cols" }, add_rms_norm = { "rows", "cols" }, rms_norm_q8k = { "rows", "cols" },
-  layer_norm = { "rows", "cols", "bias" }, softmax = { "rows", "cols", "causal" },
+  layer_norm = { "rows", "cols", "has_bias" }, softmax = { "rows", "cols", "causal" },
 }
 
 local function flag_refusal(q, key)
@@ -51,7 +51,7 @@ local function shape_of(kernel, fmt)
     if kernel == "rms_norm_q8k" and q.cols % 256 ~= 0 then
       return ("cols %d is not a multiple of 256 (q8_K blocks)"):format(q.cols)
     end
-    if kernel == "layer_norm" then return flag_refusal(q, "bias") end
+    if kernel == "layer_norm" then return flag_refusal(q, "has_bias") end
     if kernel == "softmax" then return flag_refusal(q, "causal") end
   end
 end
@@ -61,7 +61,7 @@ local function need_bytes(role, q, elem)
   if role == ROW then return q.rows * q.cols * (elem or 4) end
   if role == VEC then return q.cols * 4 end
   if role == "q8k" then return q.rows * (q.cols // 256) * 320 end
-  return (q.bias or 0) == 1 and q.cols * 4 or 0
+  return (q.has_bias or 0) == 1 and q.cols * 4 or 0
 end
 
 -- The ready half: every operand the kernel reads or writes is in the call and holds what the
@@ -97,14 +97,14 @@ function M.rows(t)
 end
 
 -- The query for `kernel` over rows x cols; opts: dtype ("f32", the default, or "f16" for
--- rms_norm), bias (layer_norm: true / false), causal (softmax: true / false).
+-- rms_norm), bias (layer_norm: true / false, the fact has_bias), causal (softmax: true / false).
 function M.query(kernel, rows, cols, opts)
   if not FACTS[kernel] then
     error(("norm.query: kernel '%s' is not one of %s"):format(tostring(kernel), table.concat(M.KERNELS, ", ")), 2)
   end
   opts = opts or {}
   local q = { regime = kernel, format = opts.dtype or "f32", rows = rows, cols = cols }
-  if kernel == "layer_norm" then q.bias = opts.bias and 1 or 0 end
+  if kernel == "layer_norm" then q.has_bias = opts.bias and 1 or 0 end
   if kernel == "softmax" then q.causal = opts.causal and 1 or 0 end
   return xpu.query(q)
 end

@@ -231,8 +231,10 @@ static int load_module(struct xpu_device *d, struct cuda_dev *cd)
 	}
 	CUresult r = CUR(cuModuleLoadData, &cd->mod, image);
 	xpu_free(image);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		xpu_cuda_ledger("cuModuleLoadData"); /* read unchecked (CUR), so counted here */
 		return 0;
+	}
 	char call[256];
 	xpu_cuda_check(r, "cuModuleLoadData", __FILE__, __LINE__);
 	snprintf(call, sizeof call, "%s", xpu_error());

@@ -1,5 +1,5 @@
 /* src/ops/layer/norm_launch.c — launchers of the row-normalisation kernels for a routed call:
- * the query facts `rows` and `cols` (and layer_norm's `bias`, softmax's `causal`: 0 or 1),
+ * the query facts `rows` and `cols` (and layer_norm's `has_bias`, softmax's `causal`: 0 or 1),
  * the operands by name, the scalar operands eps (default 1e-6; layer_norm 1e-5), scale
  * (default 1.0) and pos0 (default 0). One workgroup of XPU_NORM_BLOCK lanes a row. */
 #include "ops/launch.h"
@@ -122,7 +122,7 @@ int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 	return launch_rows(c, k, s.rows, args, 6);
 }
 
-/* Without a bias (fact bias 0) the kernel reads none: the weight stands in its slot. */
+/* Without a bias (fact has_bias 0) the kernel reads none: the weight stands in its slot. */
 int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c)
 {
 	const char *name = k->def->name;
@@ -133,7 +133,7 @@ int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	uint32_t has_bias = 0, dtype;
 	float eps;
 	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
-	    norm_flag(c, name, "bias", &has_bias) ||
+	    norm_flag(c, name, "has_bias", &has_bias) ||
 	    xpu_operand_f32(c, name, "eps", 1e-5f, &eps))
 		return -1;
 	const struct xpu_karg *b = has_bias ? xpu_operand_buffer(c, name, "bias") : w;

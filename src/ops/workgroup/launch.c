@@ -1,7 +1,8 @@
 /* src/ops/workgroup/launch.c — launchers of workgroup_reduce and workgroup_scan for a routed call:
  * the dtype is the query's format (f32, i32, i64), the query facts `op` (kernels/workgroup.h's
  * code), `block` (threads a group) and `trips` (reduces or scans a group makes in its loop,
- * default 1); the operands out, x (and agree for the reduce). The grid covers all of x. */
+ * default 1) and `n` (items, default all of x: a contract call names its shape); the operands
+ * out, x (and agree for the reduce). The grid covers the n items. */
 #include "ops/launch.h"
 #include "ops/table.h"
 #include "workgroup.h"
@@ -41,7 +42,11 @@ static int wg_plan(const struct xpu_call *c, const char *kernel, const struct xp
 		return xpu_fail("kernel '%s': query facts block %lld and trips %lld: block must be 1 to %d, "
 				"trips at least 1", kernel, (long long)block, (long long)trips, 32 * XPU_WG_MAX_WAVES);
 	uint64_t elem = p->dtype == XPU_WG_I64 ? 8 : 4, per = (uint64_t)block * (uint64_t)trips;
-	p->n = x->b.bytes / elem;
+	int64_t n = (int64_t)(x->b.bytes / elem);
+	if (xpu_query_get(c->query, "n", &n) && (n < 0 || (uint64_t)n > x->b.bytes / elem))
+		return xpu_fail("kernel '%s': query fact 'n' is %lld, not 0 .. the %llu elements operand 'x' holds",
+				kernel, (long long)n, (unsigned long long)(x->b.bytes / elem));
+	p->n = (uint64_t)n;
 	if (p->n > UINT32_MAX)
 		return xpu_fail("kernel '%s': operand 'x' holds %llu elements, more than 2^32 - 1", kernel,
 				(unsigned long long)p->n);

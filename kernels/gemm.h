@@ -1,0 +1,15 @@
+/* gemm.h — the fixed geometry of the prefill GEMMs over resident weights (<fmt>_q8k_gemm_t64,
+ * _t128 and their grouped twins <fmt>_q8k_gemm_id_t64, _t128: src/ops/gemm/table.c), shared by
+ * kernels/cpu/gemm.c, kernels/cuda/gemm.cu and kernels/vulkan/matvec.glsl. Included by C,
+ * CUDA and GLSL alike, so it holds nothing but defines.
+ *
+ * A workgroup is XPU_GEMM_BLOCK threads, one 32-lane wave per weight row of its row tile
+ * (XPU_GEMM_ROWS rows), over one token tile (64 or 128 tokens, the kernel's name says which).
+ * Group g of a launch is row tile g % row_tiles of token tile g / row_tiles. */
+#ifndef XPU_GEMM_H
+#define XPU_GEMM_H
+
+#define XPU_GEMM_BLOCK 256
+#define XPU_GEMM_ROWS 8 /* XPU_GEMM_BLOCK / 32 */
+
+#endif
