@@ -11,7 +11,7 @@
 #ifndef XPU_ATTENTION_H
 #define XPU_ATTENTION_H
 
-#define XPU_ATT_BLOCK 128           /* threads of every attention workgroup: 4 waves of 32 */
+#define XPU_ATT_BLOCK 256           /* threads of every attention workgroup: 8 waves of 32 */
 #define XPU_ATT_MAX_HD 256          /* head_dim: even, 2 .. 256 */
 #define XPU_ATT_MAX_GROUP 128       /* query heads per KV head (n_head / n_kv_head) */
 #define XPU_ATT_MAX_SLOTS 262144    /* cache positions (2^18) */

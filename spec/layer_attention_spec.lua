@@ -423,7 +423,7 @@ describe("routes.attention", function()
     local b = cpu:buffer(1 << 20)
     local function refused(kernel, pattern, ...)
       local k = cpu:kernel(kernel)
-      local ok, err = pcall(k.launch, k, nil, { 1 }, { 128 }, ...)
+      local ok, err = pcall(k.launch, k, nil, { 1 }, { att.BLOCK }, ...)
       assert.is_false(ok, kernel .. " launched")
       assert.matches(pattern, err)
     end

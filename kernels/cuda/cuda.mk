@@ -6,7 +6,7 @@
 
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 CUDA_SRC := $(sort $(wildcard kernels/cuda/*.cu))
-CUDA_HDR := $(wildcard kernels/cuda/*.cuh) kernels/shape_grain.h src/quant/format_list.h
+CUDA_HDR := $(wildcard kernels/cuda/*.cuh kernels/*.h) src/quant/format_list.h
 CUDA_GENCODE := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_89,code=sm_89 \
                 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
 # -fmad=false: docs/ARITHMETIC.md, no fused multiply-add where the source has two operations.

@@ -11,7 +11,7 @@ HIPCC ?= $(shell command -v hipcc 2>/dev/null)
 # gfx1100 has none there (docs: DESIGN §9) and gfx942 is unknown to this clang.
 HIP_ARCHS ?= gfx906 gfx908 gfx90a gfx1030
 HIP_SRC := $(sort $(wildcard kernels/cuda/*.cu kernels/hip/*.hip))
-HIP_HDR := $(wildcard kernels/cuda/*.cuh kernels/hip/*.h) kernels/shape_grain.h src/quant/format_list.h
+HIP_HDR := $(wildcard kernels/cuda/*.cuh kernels/hip/*.h kernels/*.h) src/quant/format_list.h
 # -ffp-contract=off: docs/ARITHMETIC.md, no fused multiply-add where the source has two
 # operations (HIP's default is to fuse). Denormals are kept and f32 division is correctly
 # rounded, as on the host.

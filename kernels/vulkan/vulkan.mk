@@ -17,7 +17,7 @@ VK_FORMAT_LIST := src/quant/format_list.h
 VK_FORMATS := ${shell sed -n 's/^X(\([A-Za-z0-9_]*\), *\([A-Z0-9_]*\),.*/\1:\2/p' $(VK_FORMAT_LIST)}
 VK_MV_KINDS := wave id wave_dot4 id_dot4 gemm_t64 gemm_t128 gemm_id_t64 gemm_id_t128
 VK_GEN_COMP := $(foreach f,$(VK_FORMATS),$(foreach k,$(VK_MV_KINDS),$(B)/vulkan/gen/$(firstword $(subst :, ,$(f)))_q8k_$(k).comp))
-VK_GLSL := $(wildcard kernels/vulkan/*.glsl) kernels/shape_grain.h
+VK_GLSL := $(wildcard kernels/vulkan/*.glsl kernels/*.h)
 # vulkan1.2: SPIR-V 1.5. The kernels mark their float results `precise` (NoContraction):
 # docs/ARITHMETIC.md allows no fused multiply-add where the source has two operations.
 GLSLC_FLAGS ?= -O

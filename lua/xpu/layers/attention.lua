@@ -12,7 +12,7 @@ local xpu = require "xpu"
 local M = {}
 
 M.KERNELS = { "attention_decode", "attention_prefill" }
-M.BLOCK = 128
+M.BLOCK = 256
 M.MAX_HD, M.MAX_GROUP, M.MAX_SLOTS = 256, 128, 1 << 18
 M.SPLIT_MIN, M.SPLIT_MAX, M.SCORES, M.GROUPS_AIM, M.MAX_SPLITS = 32, 256, 4096, 512, 2048
 M.TILE_Q, M.TILE_K = 16, 32
