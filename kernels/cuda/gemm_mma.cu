@@ -6,9 +6,13 @@
  * accumulators are folded as they finish, left + right, which is the butterfly 16, 8, .., 1
  * of docs/ARITHMETIC.md written as a tree. So every output is the decode mat-vec's, bit for
  * bit. A warp is 16 rows x 16 tokens (two n-tiles); a group of 8 warps is 32 rows x 64 tokens
- * (t64) or 16 rows x 128 tokens (t128): kernels/gemm.h's XPU_GEMM_MMA_* numbers the groups. */
+ * (t64) or 16 rows x 128 tokens (t128): kernels/gemm.h's XPU_GEMM_MMA_* numbers the groups.
+ * CUDA only: the HIP build leaves them out (hip.mk compiles these files too). */
 #include "matvec.cuh"
 #include "../gemm.h"
+
+/* PTX mma: not for the HIP build of these files (kernels/hip/hip.mk), which has no such form. */
+#ifndef XPU_HIP
 
 #define MMA_NT 2 /* n-tiles of 8 tokens a warp */
 
@@ -177,3 +181,4 @@ static __device__ __forceinline__ void mma_gemm(float *y, const uint8_t *w, cons
 XPU_GEMM_MMA_FORMATS(MMA_ENTRIES)
 #undef MMA_ENTRIES
 #undef MMA_ENTRY
+#endif /* XPU_HIP */

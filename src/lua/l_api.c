@@ -35,7 +35,7 @@ static const struct api_entry module_entries[] = {
 	  "a mat-vec reads" },
 	{ "xpu.formats", "xpu.formats() -> list of {name, type, block_elems, block_bytes, ...}",
 	  "the served decode formats in their one order: block layout, scale_layout, resident split "
-	  "(scale_bytes, payload_bytes), streams, kernels per backend" },
+	  "(scale_bytes, payload_bytes), streams, kernels (decode) and prefill (the GEMMs) per backend" },
 	{ "xpu.format", "xpu.format(name | id) -> id | name",
 	  "a format's id from its name, or its name from the id" },
 	{ "xpu.regime", "xpu.regime(name | id) -> id | name",
