@@ -46,13 +46,14 @@ local function gate(want, got, what)
   assert.is_true(nonzero, what .. ": all outputs zero")
 end
 
--- Binds q on d, runs it with the operands (strings uploaded; numbers: that many poisoned bytes),
--- returns y downloaded, the row and its kernel's launches during the dispatch.
-local function run(d, q, inputs, y_bytes)
+-- Runs q on d with the operands (strings uploaded; buffers as they are), y poisoned first:
+-- through `row` when given, else the row the table binds. Returns y downloaded, the row and
+-- its kernel's launches during the dispatch.
+local function run(d, q, inputs, y_bytes, row)
   local ops = { y = d:buffer(("\255"):rep(y_bytes)) }
   for k, v in pairs(inputs) do ops[k] = type(v) == "string" and d:buffer(v) or v end
   local c = xpu.call { query = q, device = d, operands = ops }
-  local row = routes:bind(c)
+  row = row or routes:bind(c)
   local k = d:kernel(row.kernel)
   local before = k.launches
   row:dispatch(c)
@@ -85,11 +86,21 @@ for _, entry in ipairs(devices) do
         local w, xall = fixture(fmt)
         for _, T in ipairs(TOKENS) do
           local x = xall:sub(1, T * COLS // 256 * 320)
-          local got, row, launches = run(d, G.query(fmt, T, ROWS, COLS), { w = w, x = x }, T * ROWS * 4)
+          local q = G.query(fmt, T, ROWS, COLS)
+          local want = G.reference(fmt, w, x, T, ROWS, COLS)
           local tile = T >= 128 and 128 or 64
-          assert.equal(("gemm.%s.t%d"):format(fmt, tile), row.name)
-          assert.equal(1, launches, row.name .. " launched once")
-          gate(G.reference(fmt, w, x, T, ROWS, COLS), got, ("%s %s T %d"):format(entry.id, row.name, T))
+          local _, bound = run(d, q, { w = w, x = x }, T * ROWS * 4)
+          local mma = d:supports "mma_int8" and d:kernel(G.kernel_name(fmt, tile, "mma")).available
+          assert.equal(("gemm.%s.%st%d"):format(fmt, mma and "mma." or "", tile), bound.name)
+          -- every row the device admits for the shape, each through its own kernel
+          local names = {}
+          for _, row in ipairs(routes:candidates(q, d)) do
+            local got, _, launches = run(d, q, { w = w, x = x }, T * ROWS * 4, row)
+            assert.equal(1, launches, row.name .. " launched once")
+            gate(want, got, ("%s %s T %d"):format(entry.id, row.name, T))
+            names[#names + 1] = row.name
+          end
+          assert.is_truthy(#names >= 1 and names[1] == bound.name, table.concat(names, ", "))
         end
       end)
     end
@@ -174,6 +185,32 @@ describe("prefill rows", function()
       local why = refusal(no)
       assert.is_truthy(why:find(words, 1, true), name .. ": refusal '" .. why .. "' lacks '" .. words .. "'")
     end
+  end)
+
+  it("the tensor-core rows need mma_int8: first where a device has it, passed over where not", function()
+    local cpu = xpu.device "cpu:0"
+    for _, f in ipairs(G.MMA_FORMATS) do
+      local q, q65 = G.query(f, 512, 64, 512), G.query(f, 65, 64, 512)
+      local mma, mma64 = routes:row("gemm." .. f .. ".mma.t128"), routes:row("gemm." .. f .. ".mma.t64")
+      assert.same({ "mma_int8" }, mma.needs)
+      assert.is_true(mma.priority > routes:row("gemm." .. f .. ".t128").priority)
+      -- the declared half admits them; the CPU, which has no mma_int8, is served by the next
+      local a = routes:audit { q, q65 }
+      for ri = 1, a.nrows do
+        local name = a:row_name(ri)
+        if name == mma.name then
+          assert.equal("Admitted", (a:clause(1, ri)))
+          assert.equal("Shape", (a:clause(2, ri)))
+        end
+        if name == mma64.name then
+          assert.equal("Admitted", (a:clause(2, ri)))
+        end
+      end
+      assert.is_false(cpu:supports "mma_int8")
+      assert.equal("gemm." .. f .. ".t128", routes:candidates(q, cpu)[1].name)
+      assert.equal("gemm." .. f .. ".t64", routes:candidates(q65, cpu)[1].name)
+    end
+    assert.is_true(#G.MMA_FORMATS >= 4, "the tensor-core formats: " .. table.concat(G.MMA_FORMATS, ","))
   end)
 
   it("the 128-token tiles are refused where the 64-token tile pads less, in their own words", function()

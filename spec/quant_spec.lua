@@ -98,12 +98,20 @@ describe("quant formats", function()
       assert.same({ f.name .. "_q8k_wave", f.name .. "_q8k_id" }, f.kernels.cpu)
       assert.same(f.kernels.cuda, f.kernels.hip)
       for _, backend in ipairs { "cpu", "cuda", "vulkan" } do
-        for _, name in ipairs(f.kernels[backend]) do
-          assert.is_truthy(registry[name], name .. " is not in the kernel table")
-          assert.equal(f.name, registry[name].format, name)
-          listed[name] = true
+        for _, list in ipairs { f.kernels[backend], f.prefill[backend] } do
+          for _, name in ipairs(list) do
+            assert.is_truthy(registry[name], name .. " is not in the kernel table")
+            assert.equal(f.name, registry[name].format, name)
+            listed[name] = true
+          end
         end
       end
+      -- the prefill GEMMs: four everywhere, and on CUDA the tensor-core pair where the format has one
+      assert.same({ f.name .. "_q8k_gemm_t64", f.name .. "_q8k_gemm_t128", f.name .. "_q8k_gemm_id_t64",
+                    f.name .. "_q8k_gemm_id_t128" }, f.prefill.cpu)
+      assert.same(f.prefill.cpu, f.prefill.vulkan)
+      assert.same(f.prefill.cpu, f.prefill.hip)
+      assert.is_true(#f.prefill.cuda == 4 or #f.prefill.cuda == 6, f.name)
     end
     -- and the other way: every kernel that reads a format is in that format's record
     for name, k in pairs(registry) do
@@ -112,6 +120,7 @@ describe("quant formats", function()
     local cpu = assert(xpu.device "cpu:0")
     for _, f in ipairs(xpu.formats()) do
       for _, name in ipairs(f.kernels.cpu) do assert.is_true(cpu:kernel_available(name), name) end
+      for _, name in ipairs(f.prefill.cpu) do assert.is_true(cpu:kernel_available(name), name) end
     end
   end)
 

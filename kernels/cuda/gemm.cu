@@ -44,10 +44,12 @@ static __device__ __forceinline__ void gemm_row(const uint8_t *row, uint64_t pre
 		out[j] = wave_reduce(acc[j]);
 }
 
+/* 16-byte loads need the rows, their payloads and the activations on 16 bytes (the kernel
+ * files are one translation unit, in name order: matvec.cu's twin comes after this one). */
 template <class F>
 static __device__ __forceinline__ bool gemm_vec(const void *w, const void *x, uint32_t bpr)
 {
-	return F::VEC && mv_aligned16(w, x) && (mv_prefix<F>(bpr) & 15) == 0 && (mv_row_bytes<F>(bpr) & 15) == 0;
+	return F::VEC && (((uintptr_t)w | (uintptr_t)x) & 15) == 0 && (mv_prefix<F>(bpr) & 15) == 0 && (mv_row_bytes<F>(bpr) & 15) == 0;
 }
 
 /* The warp's row tile and token tile of the launch (kernels/gemm.h's numbering). */

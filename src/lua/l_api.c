@@ -35,7 +35,7 @@ static const struct api_entry module_entries[] = {
 	  "a mat-vec reads" },
 	{ "xpu.formats", "xpu.formats() -> list of {name, type, block_elems, block_bytes, ...}",
 	  "the served decode formats in their one order: block layout, scale_layout, resident split "
-	  "(scale_bytes, payload_bytes), streams, kernels per backend" },
+	  "(scale_bytes, payload_bytes), streams, kernels (decode) and prefill (the GEMMs) per backend" },
 	{ "xpu.format", "xpu.format(name | id) -> id | name",
 	  "a format's id from its name, or its name from the id" },
 	{ "xpu.regime", "xpu.regime(name | id) -> id | name",
@@ -509,16 +509,20 @@ static const struct api_entry elementwise_entries[] = {
 
 static const struct api_entry layer_gemm_entries[] = {
 	{ "xpu.layers.gemm.rows", "gemm.rows(table) -> table",
-	  "registers gemm.<fmt>.t64 / .t128 and gemm_id.<fmt>.t64 / .t128 for every format of xpu.formats()" },
-	{ "xpu.layers.gemm.kernel_name", "gemm.kernel_name(format, tile [, grouped]) -> name",
-	  "<fmt>_q8k_gemm_t<tile>, or <fmt>_q8k_gemm_id_t<tile> when grouped" },
+	  "registers gemm.<fmt>.t64 / .t128 and gemm_id.<fmt>.t64 / .t128 for every format of xpu.formats(), "
+	  "and gemm.<fmt>.mma.t64 / .t128 (needs mma_int8) where a format has a tensor-core form" },
+	{ "xpu.layers.gemm.kernel_name", "gemm.kernel_name(format, tile [, kind]) -> name",
+	  "<fmt>_q8k_gemm_t<tile>; kind \"id\": <fmt>_q8k_gemm_id_t<tile>, \"mma\": <fmt>_q8k_gemm_mma_t<tile>" },
+	{ "xpu.layers.gemm.mma_rows_per_group", "gemm.mma_rows_per_group(tile) -> rows",
+	  "the weight rows a group of the tensor-core form covers (gemm.MMA_FORMATS: the formats it serves)" },
 	{ "xpu.layers.gemm.query", "gemm.query(format, tokens, rows, cols) -> Query",
 	  "tokens x rows outputs, each token's q8_K row against one rows x cols resident matrix" },
 	{ "xpu.layers.gemm.id_query", "gemm.id_query(format, tokens, rows, cols, experts, used [, per_slot]) -> Query",
 	  "one launch over an expert bank through expert_map's lists; per_slot 1: an activation row a pair" },
 	{ "xpu.layers.gemm.expert_share", "gemm.expert_share(query) -> tokens",
 	  "tokens * used // experts: the share the grouped rows choose their tile by" },
-	{ "xpu.layers.gemm.groups", "gemm.groups(query, tile) -> n", "the workgroups the launcher makes" },
+	{ "xpu.layers.gemm.groups", "gemm.groups(query, tile [, kind]) -> n",
+	  "the workgroups the launcher makes (kind \"mma\": the tensor-core form's)" },
 	{ "xpu.layers.gemm.fill_refusal", "gemm.fill_refusal(groups, units) -> string | nil",
 	  "why a grid of that many groups cannot fill a device of that many compute units" },
 	{ "xpu.layers.gemm.flops", "gemm.flops(query) -> n", "2 * tokens (* used) * rows * cols" },

@@ -5,6 +5,7 @@
 #include "xpu_lua.h"
 #include "lx.h"
 #include "quant/formats.h"
+#include "gemm.h" /* kernels/: the tensor-core GEMMs' formats */
 #include "quant/ggml_types.h"
 #include "cpu/matvec.h"
 
@@ -81,6 +82,38 @@ static void push_kernel_names(lua_State *L, const struct xpu_format *f, unsigned
 		}
 }
 
+/* The prefill GEMMs every backend builds for f (src/ops/gemm/table.c), and on CUDA the
+ * tensor-core forms of kernels/gemm.h's formats. */
+static void push_prefill_names(lua_State *L, const struct xpu_format *f, bool mma)
+{
+	static const char *const kinds[] = { "_q8k_gemm_t64", "_q8k_gemm_t128", "_q8k_gemm_id_t64", "_q8k_gemm_id_t128" };
+	lua_createtable(L, 6, 0);
+	int n = 0;
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		lua_pushfstring(L, "%s%s", f->name, kinds[i]);
+		lua_rawseti(L, -2, ++n);
+	}
+#define MMA_NAME(fmt) if (mma && strcmp(f->name, #fmt) == 0) {                                    \
+		lua_pushfstring(L, "%s_q8k_gemm_mma_t64", f->name);                              \
+		lua_rawseti(L, -2, ++n);                                                         \
+		lua_pushfstring(L, "%s_q8k_gemm_mma_t128", f->name);                             \
+		lua_rawseti(L, -2, ++n);                                                         \
+	}
+	XPU_GEMM_MMA_FORMATS(MMA_NAME)
+#undef MMA_NAME
+}
+
+/* prefill = { cpu = {names}, cuda = {... and the tensor-core forms}, hip = {...}, vulkan = {...} } */
+static void push_prefill(lua_State *L, const struct xpu_format *f)
+{
+	static const char *const backends[] = { "cpu", "cuda", "hip", "vulkan" };
+	lua_createtable(L, 0, 4);
+	for (int b = 0; b < 4; b++) {
+		push_prefill_names(L, f, b == 1);
+		lua_setfield(L, -2, backends[b]);
+	}
+}
+
 /* kernels = { cpu = {names}, cuda = {...}, hip = (cuda's), vulkan = {...} } */
 static void push_kernels(lua_State *L, const struct xpu_format *f)
 {
@@ -102,6 +135,8 @@ static void push_format(lua_State *L, const struct xpu_format *f)
 	lua_setfield(L, -2, "streams");
 	push_kernels(L, f);
 	lua_setfield(L, -2, "kernels");
+	push_prefill(L, f);
+	lua_setfield(L, -2, "prefill");
 
 	lua_pushstring(L, f->name);
 	lua_setfield(L, -2, "name");

@@ -23,7 +23,7 @@
 static const char *const device_caps[] = {
 	"code.host", "code.ptx", "code.cubin", "code.spirv", "code.amdgcn", "unified_memory",
 	"int64_atomics", "int64", "int8_storage", "f64", "f16", "f16_denorm_preserve", "bf16",
-	"dot4_i8", "dot4_i8.accelerated", "simd.avx2", "simd.avx512", "subgroup_shuffle",
+	"dot4_i8", "dot4_i8.accelerated", "mma_int8", "simd.avx2", "simd.avx512", "subgroup_shuffle",
 	"subgroup_arith", "graph_replay", "wave#",
 };
 

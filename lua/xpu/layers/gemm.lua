@@ -79,21 +79,43 @@ local function gemm_id_shape(fmt, tile)
   end
 end
 
--- The kernel of a row: <fmt>_q8k_gemm_t<tile> or <fmt>_q8k_gemm_id_t<tile>.
-function M.kernel_name(fmt, tile, grouped)
-  return ("%s_q8k_%s_t%d"):format(fmt, grouped and "gemm_id" or "gemm", tile)
+-- The kernel of a row: <fmt>_q8k_gemm_t<tile>, <fmt>_q8k_gemm_id_t<tile> (grouped), or the
+-- tensor-core form <fmt>_q8k_gemm_mma_t<tile> (kind "mma").
+function M.kernel_name(fmt, tile, kind)
+  local stem = kind == "mma" and "gemm_mma" or kind and "gemm_id" or "gemm"
+  return ("%s_q8k_%s_t%d"):format(fmt, stem, tile)
 end
 
+-- The formats with a tensor-core form (kernels/gemm.h's XPU_GEMM_MMA_FORMATS), read from the
+-- kernel table, and the rows a group of it covers (XPU_GEMM_MMA_ROWS).
+M.MMA_FORMATS = {}
+do
+  local have = {}
+  for _, k in ipairs(xpu.kernels()) do have[k.name] = true end
+  for _, f in ipairs(M.formats) do
+    if have[M.kernel_name(f, 64, "mma")] then M.MMA_FORMATS[#M.MMA_FORMATS + 1] = f end
+  end
+end
+function M.mma_rows_per_group(tile) return 2048 // tile end
+
 -- The rows: for each format and tile, gemm.<fmt>.t<tile> and gemm_id.<fmt>.t<tile>, the
--- 128-token tile first where it admits (priority 20 over 10).
+-- 128-token tile first where it admits (priority 20 over 10); where a format has a
+-- tensor-core form, gemm.<fmt>.mma.t<tile> ahead of them (40, 30) on a device with mma_int8.
 function M.rows(t)
+  for _, f in ipairs(M.MMA_FORMATS) do
+    for _, tile in ipairs(M.TILES) do
+      t:register { name = ("gemm.%s.mma.t%d"):format(f, tile), regime = "prefill", format = f,
+                   priority = tile == 128 and 40 or 30, facts = FACTS, needs = { "mma_int8" },
+                   kernel = M.kernel_name(f, tile, "mma"), shape = gemm_shape(f, tile) }
+    end
+  end
   for _, f in ipairs(M.formats) do
     for _, tile in ipairs(M.TILES) do
       local pri = tile == 128 and 20 or 10
       t:register { name = ("gemm.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
                    facts = FACTS, kernel = M.kernel_name(f, tile), shape = gemm_shape(f, tile) }
       t:register { name = ("gemm_id.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
-                   facts = ID_FACTS, kernel = M.kernel_name(f, tile, true), shape = gemm_id_shape(f, tile) }
+                   facts = ID_FACTS, kernel = M.kernel_name(f, tile, "id"), shape = gemm_id_shape(f, tile) }
     end
   end
   return t
@@ -112,10 +134,11 @@ function M.id_query(fmt, tokens, rows, cols, experts, used, per_slot)
                      experts = experts, used = used, per_slot = per_slot or 0 }
 end
 
--- The workgroups the launcher makes for a query at `tile` (src/ops/gemm/launch.c); for a
+-- The workgroups the launcher makes for a query at `tile` (kind "mma": the tensor-core form;
+-- src/ops/gemm/launch.c); for a
 -- bank, the most any split of the pairs needs (the groups past the listed tiles end at once).
-function M.groups(q, tile)
-  local row_tiles = ceil_div(q.out_dim, M.ROWS_PER_GROUP)
+function M.groups(q, tile, kind)
+  local row_tiles = ceil_div(q.out_dim, kind == "mma" and M.mma_rows_per_group(tile) or M.ROWS_PER_GROUP)
   if not q.experts then return row_tiles * ceil_div(q.tokens, tile) end
   local pairs = q.tokens * q.used
   return row_tiles * (pairs // tile + math.min(pairs, q.experts))

@@ -168,7 +168,7 @@ static int probe_geometry(struct xpu_device *d, struct cuda_dev *cd)
 }
 
 /* Named facts about the silicon and the driver; the compute capability decides the
- * arithmetic ones (dp4a from 6.1, half arithmetic from 5.3, bf16 from 8.0). */
+ * arithmetic ones (dp4a from 6.1, half arithmetic from 5.3, bf16 and int8 mma from 8.0). */
 static int probe_caps(struct xpu_device *d, struct cuda_dev *cd)
 {
 	int cc = cd->cc_major * 10 + cd->cc_minor, managed = 0;
@@ -183,6 +183,8 @@ static int probe_caps(struct xpu_device *d, struct cuda_dev *cd)
 		rc |= xpu_device_add_cap(d, "wave32");
 	if (cc >= 61)
 		rc |= xpu_device_add_cap(d, "dot4_i8");
+	if (cc >= 80) /* mma.sync m16n8k32 on signed bytes, int32 sums: the tensor-core GEMMs */
+		rc |= xpu_device_add_cap(d, "mma_int8");
 	if (cc >= 53)
 		rc |= xpu_device_add_cap(d, "f16");
 	if (cc >= 80)

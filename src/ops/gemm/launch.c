@@ -27,8 +27,8 @@ static uint64_t row_tiles(uint64_t rows)
 	return (rows + XPU_GEMM_ROWS - 1) / XPU_GEMM_ROWS;
 }
 
-/* Operands y, w, x; facts out_dim, in_dim, tokens. */
-static int launch_gemm(struct xpu_kernel *k, const struct xpu_call *c, uint64_t tile)
+/* Operands y, w, x; facts out_dim, in_dim, tokens. A group is rows_per_group rows x tile tokens. */
+static int launch_gemm(struct xpu_kernel *k, const struct xpu_call *c, uint64_t tile, uint64_t rows_per_group)
 {
 	const char *kn = k->def->name;
 	const struct xpu_karg *y = xpu_operand_buffer(c, kn, "y");
@@ -41,7 +41,8 @@ static int launch_gemm(struct xpu_kernel *k, const struct xpu_call *c, uint64_t 
 	if (tokens == 0)
 		return 0;
 	struct xpu_karg args[6] = { *y, *w, *x, xpu_u32(rows), xpu_u32(cols), xpu_u32(tokens) };
-	return xpu_launch_1d(c, k, row_tiles(rows) * ((tokens + tile - 1) / tile), XPU_GEMM_BLOCK, args, 6);
+	const uint64_t row_tiles = (rows + rows_per_group - 1) / rows_per_group;
+	return xpu_launch_1d(c, k, row_tiles * ((tokens + tile - 1) / tile), XPU_GEMM_BLOCK, args, 6);
 }
 
 /* Operands y, slab, x, counts, offsets, list_tokens, list_slots (expert_map's outputs); facts
@@ -81,12 +82,12 @@ static int launch_gemm_id(struct xpu_kernel *k, const struct xpu_call *c, uint64
 
 int xpu_launch_gemm_t64(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_gemm(k, c, 64);
+	return launch_gemm(k, c, 64, XPU_GEMM_ROWS);
 }
 
 int xpu_launch_gemm_t128(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_gemm(k, c, 128);
+	return launch_gemm(k, c, 128, XPU_GEMM_ROWS);
 }
 
 int xpu_launch_gemm_id_t64(struct xpu_kernel *k, const struct xpu_call *c)
@@ -97,4 +98,14 @@ int xpu_launch_gemm_id_t64(struct xpu_kernel *k, const struct xpu_call *c)
 int xpu_launch_gemm_id_t128(struct xpu_kernel *k, const struct xpu_call *c)
 {
 	return launch_gemm_id(k, c, 128);
+}
+
+int xpu_launch_gemm_mma_t64(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	return launch_gemm(k, c, 64, XPU_GEMM_MMA_ROWS(64));
+}
+
+int xpu_launch_gemm_mma_t128(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	return launch_gemm(k, c, 128, XPU_GEMM_MMA_ROWS(128));
 }

@@ -1,0 +1,184 @@
+/* gemm_mma.cu — the prefill GEMMs on the tensor cores: <fmt>_q8k_gemm_mma_t{64,128} for the
+ * 32-element formats (q4_0, q8_0, iq4_nl, q5_0), src/ops/gemm/table.c. A block's integer dot
+ * for 16 rows x 8 tokens is one mma.m16n8k32 s8 (exact int32); each (row, token, block) value
+ * is then the mat-vec's float expression, added in the canonical order: the accumulator of
+ * blocks l, l + 32, ... is summed in increasing b for l in bit-reversed order, and the 32
+ * accumulators are folded as they finish, left + right, which is the butterfly 16, 8, .., 1
+ * of docs/ARITHMETIC.md written as a tree. So every output is the decode mat-vec's, bit for
+ * bit. A warp is 16 rows x 16 tokens (two n-tiles); a group of 8 warps is 32 rows x 64 tokens
+ * (t64) or 16 rows x 128 tokens (t128): kernels/gemm.h's XPU_GEMM_MMA_* numbers the groups.
+ * CUDA only: the HIP build leaves them out (hip.mk compiles these files too). */
+#include "matvec.cuh"
+#include "../gemm.h"
+
+/* PTX mma: not for the HIP build of these files (kernels/hip/hip.mk), which has no such form. */
+#ifndef XPU_HIP
+
+#define MMA_NT 2 /* n-tiles of 8 tokens a warp */
+
+static __device__ __forceinline__ void mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+					      uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%10,%11,%12,%13};"
+		     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+
+/* A 32-element format's A fragment: lane (g, c) holds of one row's block elements 4c..4c+3
+ * (lo) and 16+4c..16+4c+3 (hi) as signed bytes; BIAS is what the format subtracts through
+ * the activation's sub-block sum (q4_0 8, q5_0 16). */
+struct mma_q4_0 {
+	static constexpr int BIAS = 8;
+	static constexpr uint32_t PAY = 16;
+	static __device__ __forceinline__ void load(const uint8_t *pay, uint32_t b, int c, uint32_t &lo, uint32_t &hi)
+	{
+		const uint32_t q = xpu_ld32(pay + (uint64_t)b * PAY + 4 * c);
+		lo = q & MV_LO4;
+		hi = (q >> 4) & MV_LO4;
+	}
+};
+
+struct mma_iq4_nl {
+	static constexpr int BIAS = 0;
+	static constexpr uint32_t PAY = 16;
+	static __device__ __forceinline__ void load(const uint8_t *pay, uint32_t b, int c, uint32_t &lo, uint32_t &hi)
+	{
+		kv_lookup(xpu_ld32(pay + (uint64_t)b * PAY + 4 * c), lo, hi);
+	}
+};
+
+struct mma_q8_0 {
+	static constexpr int BIAS = 0;
+	static constexpr uint32_t PAY = 32;
+	static __device__ __forceinline__ void load(const uint8_t *pay, uint32_t b, int c, uint32_t &lo, uint32_t &hi)
+	{
+		const uint8_t *p = pay + (uint64_t)b * PAY;
+		lo = xpu_ld32(p + 4 * c);
+		hi = xpu_ld32(p + 16 + 4 * c);
+	}
+};
+
+struct mma_q5_0 {
+	static constexpr int BIAS = 16;
+	static constexpr uint32_t PAY = 20;
+	static __device__ __forceinline__ void load(const uint8_t *pay, uint32_t b, int c, uint32_t &lo, uint32_t &hi)
+	{
+		const uint8_t *p = pay + (uint64_t)b * PAY;
+		const uint32_t qh = xpu_ld32(p), q = xpu_ld32(p + 4 + 4 * c);
+		lo = (q & MV_LO4) | fifth_bits(qh >> (4 * c));
+		hi = ((q >> 4) & MV_LO4) | fifth_bits(qh >> (16 + 4 * c));
+	}
+};
+
+/* 5-bit bit reversal: the order the accumulators are finished in. */
+static __device__ __forceinline__ uint32_t rev5(uint32_t i)
+{
+	return __brev(i) >> 27;
+}
+
+/* One warp's 16 rows x 8 MMA_NT tokens: rows r0 + g, r0 + g + 8 and tokens t0 + 8 j + 2 c, + 1
+ * of each lane's fragment outputs (clamped to the matrix for the loads; stored only inside). */
+template <class F>
+static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
+				uint32_t tokens, uint32_t r0, uint32_t t0)
+{
+	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
+	const uint32_t bpr = cols / 32, xrow = cols / 256 * Q8K_BYTES;
+	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4, rb = prefix + (uint64_t)bpr * F::PAY;
+	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
+	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
+	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2]; /* B fragment's token g; the outputs' tokens 2c, 2c + 1 */
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++) {
+		xa[j] = x + min(t0 + 8 * j + g, tokens - 1) * (uint64_t)xrow;
+		xo[j][0] = x + min(t0 + 8 * j + 2 * c, tokens - 1) * (uint64_t)xrow;
+		xo[j][1] = x + min(t0 + 8 * j + 2 * c + 1, tokens - 1) * (uint64_t)xrow;
+	}
+	/* out[j][k]: row (k / 2 ? g + 8 : g), token 2c + (k & 1) of n-tile j */
+	float level[5][MMA_NT][4];
+	float v[MMA_NT][4];
+	for (uint32_t i = 0; i < 32; i++) {
+		const uint32_t l = rev5(i);
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				v[j][k] = 0.0f;
+		for (uint32_t b = l; b < bpr; b += 32) {
+			uint32_t a0, a1, a2, a3;
+			F::load(wa + prefix, b, c, a0, a2);
+			F::load(wb + prefix, b, c, a1, a3);
+			const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
+			const uint32_t xoff = b / 8 * Q8K_BYTES, aoff = xoff + 32 * (b % 8);
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++) {
+				int acc[4];
+				mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xa[j] + aoff + 4 * c), xpu_ld32(xa[j] + aoff + 16 + 4 * c));
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					const uint8_t *xb = xo[j][e] + xoff;
+					const int corr = F::BIAS * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
+					const float xs = xpu_ldf(xb + Q8K_SCALE);
+					v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)(acc[e] - corr)));
+					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)(acc[2 + e] - corr)));
+				}
+			}
+		}
+		/* fold: a finished subtree of 2^k leaves meets the one before it (left + right) */
+#pragma unroll
+		for (int k = 0; k < 5; k++) {
+			if (!((i >> k) & 1)) {
+#pragma unroll
+				for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+					for (int q = 0; q < 4; q++)
+						level[k][j][q] = v[j][q];
+				break;
+			}
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int q = 0; q < 4; q++)
+					v[j][q] = xpu_add(level[k][j][q], v[j][q]);
+		}
+	}
+	/* i = 31 left the whole tree in v */
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const uint32_t r = r0 + g + (q / 2) * 8, t = t0 + 8 * j + 2 * c + (q & 1);
+			if (r < rows && t < tokens)
+				y[(uint64_t)t * rows + r] = v[j][q];
+		}
+}
+
+/* Group g: warp w of XPU_GEMM_BLOCK / 32 covers rows r0 + 16 (w % RS), tokens t0 + 16 (w / RS)
+ * of the group's ROWS x TILE tile, RS = ROWS / 16 row slabs. */
+template <class F, uint32_t TILE>
+static __device__ __forceinline__ void mma_gemm(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
+						uint32_t cols, uint32_t tokens)
+{
+	constexpr uint32_t ROWS = XPU_GEMM_MMA_ROWS(TILE), RS = ROWS / 16;
+	const uint32_t warp = xpu_thread() / 32, row_tiles = (rows + ROWS - 1) / ROWS;
+	const uint64_t grp = xpu_group();
+	const uint32_t r0 = (uint32_t)(grp % row_tiles) * ROWS + 16 * (warp % RS);
+	const uint32_t t0 = (uint32_t)(grp / row_tiles) * TILE + 16 * (warp / RS);
+	if (r0 >= rows || t0 >= tokens) /* the whole warp */
+		return;
+	mma_tile<F>(y, w, x, rows, cols, tokens, r0, t0);
+}
+
+#define MMA_ENTRY(name, tile)                                                                    \
+	extern "C" __global__ void __launch_bounds__(XPU_GEMM_BLOCK)                             \
+	name##_q8k_gemm_mma_t##tile(float *y, const uint8_t *w, const uint8_t *x, unsigned int rows, \
+				    unsigned int cols, unsigned int tokens)                      \
+	{                                                                                        \
+		mma_gemm<mma_##name, tile>(y, w, x, rows, cols, tokens);                         \
+	}
+#define MMA_ENTRIES(name) MMA_ENTRY(name, 64) MMA_ENTRY(name, 128)
+XPU_GEMM_MMA_FORMATS(MMA_ENTRIES)
+#undef MMA_ENTRIES
+#undef MMA_ENTRY
+#endif /* XPU_HIP */
