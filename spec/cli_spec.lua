@@ -278,7 +278,9 @@ describe("xpulua command", function()
 			local code, _, err = run({ "-e", MARK_READY .. " while true do end" }, {
 				shell = "XPULUA < /dev/null & p=$!; WAIT_READY; kill -INT $p; wait $p" })
 			assert.are.equal(1, code)
-			assert.matches("^" .. NAME .. ": interrupted!\nstack traceback:", err)
+			-- the signal may land while the ready mark's file is still being closed: then the
+			-- message carries the chunk's position, "(command line):1: interrupted!"
+			assert.matches("^" .. NAME .. ": [^\n]-interrupted!\nstack traceback:", err)
 		end)
 	end)
 
