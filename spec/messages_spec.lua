@@ -207,6 +207,7 @@ describe("did you mean", function()
   end)
 
   it("a misspelt query fact names the facts registered rows read", function()
+    -- 'in_dim' first; rows other spec files registered may add more ('n_dims' of rope)
     assert.matches("query: fact 'in_dims': unknown query fact 'in_dims' %(did you mean 'in_dim'[^)]*%?%)",
       errmsg(xpu.query, { format = "q4_K", regime = "decode", in_dims = 4096, out_dim = 8 }))
     -- a contract row's facts: its operands' shape facts and its fields, digits and all
