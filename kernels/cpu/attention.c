@@ -70,11 +70,13 @@ static void attention_decode(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 			float sum = 0.0f;
 			for (uint32_t j = 0; j < n; j++)
 				sum = sum + e[j];
-			for (uint32_t d = 0; d < hd; d++) {
-				float acc = 0.0f;
-				for (uint32_t j = 0; j < n; j++)
-					acc = acc + e[j] * xpu_f16_to_f32(kh_v[(uint64_t)((pa + j) % slots) * hd + d]);
-				o[2 + d] = acc;
+			/* acc[d] in position order for every d at once: the rows are read in order */
+			for (uint32_t d = 0; d < hd; d++)
+				o[2 + d] = 0.0f;
+			for (uint32_t j = 0; j < n; j++) {
+				const uint16_t *vr = kh_v + (uint64_t)((pa + j) % slots) * hd;
+				for (uint32_t d = 0; d < hd; d++)
+					o[2 + d] = o[2 + d] + e[j] * xpu_f16_to_f32(vr[d]);
 			}
 			o[0] = m;
 			o[1] = sum;
@@ -142,11 +144,12 @@ static void prefill_row(const struct prefill_row *r, float *out)
 		sum = sum * alpha;
 		for (uint32_t p = pa; p < pb; p++)
 			sum = sum + e[p - pa];
-		for (uint32_t d = 0; d < r->hd; d++) {
-			float x = acc[d] * alpha;
-			for (uint32_t p = pa; p < pb; p++)
-				x = x + e[p - pa] * xpu_f16_to_f32(r->v[(uint64_t)(p % r->slots) * r->hd + d]);
-			acc[d] = x;
+		for (uint32_t d = 0; d < r->hd; d++)
+			acc[d] = acc[d] * alpha;
+		for (uint32_t p = pa; p < pb; p++) {
+			const uint16_t *vr = r->v + (uint64_t)(p % r->slots) * r->hd;
+			for (uint32_t d = 0; d < r->hd; d++)
+				acc[d] = acc[d] + e[p - pa] * xpu_f16_to_f32(vr[d]);
 		}
 		m = mn;
 	}
