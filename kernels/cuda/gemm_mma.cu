@@ -125,22 +125,22 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 				}
 			}
 		}
-		/* fold: a finished subtree of 2^k leaves meets the one before it (left + right) */
+		/* fold: a finished subtree of 2^k leaves meets the one before it (left + right);
+		 * every index static (no break), so the levels stay in registers */
+		bool carry = true;
 #pragma unroll
 		for (int k = 0; k < 5; k++) {
-			if (!((i >> k) & 1)) {
-#pragma unroll
-				for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-					for (int q = 0; q < 4; q++)
-						level[k][j][q] = v[j][q];
-				break;
-			}
+			const bool odd = (i >> k) & 1;
 #pragma unroll
 			for (int j = 0; j < MMA_NT; j++)
 #pragma unroll
-				for (int q = 0; q < 4; q++)
-					v[j][q] = xpu_add(level[k][j][q], v[j][q]);
+				for (int q = 0; q < 4; q++) {
+					if (carry && odd)
+						v[j][q] = xpu_add(level[k][j][q], v[j][q]);
+					else if (carry)
+						level[k][j][q] = v[j][q];
+				}
+			carry = carry && odd;
 		}
 	}
 	/* i = 31 left the whole tree in v */
