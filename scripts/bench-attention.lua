@@ -10,7 +10,6 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
-local autotune = require "xpu.autotune"
 local cli = require "xpu.cli"
 local att = require "xpu.layers.attention"
 local routes = require "routes.attention"
@@ -50,25 +49,6 @@ if not d then cli.die(NAME, "%s", err) end
 local cpu = xpu.device "cpu:0"
 local kinds = opts.kind == "both" and { "attention_decode", "attention_prefill" } or { "attention_" .. opts.kind }
 local w = report.writer(opts.output, d, "attention", { "kernel", "ctx", "heads", "kv_heads", "head_dim", "tokens" })
-
--- The driver's copy of a buffer past the caches, in GB/s of bytes read + written; the stored
--- ceiling (scripts/bandwidth.lua) where it is higher. bench-layer.lua's instrument.
-local function copy_ceiling()
-  local bytes = report.past_caches(d) // 2
-  local src, dst = d:buffer(bytes), d:buffer(bytes)
-  local s, times = d:default_stream(), {}
-  for r = 1, opts.reps + 2 do
-    local m = s:timer_begin()
-    s:copy(dst, src)
-    local sec = s:timer_end(m)
-    if r > 2 then times[#times + 1] = sec end
-  end
-  src:release()
-  dst:release()
-  local now = 2 * bytes / report.stats(times).median / 1e9
-  local stored = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
-  return math.max(now, stored or 0), now, stored
-end
 
 local function shape_of(kernel, ctx, tokens)
   return { n_head = opts.heads, n_kv_head = opts.kv_heads, head_dim = opts.head_dim, slots = ctx,
@@ -119,7 +99,7 @@ local function time_case(kernel, ctx)
 end
 
 settle.ensure(d)
-local ceiling, copy_now, copy_stored = copy_ceiling()
+local ceiling, copy_now, copy_stored = report.copy_ceiling(d, opts.reps)
 report.log("%s: copy ceiling %.0f GB/s (now %.0f, stored %s); %d/%d heads, head_dim %d, window %d", d.id, ceiling,
   copy_now, copy_stored and ("%.0f"):format(copy_stored) or "none", opts.heads, opts.kv_heads, opts.head_dim, opts.window)
 
