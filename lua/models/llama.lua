@@ -1,379 +1,53 @@
--- models.llama — the dense llama-family model (llama 3, mistral shapes: GQA, RoPE, RMSNorm,
--- SwiGLU, tied or untied output) on one device, every kernel picked by a route table:
---   load(path, device, opts)   audit every tensor against the tables (a tensor no row serves is
---                              an error naming it), then bind each once (resident layout)
---   m:session{ctx =, batch =}  the KV cache (f16, [n_kv_head, slots, head_dim] per layer),
---                              the activations, and the bound calls of the step
---   s:prefill(ids)             the prompt through the prefill GEMM and prefill attention, in
---                              batches; leaves the next token's id on the device
---   s:step()                   one decode token: the id the last step left, through every layer
---                              to the argmax, on the device; no host round trip inside it
---   s:logits()                 the last position's logits (f32s), for the specs
--- The Lua side decides which rows run; the launches are the rows' C launchers.
+-- models.llama — the dense llama family (llama 3, mistral shapes: GQA, RoPE in normal
+-- ordering, RMSNorm, SwiGLU, tied or untied output) as a models.decoder family: its FFN is
+-- ffn_norm -> gate and up mat-vecs -> SwiGLU packed to q8_K -> down -> the residual add.
+--   load(path | GGUF, device, opts) -> model (models.decoder's methods: session, ...)
 local xpu = require "xpu"
-local hparams = require "models.hparams"
-local attention = require "xpu.layers.attention"
+local decoder = require "models.decoder"
 local ew = require "xpu.layers.elementwise"
 local norm = require "xpu.layers.norm"
-local select = require "xpu.layers.select"
-local gemm = require "xpu.layers.gemm"
-local kv = require "xpu.layers.kv"
 
 local M = {}
-M.__index = M
-local Session = {}
-Session.__index = Session
 
-local Q8K = 320 -- bytes of a q8_K block of 256 activations
+local bound, run, L = decoder.bound, decoder.run, decoder.layer_tensor
 
-local function layer_tensor(i, what) return ("blk.%d.%s.weight"):format(i, what) end
+local FAMILY = {
+  arch = "llama", decode_routes = "routes.llama", rope_mode = "normal", qk_norm = false,
+  mats = { "ffn_gate", "ffn_up", "ffn_down" }, norms = { "attn_norm", "ffn_norm" },
+}
 
--- The weights of a layer a mat-vec reads, with the rows each has (GGUF dims[2]) and the width
--- each reads (dims[1]).
-local MATS = { "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down" }
-local NORMS = { "attn_norm", "ffn_norm" }
-
--- ---- routes and the audit -----------------------------------------------------------------
-
-local function tables()
-  return { decode = require "routes.llama", prefill = require "routes.prefill", norm = require "routes.layer_norm",
-           ew = require "routes.layer_elementwise", select = require "routes.layer_select",
-           attention = require "routes.attention", kv = require "routes.layer_kv" }
+function FAMILY.activations(m, n)
+  local ff, d = m.h.n_ff, m.dev
+  return { gate = decoder.f32(d, n * ff), up = decoder.f32(d, n * ff), hq = decoder.q8k(d, n * ff) }
 end
 
-local function tensor_or_error(g, name)
-  return g:tensor(name) or error(("%s: tensor '%s' is missing"):format(g.path, name), 3)
-end
-
--- Every mat-vec weight of the file: { name, format, rows, cols }.
-local function weights(g, h)
-  local list = {}
-  for i = 0, h.n_layer - 1 do
-    for _, w in ipairs(MATS) do
-      local t = tensor_or_error(g, layer_tensor(i, w))
-      list[#list + 1] = { name = t.name, format = t.type, cols = t.dims[1], rows = t.dims[2] or 1 }
-    end
-  end
-  local out = g:tensor "output.weight" or tensor_or_error(g, "token_embd.weight")
-  list[#list + 1] = { name = out.name, format = out.type, cols = out.dims[1], rows = out.dims[2], output = true }
-  return list
-end
-
--- The audit: each weight's decode and prefill queries picked on the device, the embedding's
--- get_rows; the first tensor no row serves raises with the refusal.
-local function audit(g, h, dev, rt, list)
-  local function check(t, q, name, regime)
-    local c = xpu.call { query = q, device = dev, receiver = { bound = true, resident = true } }
-    local row = t:pick(c)
-    if not row then
-      error(("%s: tensor '%s' (%s): no %s row serves it on %s: %s"):format(g.path, name, q.format, regime, dev.id,
-        tostring(t:why_not_picked(c))), 3)
-    end
-    return row
-  end
-  local rows = {}
-  for _, w in ipairs(list) do
-    local q = xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows }
-    rows[w.name] = check(rt.decode, q, w.name, "decode")
-    check(rt.prefill, gemm.query(w.format, 64, w.rows, w.cols), w.name, "prefill")
-  end
-  local e = tensor_or_error(g, "token_embd.weight")
-  check(rt.select, select.get_rows_query(e.type, 1, e.dims[2], e.dims[1]), e.name, "get_rows")
-  return rows
-end
-
--- ---- load ---------------------------------------------------------------------------------
-
-local function bind_matrix(g, dev, w)
-  local info = xpu.quant.info(w.format)
-  local bpr = w.cols // info.block_elems
-  return dev:buffer(xpu.quant.resident(w.format, g:data(w.name), bpr))
-end
-
--- Loads the GGUF at path onto dev: hyperparameters, the audit, then every tensor bound once.
--- opts.routes: a table of route tables to use instead of the defaults (for specs).
-function M.load(path, dev, opts)
-  opts = opts or {}
-  local g = type(path) == "string" and xpu.gguf.open(path) or path
-  local h = hparams.read(g)
-  if h.arch ~= "llama" then error(("%s: architecture %s is not served by models.llama"):format(g.path, h.arch), 2) end
-  if h.head_dim * h.n_head ~= h.n_embd then
-    error(("%s: %d heads of %d are not the hidden width %d"):format(g.path, h.n_head, h.head_dim, h.n_embd), 2)
-  end
-  local rt = opts.routes or tables()
-  local list = weights(g, h)
-  local m = setmetatable({ g = g, h = h, dev = dev, rt = rt, rows = audit(g, h, dev, rt, list), w = {}, fmt = {} }, M)
-  m.weight_bytes = 0
-  for _, w in ipairs(list) do
-    m.w[w.name], m.fmt[w.name] = bind_matrix(g, dev, w), w
-    m.weight_bytes = m.weight_bytes + g:tensor(w.name).bytes
-  end
-  for i = 0, h.n_layer - 1 do
-    for _, n in ipairs(NORMS) do
-      local name = layer_tensor(i, n)
-      m.w[name] = dev:buffer(g:data(tensor_or_error(g, name).name))
-    end
-  end
-  m.w["output_norm.weight"] = dev:buffer(g:data(tensor_or_error(g, "output_norm.weight").name))
-  local e = g:tensor "token_embd.weight"
-  m.embd = { buf = dev:buffer(g:data(e.name)), format = e.type }
-  m.output = g:tensor "output.weight" and "output.weight" or "token_embd.weight"
-  return m
-end
-
--- ---- the session: buffers and bound calls --------------------------------------------------
-
-local function f32(dev, n) return dev:buffer(4 * n) end
-local function q8k(dev, n) return dev:buffer(n // 256 * Q8K) end
-
--- A bound call: the row for the query on the device, dispatched by run().
-local function bound(t, dev, query, operands)
-  local c = xpu.call { query = query, device = dev, operands = operands, receiver = { bound = true, resident = true } }
-  local row = t:bind(c)
-  return { row = row, call = c }
-end
-
-local function run(b) b.row:dispatch(b.call) end
-
--- The activations of a batch of n tokens.
-local function activations(m, n)
-  local h, d = m.h, m.dev
-  local qd, kd = h.n_head * h.head_dim, h.n_kv_head * h.head_dim
+-- The FFN calls of layer i over the activations a of n tokens.
+function FAMILY.ffn_calls(s, a, n, i)
+  local m, h, d = s.m, s.m.h, s.m.dev
   return {
-    n = n, x = f32(d, n * h.n_embd), xq = q8k(d, n * h.n_embd), q = f32(d, n * qd), k = f32(d, n * kd),
-    v = f32(d, n * kd), qr = f32(d, n * qd), kr = f32(d, n * kd), att = f32(d, n * qd), aq = q8k(d, n * qd),
-    t = f32(d, n * h.n_embd), gate = f32(d, n * h.n_ff), up = f32(d, n * h.n_ff), hq = q8k(d, n * h.n_ff),
-    pos = d:buffer(4 * n),
+    norm = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }),
+    gate = s:matmul(L(i, "ffn_gate"), a.gate, a.xq, n),
+    up = s:matmul(L(i, "ffn_up"), a.up, a.xq, n),
+    glu = bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n, h.n_ff), { xq = a.hq, g = a.gate, u = a.up }),
+    down = s:matmul(L(i, "ffn_down"), a.t, a.hq, n),
+    add = bound(m.rt.ew, d, ew.binary("add", "f32", n, h.n_embd), { out = a.x, a = a.x, b = a.t }),
   }
 end
 
--- Opens a session on the model: ctx positions of KV cache (slots), prompt batches of up to
--- batch tokens.
-function M:session(opts)
-  opts = opts or {}
-  local h, d = self.h, self.dev
-  local ctx = opts.ctx or math.min(h.ctx, 4096)
-  local s = setmetatable({ m = self, ctx = ctx, batch = opts.batch or 512, pos = 0, cache = {} }, Session)
-  for i = 0, h.n_layer - 1 do
-    s.cache[i] = { k = d:buffer(2 * h.n_kv_head * ctx * h.head_dim), v = d:buffer(2 * h.n_kv_head * ctx * h.head_dim) }
-  end
-  s.kv_bytes = 2 * h.n_layer * 2 * h.n_kv_head * ctx * h.head_dim
-  s.one = activations(self, 1)
-  s.logit_buf = f32(d, h.n_vocab)
-  s.id = d:buffer(4)
-  s.lq = q8k(d, h.n_embd)
-  s.att_q = attention.query("attention_decode", { n_head = h.n_head, n_kv_head = h.n_kv_head, head_dim = h.head_dim,
-                                                   slots = ctx, pos_buffer = true })
-  s.part = d:buffer(attention.partial_bytes(s.att_q))
-  s.decode = s:calls(s.one, 1, "decode")
-  return s
+function FAMILY.ffn_run(_, c, sync)
+  local t0 = xpu.now()
+  run(c.norm); sync("norms", t0); t0 = xpu.now()
+  run(c.gate); run(c.up); sync("matmul", t0); t0 = xpu.now()
+  run(c.glu); sync("other", t0); t0 = xpu.now()
+  run(c.down); sync("matmul", t0); t0 = xpu.now()
+  run(c.add); sync("other", t0)
 end
 
--- The mat-vec (decode, one token) or GEMM (prefill, n tokens) of weight `name` into y from xq.
-function Session:matmul(name, y, xq, n)
-  local m = self.m
-  local w = m.fmt[name]
-  if n == 1 then
-    return bound(m.rt.decode, m.dev, xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows },
-      { y = y, w = m.w[name], x = xq })
-  end
-  return bound(m.rt.prefill, m.dev, gemm.query(w.format, n, w.rows, w.cols), { y = y, w = m.w[name], x = xq })
-end
+M.FAMILY = FAMILY
 
--- The bound calls of one layer's step over the activations a of n tokens (attention apart: it
--- takes the position, so it is bound per step).
-function Session:calls(a, n, mode)
-  local m, h, d = self.m, self.m.h, self.m.dev
-  local eps, list = h.eps, {}
-  local rope_opts = { mode = "normal", n_dims = h.rope_dims }
-  for i = 0, h.n_layer - 1 do
-    local L, c = function(w) return layer_tensor(i, w) end, self.cache[i]
-    list[i] = {
-      norm1 = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L "attn_norm"], eps = eps }),
-      q = self:matmul(L "attn_q", a.q, a.xq, n),
-      k = self:matmul(L "attn_k", a.k, a.xq, n),
-      v = self:matmul(L "attn_v", a.v, a.xq, n),
-      rope_q = bound(m.rt.ew, d, ew.rope("f32", n, h.n_head, h.head_dim, rope_opts),
-        { out = a.qr, x = a.q, pos = a.pos, freq_base = h.rope_base }),
-      rope_k = bound(m.rt.ew, d, ew.rope("f32", n, h.n_kv_head, h.head_dim, rope_opts),
-        { out = a.kr, x = a.k, pos = a.pos, freq_base = h.rope_base }),
-      store = bound(m.rt.kv, d, kv.query { tokens = n, n_kv_head = h.n_kv_head, head_dim = h.head_dim, slots = self.ctx },
-        { kc = c.k, vc = c.v, k = a.kr, v = a.v, pos = a.pos }),
-      pack = { kernel = d:kernel "q8k_pack", xq = a.aq, x = a.att, n = n * h.n_head * h.head_dim },
-      o = self:matmul(L "attn_output", a.t, a.aq, n),
-      add1 = bound(m.rt.ew, d, ew.binary("add", "f32", n, h.n_embd), { out = a.x, a = a.x, b = a.t }),
-      norm2 = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L "ffn_norm"], eps = eps }),
-      gate = self:matmul(L "ffn_gate", a.gate, a.xq, n),
-      up = self:matmul(L "ffn_up", a.up, a.xq, n),
-      glu = bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n, h.n_ff), { xq = a.hq, g = a.gate, u = a.up }),
-      down = self:matmul(L "ffn_down", a.t, a.hq, n),
-      add2 = bound(m.rt.ew, d, ew.binary("add", "f32", n, h.n_embd), { out = a.x, a = a.x, b = a.t }),
-    }
-  end
-  return list
-end
-
--- The attention of layer i over a (n tokens from position p0) as a bound call: one token reads
--- its position from a.pos (bound once, replayed), a batch takes p0 as a scalar.
-function Session:attend(i, a, n, p0)
-  local m, h = self.m, self.m.h
-  local c = self.cache[i]
-  if n == 1 then
-    a.att_calls = a.att_calls or {}
-    a.att_calls[i] = a.att_calls[i] or
-      bound(m.rt.attention, m.dev, self.att_q, { out = a.att, part = self.part, q = a.qr, k = c.k, v = c.v, pos = a.pos })
-    return a.att_calls[i]
-  end
-  local q = attention.query("attention_prefill", { n_head = h.n_head, n_kv_head = h.n_kv_head, head_dim = h.head_dim,
-                                                    slots = self.ctx, tokens = n })
-  return bound(m.rt.attention, m.dev, q, { out = a.att, q = a.qr, k = c.k, v = c.v, pos0 = p0 })
-end
-
-local function pack(p) p.kernel:launch(nil, p.n // 256, 256, p.xq, p.x, p.n) end
-
--- One pass of every layer over the activations a (n tokens from position p0), timing each
--- family into self.split when it is a table (a sync after each launch: for reports only).
-function Session:layers(a, calls, n, p0)
-  local t = self.split
-  local sync = t and function(key, t0) self.m.dev:default_stream():sync(); t[key] = (t[key] or 0) + xpu.now() - t0 end
-    or function() end
-  for i = 0, self.m.h.n_layer - 1 do
-    local c, t0 = calls[i], xpu.now()
-    run(c.norm1); sync("norms", t0); t0 = xpu.now()
-    run(c.q); run(c.k); run(c.v); sync("matmul", t0); t0 = xpu.now()
-    run(c.rope_q); run(c.rope_k); run(c.store); sync("other", t0); t0 = xpu.now()
-    run(self:attend(i, a, n, p0)); sync("attention", t0); t0 = xpu.now()
-    pack(c.pack); sync("other", t0); t0 = xpu.now()
-    run(c.o); sync("matmul", t0); t0 = xpu.now()
-    run(c.add1); run(c.norm2); sync("norms", t0); t0 = xpu.now()
-    run(c.gate); run(c.up); sync("matmul", t0); t0 = xpu.now()
-    run(c.glu); sync("other", t0); t0 = xpu.now()
-    run(c.down); sync("matmul", t0); t0 = xpu.now()
-    run(c.add2); sync("other", t0)
-  end
-end
-
--- The head over the last token of x (f32 rows of n_embd): output norm, the output mat-vec,
--- argmax into the session's id buffer.
-function Session:head(x_row)
-  local m, h, d = self.m, self.m.h, self.m.dev
-  self.head_calls = self.head_calls or {}
-  local key = x_row
-  local c = self.head_calls[key]
-  if not c then
-    c = {
-      norm = bound(m.rt.norm, d, norm.query("rms_norm_q8k", 1, h.n_embd), { xq = self.lq, x = x_row, weight = m.w["output_norm.weight"], eps = h.eps }),
-      out = self:matmul(m.output, self.logit_buf, self.lq, 1),
-      argmax = bound(m.rt.select, d, select.argmax_query(1, h.n_vocab), { out = self.id, x = self.logit_buf }),
-    }
-    self.head_calls[key] = c
-  end
-  run(c.norm); run(c.out); run(c.argmax)
-end
-
-local function positions(p0, n)
-  local t = {}
-  for i = 0, n - 1 do t[i + 1] = string.pack("<i4", p0 + i) end
-  return table.concat(t)
-end
-
--- The embeddings of the ids in buffer `ids` (n of them) into a.x.
-function Session:embed(a, ids, n)
-  local m, h = self.m, self.m.h
-  local key = n == 1 and "one" or "batch"
-  self.embed_calls = self.embed_calls or {}
-  local c = self.embed_calls[key]
-  if not c or c.ids ~= ids or c.a ~= a then
-    c = bound(m.rt.select, m.dev, select.get_rows_query(m.embd.format, n, h.n_vocab, h.n_embd), { out = a.x, table = m.embd.buf, ids = ids })
-    c.ids, c.a = ids, a
-    self.embed_calls[key] = c
-  end
-  run(c)
-end
-
-local function check_room(s, n)
-  if s.pos + n > s.ctx then
-    error(("session: %d more tokens at position %d run past the cache of %d"):format(n, s.pos, s.ctx), 3)
-  end
-end
-
--- The prompt (a list of token ids) in batches of up to self.batch tokens; the next token's id
--- lands in the id buffer.
-function Session:prefill(ids)
-  local m, h = self.m, self.m.h
-  if #ids == 0 then error("session:prefill: no tokens", 2) end
-  check_room(self, #ids)
-  local first = 1
-  while first <= #ids do
-    local n = math.min(self.batch, #ids - first + 1)
-    local a = n == 1 and self.one or self:batch_of(n)
-    local id_bytes = {}
-    for i = first, first + n - 1 do
-      local v = ids[i]
-      if math.type(v) ~= "integer" or v < 0 or v >= h.n_vocab then
-        error(("session:prefill: token %d is %s, not an id below %d"):format(i, tostring(v), h.n_vocab), 2)
-      end
-      id_bytes[#id_bytes + 1] = string.pack("<i4", v)
-    end
-    local idbuf = a.ids or m.dev:buffer(4 * n)
-    a.ids = idbuf
-    idbuf:upload(table.concat(id_bytes))
-    a.pos:upload(positions(self.pos, n))
-    self:embed(a, idbuf, n)
-    self:layers(a, n == 1 and self.decode or a.calls, n, self.pos)
-    self:head(n == 1 and a.x or a.x:slice(4 * h.n_embd * (n - 1), 4 * h.n_embd))
-    self.pos, first = self.pos + n, first + n
-  end
-end
-
--- The activations and calls of a prompt batch of n tokens (kept for the next batch of n).
-function Session:batch_of(n)
-  self.batches = self.batches or {}
-  local a = self.batches[n]
-  if not a then
-    a = activations(self.m, n)
-    a.calls = self:calls(a, n, "prefill")
-    self.batches[n] = a
-  end
-  return a
-end
-
--- One decode token: the id the last step left in the id buffer, embedded, every layer, the head.
-function Session:step()
-  check_room(self, 1)
-  local a = self.one
-  a.pos:upload(string.pack("<i4", self.pos))
-  self:embed(a, self.id, 1)
-  self:layers(a, self.decode, 1, self.pos)
-  self:head(a.x)
-  self.pos = self.pos + 1
-end
-
--- Back to position 0 (the cache is overwritten as the positions come again).
-function Session:reset()
-  self.pos = 0
-end
-
--- The id the last prefill or step chose (a host read: between steps only).
-function Session:next_id()
-  self.m.dev:default_stream():sync()
-  return (string.unpack("<i4", self.id:download()))
-end
-
-function Session:logits()
-  self.m.dev:default_stream():sync()
-  return self.logit_buf:download()
-end
-
--- Greedy generation: the prompt, then n tokens; returns the n ids.
-function Session:greedy(prompt, n)
-  self:prefill(prompt)
-  local out = { self:next_id() }
-  for _ = 2, n do
-    self:step()
-    out[#out + 1] = self:next_id()
-  end
-  return out
+function M.load(path, dev, opts)
+  local g = type(path) == "string" and xpu.gguf.open(path) or path
+  return decoder.open(g, dev, FAMILY, opts)
 end
 
 return M
