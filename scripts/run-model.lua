@@ -135,10 +135,11 @@ if opts.gen > 0 then
   end
   local r = rates(opts.gen, gen, "tg" .. opts.gen)
   local mean = result("tg" .. opts.gen, opts.gen, r, {
-    weight_bytes = m.weight_bytes, read_ceiling_gbs = read_gbs,
-    of_read = m.weight_bytes * mean_sd(r) / 1e9 / read_gbs,
+    token_bytes = m.token_bytes, read_ceiling_gbs = read_gbs,
+    of_read = m.token_bytes * mean_sd(r) / 1e9 / read_gbs,
   })
-  rows[#rows][4] = ("weights %.1f%% of the %.0f GB/s read ceiling"):format(100 * m.weight_bytes * mean / 1e9 / read_gbs, read_gbs)
+  rows[#rows][4] = ("weights read %.1f%% of the %.0f GB/s read ceiling"):format(100 * m.token_bytes * mean / 1e9 / read_gbs,
+    read_gbs)
   -- one more pass of decode steps, a sync after each family: where a step's time goes
   s:reset()
   s:prefill(first)

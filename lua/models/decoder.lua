@@ -118,11 +118,16 @@ function M.open(g, dev, family, opts)
   local list = weights(g, h, family)
   local m = setmetatable({ g = g, h = h, dev = dev, rt = rt, family = family, rows = audit(g, h, dev, rt, list), w = {},
                            fmt = {} }, M)
-  m.weight_bytes = 0
+  -- weight_bytes: every matrix; token_bytes: what one decode token reads of them (an expert
+  -- bank's used share)
+  m.weight_bytes, m.token_bytes = 0, 0
   for _, w in ipairs(list) do
     m.w[w.name], m.fmt[w.name] = bind_matrix(g, dev, w), w
-    m.weight_bytes = m.weight_bytes + g:tensor(w.name).bytes
+    local bytes = g:tensor(w.name).bytes
+    m.weight_bytes = m.weight_bytes + bytes
+    m.token_bytes = m.token_bytes + (w.experts and bytes * h.n_expert_used // w.experts or bytes)
   end
+  if family.audit then family.audit(m) end
   for i = 0, h.n_layer - 1 do
     for _, n in ipairs(family.norms) do
       local name = layer_tensor(i, n)
@@ -167,6 +172,12 @@ local function activations(m, n)
 end
 M.f32, M.q8k = f32, q8k
 
+local function positions(p0, n)
+  local t = {}
+  for i = 0, n - 1 do t[i + 1] = string.pack("<i4", p0 + i) end
+  return table.concat(t)
+end
+
 -- Opens a session on the model: ctx positions of KV cache (slots), prompt batches of up to
 -- batch tokens.
 function M:session(opts)
@@ -178,6 +189,11 @@ function M:session(opts)
     s.cache[i] = { k = d:buffer(2 * h.n_kv_head * ctx * h.head_dim), v = d:buffer(2 * h.n_kv_head * ctx * h.head_dim) }
   end
   s.kv_bytes = 2 * h.n_layer * 2 * h.n_kv_head * ctx * h.head_dim
+  -- every position 0 .. ctx - 1 once, on the device: a step's position is copied from it on
+  -- the stream (no host round trip), so the recorded step replays unchanged
+  s.positions = d:buffer(positions(0, ctx))
+  s.stream = d:default_stream()
+  if opts.replay ~= false then s.stream:set_deferred(true) end
   s.one = activations(self, 1)
   s.logit_buf = f32(d, h.n_vocab)
   s.id = d:buffer(4)
@@ -297,12 +313,6 @@ function Session:head(x_row)
   run(c.norm); run(c.out); run(c.argmax)
 end
 
-local function positions(p0, n)
-  local t = {}
-  for i = 0, n - 1 do t[i + 1] = string.pack("<i4", p0 + i) end
-  return table.concat(t)
-end
-
 -- The embeddings of the ids in buffer `ids` (n of them) into a.x.
 function Session:embed(a, ids, n)
   local m, h = self.m, self.m.h
@@ -344,7 +354,7 @@ function Session:prefill(ids)
     local idbuf = a.ids or m.dev:buffer(4 * n)
     a.ids = idbuf
     idbuf:upload(table.concat(id_bytes))
-    a.pos:upload(positions(self.pos, n))
+    self.stream:copy(a.pos, self.positions:slice(4 * self.pos, 4 * n))
     self:embed(a, idbuf, n)
     self:layers(a, n == 1 and self.decode or a.calls, n, self.pos)
     if n > 1 then a.last = a.last or a.x:slice(4 * h.n_embd * (n - 1), 4 * h.n_embd) end
@@ -369,7 +379,7 @@ end
 function Session:step()
   check_room(self, 1)
   local a = self.one
-  a.pos:upload(string.pack("<i4", self.pos))
+  self.stream:copy(a.pos, self.positions:slice(4 * self.pos, 4))
   self:embed(a, self.id, 1)
   self:layers(a, self.decode, 1, self.pos)
   self:head(a.x)

@@ -157,29 +157,29 @@ function M.copy_ceiling(dev, reps)
   return math.max(now, stored or 0), now, stored
 end
 
--- The device's read ceiling in GB/s: stream_read over a buffer past the caches, at the grid of
--- the device's dispatch blocks and eight times it, the better median of reps passes; the
--- stored bandwidth.read_gbs where it is higher. Returns ceiling, now, stored.
+-- The device's read ceiling in GB/s as the decode kernels meet it: stream_read over 32 MiB
+-- slices of a buffer past the caches, rotated launch after launch between two timer marks, at
+-- eight groups per worker (scripts/bandwidth.lua's rotated read), the median of reps passes;
+-- the stored bandwidth.read_gbs where it is higher. Returns ceiling, now, stored.
 function M.read_ceiling(dev, reps)
   local bytes = M.past_caches(dev)
-  local src, k, s = dev:buffer(bytes), dev:kernel "stream_read", dev:default_stream()
-  local workers = math.max(1, dev:dispatch_blocks(8))
-  local out, best = dev:buffer(8 * workers * 4), nil
-  for _, groups in ipairs { workers, 8 * workers } do
-    local grid = groups <= 32768 and groups or { 32768, (groups + 32767) // 32768 }
-    local times = {}
-    for r = 1, (reps or 5) + 2 do
-      local m = s:timer_begin()
-      k:launch(s, grid, 256, out, src, bytes, groups)
-      local sec = s:timer_end(m)
-      if r > 2 then times[#times + 1] = sec end
-    end
-    local med = M.stats(times).median
-    best = best and math.min(best, med) or med
+  local one = math.min(bytes, 32 << 20)
+  local copies = math.max(1, bytes // one)
+  local src, k, s = dev:buffer(one * copies), dev:kernel "stream_read", dev:default_stream()
+  local groups = 8 * math.max(1, dev:dispatch_blocks(8))
+  local grid = groups <= 32768 and groups or { 32768, (groups + 32767) // 32768 }
+  local out, views, times = dev:buffer(groups * 4), {}, {}
+  for c = 1, copies do views[c] = src:slice((c - 1) * one, one) end
+  for r = 1, (reps or 5) + 2 do
+    local m = s:timer_begin()
+    for c = 1, copies do k:launch(s, grid, 256, out, views[c], one, groups) end
+    local sec = s:timer_end(m)
+    if r > 2 then times[#times + 1] = sec end
   end
+  for _, v in ipairs(views) do v:release() end
   src:release()
   out:release()
-  local now = bytes / best / 1e9
+  local now = one * copies / M.stats(times).median / 1e9
   local stored = tonumber(require("xpu.autotune").recall(dev, "bandwidth.read_gbs"))
   return math.max(now, stored or 0), now, stored
 end

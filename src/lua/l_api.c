@@ -372,7 +372,7 @@ static const struct api_entry report_entries[] = {
 	{ "xpu.report.copy_ceiling", "report.copy_ceiling(dev [, reps]) -> gbs, now, stored",
 	  "the driver's copy past the caches (GB/s read + written), or the stored ceiling where higher" },
 	{ "xpu.report.read_ceiling", "report.read_ceiling(dev [, reps]) -> gbs, now, stored",
-	  "stream_read past the caches (GB/s), or the stored read ceiling where higher" },
+	  "stream_read over rotated 32 MiB slices past the caches (GB/s), or the stored read ceiling where higher" },
 	{ "xpu.report.past_caches", "report.past_caches(dev) -> bytes",
 	  "a working set that does not fit the device's caches" },
 	{ "xpu.report.stats", "report.stats(xs) -> {median, min, max}",
