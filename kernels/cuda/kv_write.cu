@@ -1,9 +1,10 @@
 /* kv_write.cu — CUDA body of kv_write (src/ops/layer/kv_write.c): the f32 K and V rows rounded
  * to f16 and stored at their positions' slots of both caches, as kernels/cpu/kv_write.c does.
  * The rounding works on the bits (src/quant/f16.h's, not __float2half_rn, which leaves a NaN's
- * payload to the hardware), so every input, NaN included, becomes the CPU body's half. One thread a word:
- * the two halves (hd is even) of a row at d, d + 1, stored as one 32-bit word (the rows are read a word at a time: their bases are on 4 bytes); a grid-stride
- * loop over the words of the tokens' rows. HIP builds this file as it is. */
+ * payload to the hardware), so every input, NaN included, becomes the CPU body's half. One
+ * thread a word: the two halves (hd is even) of a row at d, d + 1, stored as one 32-bit word;
+ * the rows are read a word at a time (their bases are on 4 bytes), in a grid-stride loop over
+ * the words of the tokens' rows. HIP builds this file as it is. */
 #include "xpu_cuda.cuh"
 #include "../attention.h"
 
