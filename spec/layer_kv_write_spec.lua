@@ -403,6 +403,32 @@ describe("routes.attention: the attention_decode_pos rows", function()
     end)
   end
 
+  for _, w in ipairs(att.WIDTHS) do
+    local name, hd = "attention_decode_pos." .. w[1], w[2] or 96
+    it(name .. ": its kernel runs, then attention_combine_pos, == its scalar row", function()
+      local s = { n_head = 8, n_kv_head = 2, head_dim = hd, slots = 40 }
+      local cache = 2 * 40 * hd
+      local ops = { k = cpu:buffer(att.f16_bytes(cache, 1)), v = cpu:buffer(att.f16_bytes(cache, 2)),
+                    q = cpu:buffer(att.floats(8 * hd, 3)), pos = cpu:buffer(string.pack("<i4", 37)) }
+      local outs = {}
+      for _, pb in ipairs { true, false } do
+        s.pos_buffer = pb
+        local qq = att.query("attention_decode", s)
+        local o = { out = cpu:buffer(("\255"):rep(4 * 8 * hd)), part = cpu:buffer(("\255"):rep(att.partial_bytes(qq))),
+                    k = ops.k, v = ops.v, q = ops.q, pos = pb and ops.pos or 37 }
+        local c = xpu.call { query = qq, device = cpu, operands = o }
+        local row = att_routes:bind(c)
+        local kern, comb = cpu:kernel(row.kernel), cpu:kernel(pb and "attention_combine_pos" or "attention_combine")
+        local k0, c0 = kern.launches, comb.launches
+        row:dispatch(c)
+        fx.sync(cpu)
+        assert.same({ pb and name or "attention_decode." .. w[1], 1, 1 }, { row.name, kern.launches - k0, comb.launches - c0 })
+        outs[#outs + 1] = o.out:download()
+      end
+      assert.equal(0, f32_same(outs[2], outs[1], name))
+    end)
+  end
+
   it("the ready half wants pos as a buffer of 4 bytes", function()
     local qq = q(128, true, { slots = 64 })
     local big = cpu:buffer(att.partial_bytes(qq) + 8 * 64 * 128 * 2)
