@@ -480,6 +480,9 @@ static const struct api_entry kv_entries[] = {
 	  "the query for kv_write of tokens positions into caches [n_kv_head, slots, head_dim] (dtype f16)" },
 	{ "xpu.layers.kv.need", "kv.need(query) -> {kc =, vc =, k =, v =, pos =}",
 	  "the bytes each operand of kv_write must hold for the query" },
+	{ "xpu.layers.kv.bench_case", "kv.bench_case(dev, {tokens =, n_kv_head =, head_dim =, slots =, pos =}) -> "
+	  "{query, operands, bytes, note}",
+	  "a seeded case on dev for the benches: rows and caches, pos[0] (default slots - tokens), bytes moved" },
 	{ NULL, NULL, NULL },
 };
 

@@ -178,7 +178,7 @@ function M.floats(n, seed)
 end
 
 -- The bench case of `kernel` on dev for shape s (M.query's fields, and pos: decode's position,
--- default slots - 1; prefill's tokens end at the last slot): { query, operands (seeded, on
+-- default slots - 1, an i32 buffer where s.pos_buffer; prefill's tokens end at the last slot): { query, operands (seeded, on
 -- dev), bytes (K and V read: the positions seen, each KV head once), flops (2 per multiply-add
 -- of q k and of e v), ctx (positions the last query sees), note }.
 function M.bench_case(kernel, dev, s)
@@ -193,7 +193,9 @@ function M.bench_case(kernel, dev, s)
   local w, tokens = q.window, q.tokens or 1
   local last = s.pos or q.slots - 1
   local first = last - tokens + 1
-  if kernel == "attention_prefill" then ops.pos0 = first else ops.pos = last end
+  if kernel == "attention_prefill" then ops.pos0 = first
+  elseif q.pos_buffer == 1 then ops.pos = dev:buffer(string.pack("<i4", last))
+  else ops.pos = last end
   local function lo(p) return (w > 0 and p + 1 > w) and p + 1 - w or 0 end
   local pairs_seen = 0 -- query x key pairs over the tokens
   for p = first, last do pairs_seen = pairs_seen + p - lo(p) + 1 end

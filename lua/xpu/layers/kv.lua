@@ -73,4 +73,18 @@ function M.query(s, dtype)
   return xpu.query(q)
 end
 
+-- The bench case of kv_write on dev for shape s (M.query's fields, and pos: the first position,
+-- default slots - tokens): { query, operands (seeded rows and caches, on dev), bytes (rows read,
+-- halves written), note }.
+function M.bench_case(dev, s)
+  local q = M.query(s)
+  local want = M.need(q)
+  local pos = s.pos or q.slots - q.tokens
+  local ops = { kc = dev:buffer(attention.f16_bytes(want.kc // 2, 3)), vc = dev:buffer(attention.f16_bytes(want.vc // 2, 4)),
+                k = dev:buffer(attention.floats(want.k // 4, 1)),
+                v = dev:buffer(attention.floats(want.v // 4, 2)), pos = dev:buffer(string.pack("<i4", pos)) }
+  return { query = q, operands = ops, bytes = want.k + want.v + want.k // 2 + want.v // 2,
+           note = ("%d tokens x %d KV heads x %d at %d of %d"):format(q.tokens, q.n_kv_head, q.head_dim, pos, q.slots) }
+end
+
 return M
