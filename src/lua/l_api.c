@@ -249,6 +249,8 @@ static const struct api_entry quant_entries[] = {
 	{ "xpu.quant.matvec_host",
 	  "xpu.quant.matvec_host(format, rows, q8k, nrows, ncols, mode) -> f32s",
 	  "the CPU kernel body itself" },
+	{ "xpu.quant.matvec_f32", "xpu.quant.matvec_f32(w, x, rows, cols [, row0]) -> f32s",
+	  "plain f32 mat-vec over rows row0.. of a dequantized weight, summed in double (the reference forward's)" },
 	{ "xpu.quant.simd", "xpu.quant.simd([mode]) -> path, list",
 	  "the SIMD path the CPU kernels use; sets it when given" },
 	{ NULL, NULL, NULL },
