@@ -168,7 +168,7 @@ describe("models.reference", function()
         R.step(m, st, 9, 0, tr0)
         for l = 1, d.n_layer do
           assert.are.same(tr0.layers[l].q_pre, tr0.layers[l].q)
-          assert.are.same(tr0.layers[l].k_pre, tr0.layers[l].k)
+          assert.are.same(f32_list(tr0.layers[l].k_pre), tr0.layers[l].k) -- the cache holds f32
         end
         for p = 1, 4 do R.step(m, st, p, p) end
         local tr = {}
@@ -327,6 +327,22 @@ describe("models.reference", function()
     end
   end)
 
+  describe("rope_freqs.weight (llama3's frequency factors)", function()
+    local function with_factors(v)
+      local t = {}
+      for i = 1, 8 do t[i] = v end
+      return T.write("llama", { extra = { { name = "rope_freqs.weight", dims = { 8 }, type = "f32", data = T.pack(t) } } })
+    end
+    it("divides every pair's angle: factors of 1 change nothing, factors of 2 do", function()
+      local plain, ones, twos = R.load(T.write("llama")), R.load(with_factors(1.0)), R.load(with_factors(2.0))
+      local ids = { 3, 4, 5 }
+      local lp = R.prefill(plain, R.new_state(plain), ids)
+      assert.are.equal(lp, R.prefill(ones, R.new_state(ones), ids))
+      assert.are_not.equal(lp, R.prefill(twos, R.new_state(twos), ids))
+      assert.are.same({ 2, 2, 2, 2, 2, 2, 2, 2 }, twos.rope_factors)
+    end)
+  end)
+
   describe("tied output", function()
     it("reads token_embd as the output when output.weight is absent", function()
       local path, W, d = T.write("llama", { tied = true, zero = { ["attn_output.weight"] = true, ["ffn_down.weight"] = true } })
@@ -380,6 +396,8 @@ describe("models.reference", function()
       assert.error_matches(function() R.step(m, st, 1, 1) end, "pos 1 leaves a gap")
       assert.error_matches(function() R.load(42) end, "expects a GGUF path or an xpu.GGUF object, not number")
       assert.error_matches(function() R.new_state(m, 0) end, "ctx must be a positive integer")
+      local other = R.load(T.write("llama"))
+      assert.error_matches(function() R.step(other, st, 1, 0) end, "state was not made by new_state for this model")
     end)
   end)
 end)

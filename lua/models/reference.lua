@@ -169,19 +169,22 @@ function M.load(src)
   return load_model(src, dequantize, floats)
 end
 
--- new_state(model [, ctx]) -> state: an empty KV cache for positions 0 .. ctx - 1.
+-- new_state(model [, ctx]) -> state: an empty f32 KV cache for positions 0 .. ctx - 1.
 function M.new_state(model, ctx)
   ctx = ctx or model.hp.n_ctx
   if math.type(ctx) ~= "integer" or ctx < 1 then
     error(("reference.new_state: ctx must be a positive integer, not %s"):format(tostring(ctx)), 2)
   end
-  local st = { ctx = ctx, len = 0, k = {}, v = {} }
+  local st = { model = model, ctx = ctx, len = 0, k = {}, v = {} }
   for l = 1, model.hp.n_layer do st.k[l], st.v[l] = {}, {} end
   return st
 end
 
 local function check_step(model, st, token, pos)
   local hp = model.hp
+  if type(st) ~= "table" or st.model ~= model then
+    error("reference.step: state was not made by new_state for this model", 3)
+  end
   if math.type(token) ~= "integer" or token < 0 or token >= hp.n_vocab then
     error(("reference.step: token %s is outside the vocabulary 0 .. %d"):format(tostring(token),
       hp.n_vocab - 1), 3)
@@ -211,6 +214,7 @@ local function attention(model, L, l, st, x, pos, tr)
     neox = hp.rope_neox, factors = model.rope_factors }
   M.rope(q, hp.n_head, hp.head_dim, r)
   M.rope(k, hp.n_head_kv, hp.head_dim, r)
+  k = floats(pack(k)) -- the cache holds f32, as V (a mat-vec's output) already is
   st.k[l][pos], st.v[l][pos] = k, v
   local a = M.attend(q, st.k[l], st.v[l], pos, hp)
   local o = floats(matvec(L.attn_output, pack(a), hp.n_embd, hp.n_head * hp.head_dim_v))
