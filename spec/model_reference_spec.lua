@@ -101,6 +101,46 @@ describe("models.reference", function()
         assert.is_true(max_diff(got, want) > 1e-2)
       end)
 
+      it("at pos 0 the whole forward is recomputed by hand (attention over one key is V)", function()
+        local path, W, d = T.write(arch)
+        local m = R.load(path)
+        local got = R.floats(R.step(m, R.new_state(m), 42, 0))
+        local x, group = {}, d.n_head // d.n_head_kv
+        for i = 1, d.n_embd do x[i] = W["token_embd.weight"][42 * d.n_embd + i] end
+        for l = 0, d.n_layer - 1 do
+          local p = ("blk.%d."):format(l)
+          local h = f32_list(rms(x, W[p .. "attn_norm.weight"], f32(d.eps)))
+          local v = mv(W[p .. "attn_v.weight"], d.n_head_kv * d.head_dim, d.n_embd, h)
+          local a = {}
+          for hh = 0, d.n_head - 1 do
+            for i = 1, d.head_dim do a[hh * d.head_dim + i] = f32(v[(hh // group) * d.head_dim + i]) end
+          end
+          local o = mv(W[p .. "attn_output.weight"], d.n_embd, d.n_head * d.head_dim, a)
+          for i = 1, d.n_embd do x[i] = x[i] + o[i] end
+          local hf = f32_list(rms(x, W[p .. "ffn_norm.weight"], f32(d.eps)))
+          local y
+          if arch == "llama" then
+            y = ffn_by_hand(W, p, d, hf)
+          else
+            local logits = mv(W[p .. "ffn_gate_inp.weight"], d.n_expert, d.n_embd, hf)
+            local order = {}
+            for e = 1, d.n_expert do order[e] = e end
+            table.sort(order, function(i, j) return logits[i] > logits[j] end)
+            local wsum, y_ = 0, {}
+            for k = 1, d.n_expert_used do wsum = wsum + math.exp(logits[order[k]]) end
+            for i = 1, d.n_embd do y_[i] = 0 end
+            for k = 1, d.n_expert_used do
+              local ye = ffn_by_hand(W, p, d, hf, order[k] - 1)
+              for i = 1, d.n_embd do y_[i] = y_[i] + math.exp(logits[order[k]]) / wsum * ye[i] end
+            end
+            y = y_
+          end
+          for i = 1, d.n_embd do x[i] = x[i] + y[i] end
+        end
+        local want = mv(W["output.weight"], d.n_vocab, d.n_embd, f32_list(rms(x, W["output_norm.weight"], f32(d.eps))))
+        close(got, want, 1e-5, "logits by hand")
+      end)
+
       it("at pos 0 attention returns V of token 0 exactly (softmax over one key), each query head its KV head's", function()
         local path, _, d = T.write(arch)
         local m = R.load(path)
@@ -184,7 +224,7 @@ describe("models.reference", function()
         assert.is_true(math.abs(L.q[a] - x0) > 1e-3, "the pair did turn")
       end)
 
-      it("the FFN output is recomputed from the trace's normed input and the written weights", function()
+      it("the Q, K, V projections and the FFN output are recomputed from the trace's normed inputs", function()
         local path, W, d = T.write(arch)
         local m = R.load(path)
         local st = R.new_state(m)
@@ -217,6 +257,11 @@ describe("models.reference", function()
             q = normed
           end
           close(L.q_pre, q, 1e-6, "q, layer " .. l)
+          local kv = d.n_head_kv * d.head_dim
+          close(L.v, mv(W[p .. "attn_v.weight"], kv, d.n_embd, f32_list(L.attn_norm)), 1e-6, "v, layer " .. l)
+          if arch == "llama" then
+            close(L.k_pre, mv(W[p .. "attn_k.weight"], kv, d.n_embd, f32_list(L.attn_norm)), 1e-6, "k, layer " .. l)
+          end
         end
       end)
 
@@ -340,6 +385,26 @@ describe("models.reference", function()
       assert.are.equal(lp, R.prefill(ones, R.new_state(ones), ids))
       assert.are_not.equal(lp, R.prefill(twos, R.new_state(twos), ids))
       assert.are.same({ 2, 2, 2, 2, 2, 2, 2, 2 }, twos.rope_factors)
+    end)
+  end)
+
+  describe("f16 conversion", function()
+    it("is exact for subnormals, the largest finite, signed zero, infinities and NaN", function()
+      local bits = { 0x0001, 0x03ff, 0x0400, 0x3c00, 0x7bff, 0x8000, 0xfc00, 0x7c00, 0x7e00, 0xc000 }
+      local want = { 2 ^ -24, 1023 * 2 ^ -24, 2 ^ -14, 1, 65504, -0.0, -math.huge, math.huge, 0 / 0, -2 }
+      local raw = {}
+      for i = 1, 64 * 96 do raw[i] = string.pack("<I2", bits[(i - 1) % #bits + 1]) end
+      local path = T.write("llama", { drop = "token_embd.weight", extra = { { name = "token_embd.weight",
+        dims = { 64, 96 }, type = "f16", data = table.concat(raw) } } })
+      local got = R.floats(R.load(path).token_embd, 0, #bits)
+      for i = 1, #bits do
+        if want[i] ~= want[i] then
+          assert.is_true(got[i] ~= got[i], "NaN at " .. i)
+        else
+          assert.are.equal(want[i], got[i])
+          assert.are.equal(1 / want[i], 1 / got[i]) -- the sign of zero too
+        end
+      end
     end)
   end)
 
