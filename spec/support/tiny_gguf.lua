@@ -123,7 +123,8 @@ local SCALE = { embd = 1.0, router = 2.0 }
 -- write(arch, opts) -> path, W (name -> dequantized values), dims. opts: seed, tied, arch
 -- (the architecture string written), meta = {key = value | false (left out)}, extra_meta,
 -- zero = {name suffix = true}, drop = name, dims = {name = dims}, types = {name = type},
--- extra = {tensor entries}, eighths = true (values k / 256: exact in f16 and bf16).
+-- mat_type = every matrix's type, extra = {tensor entries}, eighths = true (values k / 256:
+-- exact in f16 and bf16).
 function M.write(arch, o)
   o = o or {}
   local d = M.DIMS[arch]
@@ -131,7 +132,7 @@ function M.write(arch, o)
   for _, t in ipairs(tensor_list(arch, d, o)) do
     local name, kind = t[1], t[3]
     local dims = o.dims and o.dims[name] or t[2]
-    local typ = o.types and o.types[name] or t[4]
+    local typ = o.types and o.types[name] or kind == "mat" and o.mat_type or t[4]
     local n = 1
     for _, x in ipairs(dims) do n = n * x end
     seed = seed + 101
