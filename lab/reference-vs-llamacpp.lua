@@ -5,7 +5,8 @@
 -- llama.cpp's side is lab/llamacpp-logits.cpp (its first lines say how to build it). With q8_0
 -- matrices llama.cpp's CPU mat-muls quantize the activations to q8_0 as well, so the gap is
 -- that quantization's, not the forward's; with f32 matrices only the summation orders differ.
---   xpulua lab/reference-vs-llamacpp.lua [--logits build/llamacpp-logits] [--arch both] [--weights f32] [--tokens 16] [-o table|jsonl|csv]
+--   xpulua lab/reference-vs-llamacpp.lua [--logits build/llamacpp-logits] [--arch both] [--weights f32] [--tokens 16]
+--     [--seed 7] [--tied] [--rope-freqs] [-o table|jsonl|csv]
 local R = require "models.reference"
 local T = require "spec.support.tiny_gguf"
 local report = require "xpu.report"
@@ -22,6 +23,8 @@ local opts = cli.parse(arg, {
     { "weights", "choice", "f32", "the matrices' type", choices = { "f32", "q8_0" } },
     { "tokens", "int", 16, "positions stepped", unit = "tokens", max = 256 },
     { "seed", "int", 7, "the weights' and tokens' seed", min = 0 },
+    { "tied", "flag", nil, "no output.weight: token_embd is the output (Llama 3.2 1B's layout)" },
+    { "rope-freqs", "flag", nil, "a llama rope_freqs.weight of seeded factors 1 .. 4 (llama3's)" },
   },
   output = true,
 })
@@ -56,7 +59,13 @@ local w = report.writer(opts.output, nil, NAME, { "arch", "weights", "pos" })
 local rows = {}
 local archs = opts.arch == "both" and { "llama", "qwen3moe" } or { opts.arch }
 for _, arch in ipairs(archs) do
-  local path = T.write(arch, { seed = opts.seed, mat_type = opts.weights,
+  local extra = {}
+  if opts.rope_freqs and arch == "llama" then
+    local half = T.DIMS.llama.head_dim // 2
+    extra[1] = { name = "rope_freqs.weight", dims = { half }, type = "f32",
+      data = T.pack(T.lcg(half, opts.seed + 2, 1.5, 2.5)) }
+  end
+  local path = T.write(arch, { seed = opts.seed, mat_type = opts.weights, tied = opts.tied, extra = extra,
     extra_meta = { { "tokenizer.ggml.model", "string", "none" } } })
   local ids = {}
   for i, u in ipairs(T.lcg(opts.tokens, opts.seed + 1, 0.5, 0.5)) do ids[i] = math.floor(u * T.DIMS[arch].n_vocab) end
@@ -72,7 +81,7 @@ for _, arch in ipairs(archs) do
     local a, b = R.argmax(ours), R.argmax(t)
     rows[#rows + 1] = { arch, opts.weights, pos, ("%.3g"):format(diff), ("%.4g"):format(big), a, b, a == b and "yes" or "NO" }
     w:record({ arch = arch, weights = opts.weights, pos = pos, max_abs_diff = diff, max_abs_logit = big,
-      argmax_reference = a, argmax_llamacpp = b })
+      argmax_reference = a, argmax_llamacpp = b, tied = opts.tied or false, rope_freqs = opts.rope_freqs or false })
   end
   report.progress(#rows, #archs * #ids, "positions")
 end
