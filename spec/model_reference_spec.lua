@@ -267,7 +267,10 @@ describe("models.reference", function()
 
       it("is deterministic: two loads and two runs give the same logits and the same greedy ids", function()
         local path = T.write(arch)
-        local m1, m2 = R.load(path), R.load(xpu.gguf.open(path))
+        local g = xpu.gguf.open(path)
+        local m1, m2 = R.load(path), R.load(g)
+        assert.are.equal(path, g.path) -- an object handed in stays open: the caller's to close
+        g:close()
         local s1, s2 = R.new_state(m1), R.new_state(m2)
         local l1 = R.prefill(m1, s1, { 5, 6, 7, 8 })
         local l2 = R.prefill(m2, s2, { 5, 6, 7, 8 })

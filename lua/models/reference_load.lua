@@ -187,7 +187,8 @@ local function reader(g, where, dequantize)
       fail(where, "tensor '%s' is missing", name)
     end
     if not same_dims(t.dims, dims) then
-      fail(where, "tensor '%s' has dims %s; the metadata implies %s", name, dims_text(t.dims), dims_text(dims))
+      fail(where, "tensor '%s' has dims %s; the metadata implies %s", name, dims_text(t.dims),
+        dims_text(dims))
     end
     used[name] = true
     return to_f32(t, g:data(name), where, dequantize)
@@ -196,7 +197,8 @@ end
 
 local function layer(get, hp, l, floats)
   local p = ("blk.%d."):format(l)
-  local e, q, kv, vv = hp.n_embd, hp.n_head * hp.head_dim, hp.n_head_kv * hp.head_dim, hp.n_head_kv * hp.head_dim_v
+  local e, q = hp.n_embd, hp.n_head * hp.head_dim
+  local kv, vv = hp.n_head_kv * hp.head_dim, hp.n_head_kv * hp.head_dim_v
   local L = {
     attn_norm = floats(get(p .. "attn_norm.weight", { e })),
     attn_q = get(p .. "attn_q.weight", { e, q }),
@@ -241,7 +243,8 @@ return function(src, dequantize, floats)
     for l = 0, hp.n_layer - 1 do m.layers[l + 1] = layer(get, hp, l, floats) end
     for _, t in ipairs(g:tensors()) do
       if not used[t.name] then
-        fail(where, "tensor '%s' is not read by the %s reference; refused rather than ignored", t.name, hp.arch)
+        fail(where, "tensor '%s' is not read by the %s reference; refused rather than ignored", t.name,
+          hp.arch)
       end
     end
     return m
