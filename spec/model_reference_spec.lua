@@ -335,6 +335,12 @@ describe("models.reference", function()
       assert.are.equal(0.125, p[1])
       assert.is_true(math.abs(w2[1] - 1 / 3) < 1e-15)
     end)
+
+    it("turns a NaN logit into NaN weights, without an error from the sort", function()
+      local ids, w = R.route({ 1, 0 / 0, 2, 0.5 }, 2)
+      assert.are.same({ 0, 1 }, ids) -- every probability is NaN: the index order
+      assert.is_true(w[1] ~= w[1] and w[2] ~= w[2])
+    end)
   end)
 
   describe("the operations", function()

@@ -123,7 +123,7 @@ end
 
 -- The router of build_moe_ffn (softmax gating, norm_w): probabilities = softmax(logits), the
 -- k most probable (ties: the lower index), their probabilities over their sum (the sum held
--- at least 6.103515625e-5, as llama.cpp clamps it).
+-- at least 6.103515625e-5, as llama.cpp clamps it). A NaN logit makes every weight NaN.
 function M.route(logits, k)
   local m = -math.huge
   for i = 1, #logits do if logits[i] > m then m = logits[i] end end
@@ -132,8 +132,10 @@ function M.route(logits, k)
   for i = 1, #logits do probs[i] = probs[i] / sum end
   local order = {}
   for i = 1, #probs do order[i] = i end
-  table.sort(order, function(a, b)
-    if probs[a] ~= probs[b] then return probs[a] > probs[b] end
+  table.sort(order, function(a, b) -- a total order: a NaN first (as the device top_k ranks it)
+    local pa, pb = probs[a], probs[b]
+    if (pa ~= pa) ~= (pb ~= pb) then return pa ~= pa end
+    if pa == pa and pa ~= pb then return pa > pb end
     return a < b
   end)
   local ids, weights, wsum = {}, {}, 0.0
