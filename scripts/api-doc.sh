@@ -21,7 +21,7 @@ local function say(s) out[#out + 1] = s end
 local function cell(s) return (s:gsub("|", "\\|")) end
 say("# The xpulua Lua API")
 say("")
-say("Every public function of the `xpu` module, of its objects and of the `lua/xpu/` modules:")
+say("Every public function of the `xpu` module, of its objects and of the `lua/xpu/` and `lua/models/` modules:")
 say("its name, its signature and what it does. `help()` in the REPL prints the same entries;")
 say("`help \"name\"` or `help(f)` prints one. This page is generated from the table compiled")
 say("into the binary (src/lua/l_api.c) by `scripts/api-doc.sh > docs/API.md`;")

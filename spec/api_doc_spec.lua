@@ -1,6 +1,6 @@
 -- api_doc_spec.lua — docs/API.md against the live binding: every function reachable from the
--- `xpu` table, from the methods of each xpu.* metatable and from the lua/xpu/ modules has its
--- row on the page, every row names something that exists, and the page is what
+-- `xpu` table, from the methods of each xpu.* metatable and from the lua/xpu/ and lua/models/
+-- modules has its row on the page, every row names something that exists, and the page is what
 -- scripts/api-doc.sh renders from xpu.api() (the table help() prints), so none can drift.
 
 local BIN = os.getenv("XPULUA") or "build/xpulua"
@@ -46,7 +46,7 @@ local function walk(t, prefix, into, seen)
 end
 
 -- The live API: xpu.*, Type:method for each metatable luaL_newmetatable made as "xpu.Type",
--- and the functions each lua/xpu/*.lua module returns.
+-- and the functions each lua/xpu/*.lua and lua/models/*.lua module returns.
 local function live()
 	local names = {}
 	walk(xpu, "xpu.", names)
@@ -58,7 +58,7 @@ local function live()
 			end
 		end
 	end
-	local p = io.popen("find lua/xpu -name '*.lua' 2>/dev/null | sort")
+	local p = io.popen("find lua/xpu lua/models -name '*.lua' 2>/dev/null | sort")
 	for path in p:lines() do
 		local mod = path:gsub("^lua/", ""):gsub("%.lua$", ""):gsub("/", ".")
 		local m = require(mod)

@@ -848,3 +848,27 @@ describe("quant kernels on cpu:0", function()
     assert.matches("prefix 12 bytes is not 7 scales of 2 bytes padded to a dword", err)
   end)
 end)
+
+describe("matvec_f32 (the reference forward's mat-vec)", function()
+  local mv = xpu.quant.matvec_f32
+  local function f32s(t) return string.pack("<" .. ("f"):rep(#t), table.unpack(t)) end
+  local function vals(s) return { string.unpack("<" .. ("f"):rep(#s // 4), s) } end
+
+  it("is w times x row by row, from row0, summed in double and rounded once", function()
+    local w = f32s({ 1, 2, 3, 4, 5, 6, -7, 0.5 })
+    local y = vals(mv(w, f32s({ 3, -2 }), 4, 2))
+    assert.are.same({ -1, 1, 3, -22, 17 }, y) -- the fifth value is unpack's next position
+    assert.are.same({ 3, -22, 9 }, vals(mv(w, f32s({ 3, -2 }), 2, 2, 2)))
+    -- 1e8 + 1 - 1e8: an f32 running sum loses the 1, the double keeps it
+    assert.are.equal(1, (string.unpack("<f", mv(f32s({ 1e8, 1, -1e8 }), f32s({ 1, 1, 1 }), 1, 3))))
+  end)
+
+  it("refuses a short w, an x of the wrong width and zero cols, by argument", function()
+    local w = f32s({ 1, 2, 3, 4, 5, 6 })
+    assert.error_matches(function() mv(w, f32s({ 1, 2 }), 2, 2, 2) end, "w is 24 bytes; rows 2..3 of 2 columns need 32")
+    assert.error_matches(function() mv(w, f32s({ 1, 2, 3 }), 3, 2) end, "x is 12 bytes; cols 2 need 8")
+    assert.error_matches(function() mv(w, "", 1, 0) end, "cols must be positive")
+    assert.error_matches(function() mv(w, f32s({ 1, 2 }), -1, 2) end, "rows %-1 is out of range")
+    assert.error_matches(function() mv(w .. "x", f32s({ 1, 2 }), 1, 2) end, "w is 25 bytes, not a whole number")
+  end)
+end)

@@ -249,6 +249,8 @@ static const struct api_entry quant_entries[] = {
 	{ "xpu.quant.matvec_host",
 	  "xpu.quant.matvec_host(format, rows, q8k, nrows, ncols, mode) -> f32s",
 	  "the CPU kernel body itself" },
+	{ "xpu.quant.matvec_f32", "xpu.quant.matvec_f32(w, x, rows, cols [, row0]) -> f32s",
+	  "plain f32 mat-vec over rows row0.. of a dequantized weight, summed in double (the reference forward's)" },
 	{ "xpu.quant.simd", "xpu.quant.simd([mode]) -> path, list",
 	  "the SIMD path the CPU kernels use; sets it when given" },
 	{ NULL, NULL, NULL },
@@ -563,6 +565,33 @@ static const struct api_entry layer_gemm_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry reference_entries[] = {
+	{ "models.reference.load", "reference.load(path | GGUF) -> model",
+	  "a llama or qwen3moe GGUF's metadata checked and every tensor it implies dequantized to f32; a missing key or tensor, a wrong shape or a tensor it would not read refused by name" },
+	{ "models.reference.new_state", "reference.new_state(model [, ctx]) -> state",
+	  "an empty f32 KV cache for positions 0 .. ctx - 1 (default: the model's context_length)" },
+	{ "models.reference.step", "reference.step(model, state, token, pos [, trace]) -> logits",
+	  "one token at pos (up to the cache's length) through every layer: n_vocab f32 logits; a trace table gets each layer's vectors" },
+	{ "models.reference.prefill", "reference.prefill(model, state, ids) -> logits",
+	  "the ids stepped from the cache's end; the last one's logits" },
+	{ "models.reference.greedy", "reference.greedy(model, prompt_ids, n) -> ids",
+	  "n tokens after the prompt, each the argmax of the previous step's logits" },
+	{ "models.reference.argmax", "reference.argmax(logits) -> id",
+	  "the first index of the largest value (a NaN above every number), 0-based" },
+	{ "models.reference.floats", "reference.floats(f32s [, offset [, n]]) -> list",
+	  "n f32 values from a byte offset as Lua numbers" },
+	{ "models.reference.pack", "reference.pack(list) -> f32s", "numbers as an f32 string" },
+	{ "models.reference.rms_norm", "reference.rms_norm(x, w, eps [, off, n, into]) -> list",
+	  "ggml's rms_norm times w over x[off + 1 .. off + n]" },
+	{ "models.reference.rope", "reference.rope(x, heads, head_dim, {pos, n_rot, base, freq_scale, neox, factors}) -> x",
+	  "ggml's rope in place: normal (adjacent) or neox (i, i + n_rot/2) pairs, theta = freq_scale pos base^(-2i/n_rot) / factor_i" },
+	{ "models.reference.attend", "reference.attend(q, k_cache, v_cache, pos, hp) -> list",
+	  "causal GQA attention of one query over positions 0 .. pos, scale 1/sqrt(head_dim)" },
+	{ "models.reference.route", "reference.route(logits, k) -> ids, weights, probs",
+	  "the MoE router: softmax, the top k (ties: the lower index), their weights renormalised to sum 1" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_section sections[] = {
 	{ "xpu", "The module (`require \"xpu\"`; a global in the REPL): devices, names, route "
 	  "tables, queries and calls.", module_entries, NULL },
@@ -619,6 +648,8 @@ static const struct api_section sections[] = {
 	  attention_entries, NULL },
 	{ "xpu.layers.kv", "The KV cache write (kv_write: a step's K and V rows into the f16 caches at a "
 	  "position read from a buffer) as a route row (`require \"xpu.layers.kv\"`).", kv_entries, NULL },
+	{ "models.reference", "The CPU reference forward of llama and qwen3moe GGUFs in plain f32 over dequantized "
+	  "weights, the oracle of the fast paths (`require \"models.reference\"`).", reference_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 

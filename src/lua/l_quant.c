@@ -330,6 +330,43 @@ static int l_dot_reference(lua_State *L)
 	return 1;
 }
 
+/* matvec_f32(w, x, rows, cols [, row0]) -> f32s: y[r] = sum_c w[row0 + r][c] * x[c], the products
+ * and their sum in double from c = 0 up, y rounded to f32 once. The reference forward's
+ * mat-vec (lua/models/reference.lua): plain arithmetic over dequantized weights, no kernel. */
+static int l_matvec_f32(lua_State *L)
+{
+	const char *fn = "matvec_f32";
+	size_t wlen, xlen;
+	const uint8_t *w = check_blob(L, 1, fn, "w", 4, &wlen);
+	const uint8_t *xs = check_blob(L, 2, fn, "x", 4, &xlen);
+	const uint32_t rows = check_u32(L, 3, fn, "rows"), cols = check_u32(L, 4, fn, "cols");
+	const uint32_t row0 = lua_isnoneornil(L, 5) ? 0 : check_u32(L, 5, fn, "row0");
+	if (cols == 0)
+		return luaL_error(L, "%s: cols must be positive", fn);
+	if (xlen != (size_t)cols * 4)
+		return luaL_error(L, "%s: x is %I bytes; cols %I need %I", fn, (lua_Integer)xlen,
+				  (lua_Integer)cols, (lua_Integer)cols * 4);
+	const uint64_t need = ((uint64_t)row0 + rows) * cols * 4;
+	if (need > wlen)
+		return luaL_error(L, "%s: w is %I bytes; rows %I..%I of %I columns need %I", fn,
+				  (lua_Integer)wlen, (lua_Integer)row0, (lua_Integer)row0 + rows - 1,
+				  (lua_Integer)cols, (lua_Integer)need);
+	float *x = scratch(L, (size_t)cols * 4), *y = scratch(L, (size_t)rows * 4);
+	memcpy(x, xs, (size_t)cols * 4);
+	for (uint32_t r = 0; r < rows; r++) {
+		const uint8_t *wr = w + ((uint64_t)row0 + r) * cols * 4;
+		double s = 0.0;
+		for (uint32_t c = 0; c < cols; c++) {
+			float wv;
+			memcpy(&wv, wr + (size_t)c * 4, 4); /* a Lua string's bytes need not be aligned */
+			s += (double)wv * (double)x[c];
+		}
+		y[r] = (float)s;
+	}
+	lua_pushlstring(L, (const char *)y, (size_t)rows * 4);
+	return 1;
+}
+
 /* "portable", "avx2", "vnni", or "simd": the best SIMD path this CPU runs */
 static int check_path(lua_State *L, int i, const char *fn)
 {
@@ -413,6 +450,7 @@ static const luaL_Reg quant_funcs[] = {
 	{ "from_resident", l_from_resident },
 	{ "dot_reference", l_dot_reference },
 	{ "matvec_host", l_matvec_host },
+	{ "matvec_f32", l_matvec_f32 },
 	{ "simd", l_simd },
 	{ NULL, NULL },
 };
