@@ -43,7 +43,6 @@ function FAMILY.ffn_run(_, c, sync)
   run(c.add); sync("other", t0)
 end
 
-M.FAMILY = FAMILY
 
 function M.load(path, dev, opts)
   local g = type(path) == "string" and xpu.gguf.open(path) or path

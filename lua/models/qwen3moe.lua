@@ -88,7 +88,26 @@ function FAMILY.ffn_run(_, c, sync)
   run(c.combine); sync("other", t0)
 end
 
-M.FAMILY = FAMILY
+-- The router of every layer: an f32 [n_expert x n_embd] matrix, served by routes.layer_moe's
+-- matvec_f32 rows at one token and at a batch; a router no row serves is an error naming it.
+function FAMILY.audit(m)
+  local h = m.h
+  for i = 0, h.n_layer - 1 do
+    local t = decoder.tensor_or_error(m.g, L(i, "ffn_gate_inp"))
+    if t.type ~= "f32" or t.dims[1] ~= h.n_embd or t.dims[2] ~= h.n_expert then
+      error(("%s: tensor '%s' is %s [%s], not f32 [%d, %d]"):format(m.g.path, t.name, t.type, table.concat(t.dims, ", "),
+        h.n_embd, h.n_expert), 3)
+    end
+    for _, n in ipairs { 1, 64 } do
+      local c = xpu.call { query = moe.matvec_query(n, h.n_expert, h.n_embd), device = m.dev }
+      if not m.rt.moe:pick(c) then
+        error(("%s: tensor '%s' (f32): no router row serves it on %s: %s"):format(m.g.path, t.name, m.dev.id,
+          tostring(m.rt.moe:why_not_picked(c))), 3)
+      end
+    end
+  end
+end
+
 
 function M.load(path, dev, opts)
   local g = type(path) == "string" and xpu.gguf.open(path) or path

@@ -565,6 +565,48 @@ static const struct api_entry layer_gemm_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry model_entries[] = {
+	{ "models.hparams.read", "hparams.read(GGUF) -> hparams",
+	  "arch, widths, heads, head_dim, ctx, rope base and dims, eps, vocab, tied output (and the experts of qwen3moe) from the metadata; a missing or bad key refused by name" },
+	{ "models.llama.load", "llama.load(path | GGUF, device [, opts]) -> model",
+	  "a dense llama-family GGUF audited against the route tables and bound on the device (models.decoder's model)" },
+	{ "models.qwen3moe.load", "qwen3moe.load(path | GGUF, device [, opts]) -> model",
+	  "a qwen3moe GGUF (QK-norm, neox RoPE, f32 router, expert banks) audited and bound on the device" },
+	{ "models.decoder.open", "decoder.open(GGUF, device, family [, opts]) -> model",
+	  "the shared decoder: every tensor's row picked (a tensor no row serves is an error naming it), then every tensor bound once; opts.routes replaces the route tables" },
+	{ "models.decoder.session", "model:session{ctx =, batch =, replay =} -> Session",
+	  "the f16 KV cache of ctx positions, the activations and the bound calls of a step; replay = false leaves the stream undeferred" },
+	{ "models.decoder.bound", "decoder.bound(table, device, query, operands) -> {row, call}",
+	  "a call bound once to the row the table picks (raises with the refusal)" },
+	{ "models.decoder.run", "decoder.run(bound)", "dispatches a bound call" },
+	{ "models.decoder.f32", "decoder.f32(device, n) -> Buffer", "room for n f32 values" },
+	{ "models.decoder.q8k", "decoder.q8k(device, n) -> Buffer", "room for n activations as q8_K blocks" },
+	{ "models.decoder.layer_tensor", "decoder.layer_tensor(i, what) -> name", "\"blk.<i>.<what>.weight\"" },
+	{ "models.decoder.tensor_or_error", "decoder.tensor_or_error(GGUF, name) -> tensor",
+	  "the tensor's record, or an error naming the file and the tensor" },
+	{ "models.decoder.Session.prefill", "s:prefill(ids)",
+	  "the prompt in batches of up to `batch` through the prefill GEMM and attention; the next id lands on the device" },
+	{ "models.decoder.Session.step", "s:step()",
+	  "one decode token from the id the last step left on the device, to the argmax; no host round trip" },
+	{ "models.decoder.Session.greedy", "s:greedy(prompt, n) -> ids", "the prompt, then n greedy ids" },
+	{ "models.decoder.Session.next_id", "s:next_id() -> id", "the id the last prefill or step chose (a host read)" },
+	{ "models.decoder.Session.logits", "s:logits() -> f32s", "the last position's logits" },
+	{ "models.decoder.Session.reset", "s:reset()", "back to position 0" },
+	{ "models.decoder.Session.matmul", "s:matmul(name, y, xq, n) -> bound",
+	  "weight name's decode mat-vec (n = 1) or prefill GEMM over n q8_K rows, bound" },
+	{ "models.decoder.Session.calls", "s:calls(activations, n) -> list",
+	  "every layer's bound calls over n tokens (the FFN half the family's)" },
+	{ "models.decoder.Session.attend", "s:attend(i, activations, n, p0) -> bound",
+	  "layer i's prefill attention over n tokens from position p0" },
+	{ "models.decoder.Session.layers", "s:layers(activations, calls, n, p0)", "one pass of every layer" },
+	{ "models.decoder.Session.head", "s:head(x_row)", "output norm, the output mat-vec and argmax into the id buffer" },
+	{ "models.decoder.Session.embed", "s:embed(activations, ids, n)", "get_rows of n ids from the embedding" },
+	{ "models.decoder.Session.batch_of", "s:batch_of(n) -> activations", "a prompt batch's activations and calls, kept" },
+	{ "models.decoder.Session.timer", "s:timer() -> function(key, t0)",
+	  "where s.split is a table: a sync and the seconds since t0 added under key (reports only)" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry reference_entries[] = {
 	{ "models.reference.load", "reference.load(path | GGUF) -> model",
 	  "a llama or qwen3moe GGUF's metadata checked and every tensor it implies dequantized to f32; a missing key or tensor, a wrong shape or a tensor it would not read refused by name" },
@@ -650,6 +692,8 @@ static const struct api_section sections[] = {
 	  "position read from a buffer) as a route row (`require \"xpu.layers.kv\"`).", kv_entries, NULL },
 	{ "models.reference", "The CPU reference forward of llama and qwen3moe GGUFs in plain f32 over dequantized "
 	  "weights, the oracle of the fast paths (`require \"models.reference\"`).", reference_entries, NULL },
+	{ "models", "A GGUF model on one device: the shared decoder, the llama and qwen3moe families, the "
+	  "hyperparameters (`require \"models.load\"`(path, device) picks the family).", model_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 
