@@ -300,12 +300,14 @@ describe("xpu.gguf.write_model", function()
     g:close()
   end)
 
-  -- FNV-1a of each tensor's bytes as the one-candidate-at-a-time q4_K / q5_K search wrote
-  -- them: the lanes that search eight candidates at once (quantize.c) give the same bytes
-  it("keeps the q4_K and q5_K bytes of the scalar search", function()
+  -- FNV-1a of each tensor's bytes as the one-candidate-at-a-time q4_K / q5_K / q6_K searches
+  -- wrote them: the lanes that try eight candidates at once (quantize.c) give the same bytes
+  it("keeps the q4_K, q5_K and q6_K bytes of the scalar search", function()
     local GOLDEN = { ["q4_K.1"] = 0x571a9891, ["q4_K.2"] = 0xfbd418f1, ["q4_K.3"] = 0xe0d6b312,
                      ["q4_K.4"] = 0x687aa9a1, ["q5_K.1"] = 0x7eb9909f, ["q5_K.2"] = 0xfe285803,
-                     ["q5_K.3"] = 0x04da10b4, ["q5_K.4"] = 0xd3a1bd4c }
+                     ["q5_K.3"] = 0x04da10b4, ["q5_K.4"] = 0xd3a1bd4c,
+                     ["q6_K.1"] = 0xeb14f8e2, ["q6_K.2"] = 0xd4c2043b, ["q6_K.3"] = 0xad543aa1,
+                     ["q6_K.4"] = 0x4b3145c5 }
     local function fnv(s)
       local h = 2166136261
       for i = 1, #s do h = ((h ~ s:byte(i)) * 16777619) & 0xffffffff end
@@ -316,6 +318,9 @@ describe("xpu.gguf.write_model", function()
       for k, ms in ipairs { { 0, 0.02 }, { 1, 0.02 }, { -3, 0.5 }, { 0, 1e-30 } } do
         t[#t + 1] = { name = ty .. "." .. k, dims = { 256, 64 }, type = ty, mean = ms[1], std = ms[2] }
       end
+    end
+    for k, ms in ipairs { { 0, 0.02 }, { 1, 0.02 }, { -3, 0.5 }, { 0, 1e-30 } } do
+      t[#t + 1] = { name = "q6_K." .. k, dims = { 256, 256 }, type = "q6_K", mean = ms[1], std = ms[2] }
     end
     local path = DIR .. "/golden.gguf"
     xpu.gguf.write_model(path, { seed = 11, threads = 2, tensors = t })

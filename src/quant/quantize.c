@@ -582,8 +582,29 @@ static void q6_levels(const float *x, float iscale, int8_t *L, float *sumlx, flo
 	}
 }
 
+/* q6_levels for eight iscales at once, in lanes, each in the scalar order (see fit_levels8):
+ * |iscale * x| stays near 32, so adding and taking away 1.5 * 2^23 rounds as lrintf does. */
+LANES_TARGET static void q6_levels8(const float *x, const v8f *iscale, v8f *lf, v8f *sumlx,
+				    v8f *suml2)
+{
+	const v8f magic = (v8f){ 0 } + 0x1.8p23f, lo = (v8f){ 0 } - 32.0f, hi = (v8f){ 0 } + 31.0f;
+	v8f slx = { 0 }, sl2 = { 0 };
+	for (int i = 0; i < 16; i++) {
+		v8f l = (*iscale * x[i] + magic) - magic;
+		const v8i under = l < lo, over = l > hi;
+		l = (v8f)(((v8i)l & ~(under | over)) | ((v8i)lo & under) | ((v8i)hi & over));
+		const float w = x[i] * x[i];
+		slx += w * x[i] * l;
+		sl2 += w * (l * l);
+		lf[i] = l;
+	}
+	*sumlx = slx;
+	*suml2 = sl2;
+}
+
 /* ggml's make_qx_quants(16, 32, ..., rmse_type 1): a symmetric 6-bit fit of one group,
- * trying scales around max / -32. Returns the scale, NaN when the fit overflowed. */
+ * trying scales around max / -32, judged in step order. Returns the scale, NaN when the fit
+ * overflowed. */
 static float fit_group16(const float *x, int8_t *L)
 {
 	float amax = 0.0f, max = 0.0f;
@@ -602,16 +623,25 @@ static float fit_group16(const float *x, int8_t *L)
 		return NAN; /* x^2 weights: past about 5.8e17 the sums leave f32 */
 	float scale = suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 	float best = scale * sumlx;
-	for (int is = -9; is <= 9; is++) {
-		if (is == 0)
-			continue;
+	static const int steps[24] = { -9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	const bool lanes = LANES_USABLE();
+	for (int g = 0; g < 18; g += lanes ? 8 : 1) {
+		v8f iscale, sx, s2, lf[16];
 		int8_t Lt[16];
-		q6_levels(x, -(32.0f + 0.1f * (float)is) / max, Lt, &sumlx, &suml2);
-		if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
-			memcpy(L, Lt, 16);
-			scale = sumlx / suml2;
-			best = scale * sumlx;
-		}
+		const int n = lanes ? (18 - g < 8 ? 18 - g : 8) : 1;
+		for (int k = 0; k < 8; k++) /* lanes past n are worked and ignored */
+			iscale[k] = -(32.0f + 0.1f * (float)steps[g + k]) / max;
+		if (lanes)
+			q6_levels8(x, &iscale, lf, &sx, &s2);
+		else
+			q6_levels(x, iscale[0], Lt, &sx[0], &s2[0]);
+		for (int k = 0; k < n; k++)
+			if (s2[k] > 0.0f && sx[k] * sx[k] > best * s2[k]) {
+				for (int i = 0; i < 16; i++)
+					L[i] = lanes ? (int8_t)lf[i][k] : Lt[i];
+				scale = sx[k] / s2[k];
+				best = scale * sx[k];
+			}
 	}
 	return scale;
 }
