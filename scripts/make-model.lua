@@ -17,7 +17,7 @@ local opts = cli.parse(arg, {
   example = "xpulua scripts/make-model.lua --preset tiny-llama --type q4_K_M --seed 1 tiny.gguf",
   options = {
     { "preset", "choice", nil, "the model's shape (--list shows them)", choices = presets.names, default_text = "none: required" },
-    { "type", "choice", "q4_0", "the weight type, or q4_K_M (llama.cpp's mix)", choices = mix.kinds(), value = "FMT" },
+    { "type", "choice", "q4_0", "the weight type, or q4_K_M (llama.cpp's mix)", choices = mix.kinds() },
     { "seed", "int", 1, "the weights' seed: same seed, same bytes", min = 0 },
     { "threads", "int", nil, "worker threads", unit = "threads", max = 256, default_text = "the cores, at most 64" },
     { "list", "flag", nil, "print the presets and stop" },
