@@ -31,4 +31,11 @@
 #define XPU_ATT_TILE_Q 16
 #define XPU_ATT_TILE_K 32
 
+/* kv_write: f32 K / V rows [tokens, n_kv_head, head_dim] rounded to f16 and stored at
+ * positions pos[0] .. pos[0] + tokens - 1 of both caches (slot p % slots). One thread a
+ * word (two halves) of a row, KV_BLOCK threads a group, at most KV_MAX_GROUPS groups (a
+ * grid-stride loop takes the rest). */
+#define XPU_KV_BLOCK 256
+#define XPU_KV_MAX_GROUPS 4096
+
 #endif

@@ -10,7 +10,8 @@
 -- Bit-checked first: the cache after the write == the CPU twin's. A second table times a step
 -- as a decode step makes it: one token into the K cache and one into the V cache, bound and
 -- deferred, 100 steps replayed: the two writes of a step touch different caches, so where a
--- backend lets independent launches overlap (s:counts()'s waits) only one of them waits.
+-- backend lets independent launches overlap (s:counts()'s waits) only one of them waits; and
+-- kv_write, the step as a model makes it from the f32 K and V rows: both caches, one launch.
 --   xpulua scripts/bench-kv-write.lua [--device cuda:0] [--heads 32] [--ctx 4096] [--dim 128] [--n 200]
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -168,6 +169,47 @@ for _, op in ipairs { "write_slice", "write_slice_rotating" } do
     k:release()
     v:release()
   end
+end
+
+-- The same step as the step makes it from f32 rows: kv_write (routes.layer_kv), K and V in one
+-- launch, rounded to f16, the position from a buffer; gated against cpu:0 first (both caches).
+do
+  local kv, routes = require "xpu.layers.kv", require "routes.layer_kv"
+  local att = require "xpu.layers.attention"
+  local function call_of(dev, stream)
+    local ops = { kc = dev:buffer(cache0), vc = dev:buffer(cache0), k = dev:buffer(att.floats(H * D, 5)),
+                  v = dev:buffer(att.floats(H * D, 6)), pos = dev:buffer(string.pack("<i4", pos)) }
+    return xpu.call { query = kv.query { tokens = 1, n_kv_head = H, head_dim = D, slots = T }, device = dev,
+                      stream = stream, operands = ops }, ops
+  end
+  local cpu = xpu.device "cpu:0"
+  local cc, cops = call_of(cpu)
+  local gc, gops = call_of(d)
+  routes:bind(cc):dispatch(cc)
+  routes:bind(gc):dispatch(gc)
+  cpu:default_stream():sync()
+  d:default_stream():sync()
+  if cops.kc:download() .. cops.vc:download() ~= gops.kc:download() .. gops.vc:download() then
+    cli.die(NAME, "kv_write on %s differs from the CPU", d.id)
+  end
+  local ds = d:stream()
+  ds:set_deferred(true)
+  local c = call_of(d, ds)
+  local row = routes:bind(c)
+  local t, waits = {}, 0
+  settle.ensure(d)
+  for r = 1, 20 + 3 do
+    local m, w0 = ds:timer_begin(), ds:counts().waits
+    for _ = 1, 100 do row:dispatch(c) end
+    local sec = ds:timer_end(m) / 100
+    if w0 then waits = (ds:counts().waits - w0) / 100 end
+    if r > 3 then t[#t + 1] = sec end
+  end
+  local st = report.stats(t)
+  pairs_rows[#pairs_rows + 1] = { "kv_write (f32 rows)", 1, st.median * 1e6, ds:counts().waits and ("%.2f"):format(waits) or "-" }
+  w:record(report.with_stats({ op = "kv_write", launch = "routed", timing = "K and V step", heads = H, ctx = T, dim = D,
+                               waits_a_step = ds:counts().waits and waits or nil }, st))
+  ds:release()
 end
 
 w:table {

@@ -12,7 +12,6 @@
 local xpu = require "xpu"
 local report = require "xpu.report"
 local settle = require "xpu.settle"
-local autotune = require "xpu.autotune"
 local cli = require "xpu.cli"
 
 local NAME = "bench-layer"
@@ -74,26 +73,6 @@ local function launch_floor()
   end
   s:release()
   return report.stats(times).median
-end
-
--- The driver's copy of a buffer past the caches, in GB/s of bytes read + written; the stored
--- ceiling (scripts/bandwidth.lua) where it is higher.
-local function copy_ceiling()
-  local bytes = report.past_caches(d) // 2
-  local src, dst = d:buffer(bytes), d:buffer(bytes)
-  local s = d:default_stream()
-  local times = {}
-  for r = 1, opts.reps + 2 do
-    local m = s:timer_begin()
-    s:copy(dst, src)
-    local sec = s:timer_end(m)
-    if r > 2 then times[#times + 1] = sec end
-  end
-  src:release()
-  dst:release()
-  local now = 2 * bytes / report.stats(times).median / 1e9
-  local stored = tonumber(autotune.recall(d, "bandwidth.copy_gbs"))
-  return math.max(now, stored or 0), now, stored
 end
 
 -- ---- one case ------------------------------------------------------------------------------
@@ -182,7 +161,7 @@ end
 
 settle.ensure(d)
 local floor = launch_floor()
-local ceiling, copy_now, copy_stored = copy_ceiling()
+local ceiling, copy_now, copy_stored = report.copy_ceiling(d, opts.reps)
 report.log("%s: launch floor %.2f us (deferred), copy ceiling %.0f GB/s (now %.0f, stored %s)", d.id, floor * 1e6,
   ceiling, copy_now, copy_stored and ("%.0f"):format(copy_stored) or "none")
 

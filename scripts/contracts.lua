@@ -97,6 +97,14 @@ local DEFAULT_QUERIES = {
   q("compact f32 65537", "compact", "f32", { rank = 1, dim0 = 65537 }),
   q("compact_groups f32 2^20", "compact_groups", "f32", { rank = 1, dim0 = 1048576 }),
   q("expert_map i32 512x8 of 128", "expert_map", "i32", { rank = 2, dim0 = 512, dim1 = 8, n_expert = 128 }),
+  q("kv_write f16 decode 8x4096x128", "kv_write", "f16", { rank = 3, dim0 = 8, dim1 = 4096, dim2 = 128,
+    ["vc.rank"] = 3, ["vc.dim0"] = 8, ["vc.dim1"] = 4096, ["vc.dim2"] = 128, ["k.rank"] = 3, ["k.dim0"] = 1,
+    ["k.dim1"] = 8, ["k.dim2"] = 128, ["v.rank"] = 3, ["v.dim0"] = 1, ["v.dim1"] = 8, ["v.dim2"] = 128,
+    ["pos.rank"] = 1, ["pos.dim0"] = 1 }),
+  q("kv_write f16 prefill past the slots", "kv_write", "f16", { rank = 3, dim0 = 8, dim1 = 256, dim2 = 128,
+    ["vc.rank"] = 3, ["vc.dim0"] = 8, ["vc.dim1"] = 256, ["vc.dim2"] = 128, ["k.rank"] = 3, ["k.dim0"] = 512,
+    ["k.dim1"] = 8, ["k.dim2"] = 128, ["v.rank"] = 3, ["v.dim0"] = 512, ["v.dim1"] = 8, ["v.dim2"] = 128,
+    ["pos.rank"] = 1, ["pos.dim0"] = 1 }),
   q("rms_norm f16 1x4096", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4096, ["weight.rank"] = 1, ["weight.dim0"] = 4096 }),
   q("rms_norm f16 cols 4095", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4095, ["weight.rank"] = 1,
     ["weight.dim0"] = 4095 }),
@@ -221,7 +229,7 @@ if opts.census then
     end
   end
   local crows, none = {}, 0
-  for _, tname in ipairs { "layer_norm", "layer_select", "layer_elementwise", "workgroup" } do
+  for _, tname in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "workgroup" } do
     for _, r in ipairs(require("routes." .. tname):rows()) do
       local bs = {}
       for b in pairs(served_by[r.kernel .. "/" .. r.format] or {}) do bs[#bs + 1] = b end

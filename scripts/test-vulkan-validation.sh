@@ -16,7 +16,7 @@ X=$1
 shift
 [ $# -gt 0 ] || set -- spec/vulkan_spec.lua spec/shape_ops_spec.lua spec/shape_rows_spec.lua \
 	spec/workgroup_spec.lua spec/quant_spec.lua spec/layer_norm_spec.lua \
-	spec/layer_elementwise_spec.lua spec/layer_select_spec.lua
+	spec/layer_elementwise_spec.lua spec/layer_select_spec.lua spec/layer_kv_write_spec.lua
 LAYER=VK_LAYER_KHRONOS_validation
 found=0
 for d in ${VK_ADD_LAYER_PATH:-} /usr/share/vulkan/explicit_layer.d /etc/vulkan/explicit_layer.d; do

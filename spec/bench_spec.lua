@@ -386,6 +386,23 @@ describe("bench-attention", function()
     assert.same({ "attention_decode 64", "attention_decode 100", "attention_prefill 64", "attention_prefill 100" }, seen)
   end)
 
+  on_devices("decode_pos and kv_write (one token and --tokens) gated and timed, each naming its kind and row", function(dev)
+    local out = run(("scripts/bench-attention.lua --device %s --kind all --ctx 64 --heads 4 --kv-heads 2 --head-dim 64 "
+      .. "--tokens 8 --pos 40 --reps 1 -o jsonl"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local report = require "xpu.report"
+    local seen = {}
+    for _, line in ipairs(records_of(out)) do
+      local r = report.decode_json(line)
+      assert.equal("==", r.gate, line)
+      assert.is_true(r.median_us > 0 and r.gbs > 0, line)
+      seen[#seen + 1] = ("%s %s %s %d"):format(r.kind, r.kernel, r.row, r.tokens)
+    end
+    assert.same({ "decode attention_decode attention_decode.hd64 1", "decode_pos attention_decode attention_decode_pos.hd64 1",
+                  "prefill attention_prefill attention_prefill.hd64 8", "kv_write kv_write kv_write.f16 1",
+                  "kv_write_prefill kv_write kv_write.f16 8" }, seen)
+  end)
+
   it("refuses heads that do not group and a context past the cache, by option", function()
     assert.matches("bench%-attention: %-%-heads 6 is not a multiple of %-%-kv%-heads 4\nexit 2\n$",
       run("scripts/bench-attention.lua --heads 6 --kv-heads 4", nil, true))

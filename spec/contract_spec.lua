@@ -425,8 +425,9 @@ describe("several outputs, inputs of their own dtype, block dtypes", function()
       { with('"dims(rows, k)"', '"dims(rows, k"'), 28, "return.outputs[0].shape_rule: 'dims(rows, k' does not end in ')'" },
       { with('"dims(rows, k)"', '"dims(rows, x.dim[i])"'), 28, "return.outputs[0].shape_rule: dim 1 'x.dim[i]' names i" },
       { with("dtype_rule: I32", "dtype_rule: Q5_9"), 28, "return.outputs[0].dtype_rule: 'Q5_9' is neither passthrough(operand) nor a dtype" },
-      { with("aliasing: none }", "aliasing: in_place(x) }"):gsub("in_place: false", "in_place: true"), 28,
-        "return.outputs[0].aliasing: in place, but the kernel has 2 outputs" },
+      { (with("aliasing: none }", "aliasing: in_place(x) }"):gsub("aliasing: none }", "aliasing: in_place(x) }", 1)
+          :gsub("in_place: false", "in_place: true")), 29,
+        "return.outputs[1].aliasing: in place on 'x', which output 'ids' already overwrites" },
       { with("dtypes: [F32, F16, Q8_0", "dtypes: [F32, F16, Q8_1"), 59,
         "accept.inputs[0].dtypes[2]: unknown dtype 'Q8_1' (known: F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K)" },
     }

@@ -1,5 +1,5 @@
--- layer_contracts_spec.lua — the layer kernels' contracts (contracts/layer-ops.md: norms and
--- selections; contracts/elementwise-ops.md; contracts/workgroup-ops.md: the primitives' test
+-- layer_contracts_spec.lua — the layer kernels' contracts (contracts/layer-ops.md: norms,
+-- selections and the KV cache write; contracts/elementwise-ops.md; contracts/workgroup-ops.md: the primitives' test
 -- kernels): every block loads; each kernel launched by its contract (c:launch) on cpu:0, vulkan:0
 -- and cuda:0 equals the same kernel launched through its family's route table (routes.layer_<family>,
 -- routes.workgroup) byte for byte, outputs poisoned first; each contract refuses a wrong dtype,
@@ -23,7 +23,7 @@ local FAMILY = {
   get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",
   expert_map = "select",
   add = "elementwise", mul = "elementwise", swiglu = "elementwise", geglu = "elementwise", rope = "elementwise",
-  swiglu_q8k = "elementwise", workgroup_reduce = "workgroup", workgroup_scan = "workgroup",
+  swiglu_q8k = "elementwise", workgroup_reduce = "workgroup", workgroup_scan = "workgroup", kv_write = "kv",
 }
 local BACKENDS = { "cpu", "cuda", "vulkan" }
 -- A contract's entry point where it is not the kernel's own name.
@@ -169,6 +169,23 @@ end
 CASES.swiglu_q8k = { inputs = { g = tensor("f32", { 2, 512 }, 36), u = tensor("f32", { 2, 512 }, 37) },
                      outputs = { xq = 2 * 2 * 320 }, query = function(E) return E.glu("swiglu_q8k", "f32", 2, 512) end }
 
+-- kv_write: its caches are inputs written in place (outputs kc_out, vc_out alias them), poisoned;
+-- 3 tokens from 6 of 8 slots (a ring that wraps), a NaN and an overflow among the rows.
+local function kv_rows(n, seed)
+  local v = fx.values(n, seed)
+  v[2], v[5] = 0 / 0, 1e6
+  return fx.f32s(v)
+end
+CASES.kv_write = {
+  inputs = { kc = { dtype = "f16", shape = { 2, 8, 6 }, bytes = POISON:rep(2 * 8 * 6 * 2) },
+             vc = { dtype = "f16", shape = { 2, 8, 6 }, bytes = ("\123"):rep(2 * 8 * 6 * 2) },
+             k = { dtype = "f32", shape = { 3, 2, 6 }, bytes = kv_rows(36, 51) },
+             v = { dtype = "f32", shape = { 3, 2, 6 }, bytes = kv_rows(36, 52) },
+             pos = { dtype = "i32", shape = { 1 }, bytes = i32s { 6 } } },
+  outputs = {}, written = { "kc", "vc" },
+  query = function(K) return K.query { tokens = 3, n_kv_head = 2, head_dim = 6, slots = 8 } end,
+}
+
 -- The workgroup primitives' test kernels: a block of 64 lanes, two trips, items past the end.
 local function i64s(n, seed)
   local r, t = fx.lcg(seed), {}
@@ -209,6 +226,7 @@ local function by_contract(c, d, case)
   fx.sync(d)
   local got = {}
   for name, b in pairs(bufs) do got[name] = b:download() end
+  for _, name in ipairs(case.written or {}) do got[name] = inputs[name].buffer:download() end
   return got, r
 end
 
@@ -225,6 +243,7 @@ local function by_family(kernel, d, case)
   fx.sync(d)
   local got = {}
   for name in pairs(case.outputs) do got[name] = ops[name]:download() end
+  for _, name in ipairs(case.written or {}) do got[name] = ops[name]:download() end
   return got, row
 end
 
@@ -261,7 +280,8 @@ for _, entry in ipairs(DEVICES) do
         for out, bytes in pairs(want) do
           assert.equal(#bytes, #got[out], out)
           assert.is_true(bytes == got[out], ("%s: output '%s' differs from row %s's"):format(name, out, row.name))
-          assert.is_false(bytes == POISON:rep(#bytes) and case.outputs[out] > 4, name .. ": " .. out .. " was not written")
+          assert.is_false(bytes == POISON:rep(#bytes) and (case.outputs[out] or 5) > 4, name .. ": " .. out .. " was not written")
+          if case.written then assert.is_false(bytes == case.inputs[out].bytes, name .. ": " .. out .. " was not written") end
         end
       end)
     end
@@ -319,6 +339,8 @@ local BAD = {
   compact = { "x", "i32", function(i) i.x.shape = { 65537 } end, "accept.op_params.fields.n.constraint: n <= 65536 fails" },
   compact_groups = { "x", "f16", function(i) i.x.shape = { 2147483648 } end,
                      "accept.op_params.fields.n.constraint: n <= 2147483647 fails" },
+  kv_write = { "k", "f16", function(i) i.k.shape = { 9, 2, 6 }; i.v.shape = { 9, 2, 6 } end,
+               "accept.op_params.fields.tokens.constraint: tokens <= slots fails" },
   expert_map = { "ids", "f32", function(_, p) p.n_expert = 2000 end,
                  "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 1024 fails" },
 }
@@ -346,13 +368,18 @@ describe("each layer contract refuses by its field's name", function()
     it(name .. ": a too-short output, by the output's name", function()
       local cpu = DEVICES[1].dev
       local inputs, out = {}, {}
-      for n, t in pairs(case.inputs) do inputs[n] = { dtype = t.dtype, shape = t.shape, buffer = cpu:buffer(t.bytes) } end
-      local first = c.outputs[#c.outputs].name
+      -- written in place: the output is its input's buffer, refused by the input's name
+      local short = case.written and case.written[#case.written]
+      for n, t in pairs(case.inputs) do
+        inputs[n] = { dtype = t.dtype, shape = t.shape, buffer = cpu:buffer(n == short and t.bytes:sub(5) or t.bytes) }
+      end
+      local first = short or c.outputs[#c.outputs].name
+      local want = short and #case.inputs[short].bytes or case.outputs[first]
       for n, bytes in pairs(case.outputs) do out[n] = cpu:buffer(n == first and bytes - 4 or bytes) end
       local ok, err = pcall(c.launch, c, { inputs = inputs, params = case.params, out = #c.outputs == 1 and out[first] or out })
       assert.is_false(ok)
       assert.truthy(err:find(("contract '%s' (cpu): %s: buffer too short (%d bytes, the call needs %d)")
-                             :format(kernel, first, case.outputs[first] - 4, case.outputs[first]), 1, true), err)
+                             :format(kernel, first, want - 4, want), 1, true), err)
     end)
   end
 end)
@@ -408,7 +435,7 @@ describe("scripts/contracts.lua --census", function()
     assert.equal(0, code, out)
     local rows = tonumber(out:match "census of the layer route tables: (%d+) rows, 0 served by no contract")
     local n = 0
-    for _, t in ipairs { "layer_norm", "layer_select", "layer_elementwise", "workgroup" } do
+    for _, t in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "workgroup" } do
       n = n + #require("routes." .. t):rows()
     end
     assert.equal(n, rows, out)
@@ -418,6 +445,8 @@ describe("scripts/contracts.lua --census", function()
     assert.matches("rope f16 head_dim 127%s+0%s+.-accept.op_params.fields.head_dim.constraint", out)
     assert.matches("compact f32 65537%s+0%s+.-n <= 65536 fails", out)
     assert.matches("compact_groups f32 2%^20%s+3%s+compact_groups.cpu.f32", out)
+    assert.matches("layer_kv%s+kv_write%.f16%s+kv_write%s+f16%s+cpu, cuda, vulkan", out)
+    assert.matches("kv_write f16 prefill past the slots%s+0%s+.-tokens <= slots fails", out)
   end)
 
   it("names the rows no contract serves and exits 1 (one file read)", function()

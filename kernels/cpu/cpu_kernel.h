@@ -31,6 +31,7 @@ extern const struct xpu_cpu_entry xpu_cpu_entries_norm[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_select[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_elementwise[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_attention[];
+extern const struct xpu_cpu_entry xpu_cpu_entries_kv[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_gemm[];
 
 static inline void *karg_ptr(const struct xpu_karg *a, int i)

@@ -12,6 +12,7 @@ const struct xpu_cpu_entry *const xpu_cpu_entry_lists[] = {
 	xpu_cpu_entries_select,
 	xpu_cpu_entries_elementwise,
 	xpu_cpu_entries_attention,
+	xpu_cpu_entries_kv,
 	xpu_cpu_entries_gemm,
 	NULL,
 };

@@ -1,6 +1,8 @@
 /* attention.cu — CUDA bodies of the attention kernels over the KV cache (src/ops/layer/attention.c):
  * attention_decode and its _hd64 / _hd128 forms (one group a split of a KV head's context),
- * attention_combine (a head's partials in split order), attention_prefill and its forms
+ * attention_combine (a head's partials in split order), their _pos forms (the position read
+ * from a buffer: n_max splits a head laid out, those past the position's left alone),
+ * attention_prefill and its forms
  * (TILE_Q tokens of a head a group, key tiles with online softmax). The order of every float
  * operation is kernels/cpu/attention.c's, so the results equal it bit for bit
  * (docs/ARITHMETIC.md, "Attention over the KV cache"): products and sums never fused
@@ -57,16 +59,17 @@ static __device__ __forceinline__ float att_dot(const float *q, const uint16_t *
 template <int HD>
 static __device__ __forceinline__ void att_decode(float *part, const float *q, const uint16_t *k, const uint16_t *v,
 						  uint32_t n_head, uint32_t n_kv, uint32_t hd_arg, uint32_t slots,
-						  uint32_t pos, uint32_t window, uint32_t split, float scale)
+						  uint32_t pos, uint32_t window, uint32_t split, float scale, uint32_t n_max)
 {
 	__shared__ float sc[XPU_ATT_SCORES];
 	__shared__ float mx[XPU_ATT_MAX_GROUP];
 	const uint32_t hd = HD ? HD : hd_arg, group = n_head / n_kv, t = threadIdx.x;
 	const uint32_t lo = att_lo(pos, window), s_lo = lo / split, n_split = pos / split - s_lo + 1;
+	const uint32_t ns = n_max ? n_max : n_split; /* the partials' stride a head */
 	const uint64_t g = xpu_group();
-	if (g >= (uint64_t)n_split * n_kv) /* the whole group leaves */
+	if (g >= (uint64_t)ns * n_kv || g % ns >= n_split) /* the whole group leaves */
 		return;
-	const uint32_t kh = (uint32_t)(g / n_split), sl = (uint32_t)(g % n_split), p0 = (s_lo + sl) * split;
+	const uint32_t kh = (uint32_t)(g / ns), sl = (uint32_t)(g % ns), p0 = (s_lo + sl) * split;
 	const uint32_t pa = p0 > lo ? p0 : lo, n = (pos + 1 < p0 + split ? pos + 1 : p0 + split) - pa;
 	const uint64_t row0 = (uint64_t)kh * slots;
 	for (uint32_t i = t; i < group * n; i += ATT_B) {
@@ -103,7 +106,7 @@ static __device__ __forceinline__ void att_decode(float *part, const float *q, c
 			l = xpu_add(l, e[j]);
 			slot = slot + 1 == slots ? 0 : slot + 1;
 		}
-		float *o = part + ((uint64_t)(kh * group + gg) * n_split + sl) * (hd + 2);
+		float *o = part + ((uint64_t)(kh * group + gg) * ns + sl) * (hd + 2);
 		o[2 + 2 * d2] = a0;
 		o[3 + 2 * d2] = a1;
 		if (d2 == 0) {
@@ -116,7 +119,23 @@ static __device__ __forceinline__ void att_decode(float *part, const float *q, c
 #define DECODE_ARGS                                                                                              \
 	float *part, const float *q, const uint16_t *k, const uint16_t *v, unsigned n_head, unsigned n_kv,       \
 		unsigned hd, unsigned slots, unsigned pos, unsigned window, unsigned split, float scale
-#define DECODE_PASS part, q, k, v, n_head, n_kv, hd, slots, pos, window, split, scale
+#define DECODE_PASS part, q, k, v, n_head, n_kv, hd, slots, pos, window, split, scale, 0
+
+/* kernels/cpu/attention.c's pos_serves: a position read from a buffer that the launch can serve. */
+static __device__ __forceinline__ bool att_pos_serves(uint32_t pos, uint32_t window, uint32_t slots, uint32_t split,
+						      uint32_t n_max)
+{
+	const uint32_t lo = att_lo(pos, window);
+	return pos != 0xffffffffu && pos - lo < slots && pos / split - lo / split + 1 <= n_max;
+}
+
+#define DECODE_POS_ARGS                                                                                          \
+	float *part, const float *q, const uint16_t *k, const uint16_t *v, const uint32_t *pos_buf, unsigned n_head, \
+		unsigned n_kv, unsigned hd, unsigned slots, unsigned window, unsigned split, unsigned n_max, float scale
+#define DECODE_POS_BODY(HDV)                                                                                     \
+	const uint32_t pos = *pos_buf;                                                                           \
+	if (att_pos_serves(pos, window, slots, split, n_max))                                                   \
+		att_decode<HDV>(part, q, k, v, n_head, n_kv, hd, slots, pos, window, split, scale, n_max)
 
 extern "C" __global__ void __launch_bounds__(ATT_B) attention_decode(DECODE_ARGS)
 {
@@ -133,17 +152,30 @@ extern "C" __global__ void __launch_bounds__(ATT_B) attention_decode_hd128(DECOD
 	att_decode<128>(DECODE_PASS);
 }
 
+extern "C" __global__ void __launch_bounds__(ATT_B) attention_decode_pos(DECODE_POS_ARGS)
+{
+	DECODE_POS_BODY(0);
+}
+
+extern "C" __global__ void __launch_bounds__(ATT_B) attention_decode_pos_hd64(DECODE_POS_ARGS)
+{
+	DECODE_POS_BODY(64);
+}
+
+extern "C" __global__ void __launch_bounds__(ATT_B) attention_decode_pos_hd128(DECODE_POS_ARGS)
+{
+	DECODE_POS_BODY(128);
+}
+
 /* ---- decode: the combine ------------------------------------------------------------------ */
 
-extern "C" __global__ void __launch_bounds__(ATT_B)
-attention_combine(float *out, const float *part, unsigned n_head, unsigned hd, unsigned n_split)
+/* Head g's n_split partials, n apart, in split order (kernels/cpu/attention.c's combine_head). */
+static __device__ __forceinline__ void att_combine(float *out, const float *part, uint64_t g, uint32_t hd,
+						   uint32_t n_split, uint32_t n)
 {
 	__shared__ float w[XPU_ATT_MAX_SPLITS];
-	const uint64_t g = xpu_group();
-	if (g >= n_head)
-		return;
 	const uint32_t t = threadIdx.x, stride = hd + 2;
-	const float *p = part + g * n_split * stride;
+	const float *p = part + g * n * stride;
 	float m = ATT_NEG_INF;
 	for (uint32_t s = t; s < n_split; s += ATT_B)
 		m = att_max(m, p[(uint64_t)s * stride]);
@@ -162,6 +194,32 @@ attention_combine(float *out, const float *part, unsigned n_head, unsigned hd, u
 			o = xpu_add(o, xpu_mul(p[(uint64_t)s * stride + 2 + d], w[s]));
 		out[g * hd + d] = xpu_mul(o, inv);
 	}
+}
+
+extern "C" __global__ void __launch_bounds__(ATT_B)
+attention_combine(float *out, const float *part, unsigned n_head, unsigned hd, unsigned n_split)
+{
+	const uint64_t g = xpu_group();
+	if (g < n_head)
+		att_combine(out, part, g, hd, n_split, n_split);
+}
+
+/* The splits of pos[0], n_max apart; a position attention_decode_pos could not serve gives
+ * the quiet NaN 0x7fc00000 throughout. */
+extern "C" __global__ void __launch_bounds__(ATT_B)
+attention_combine_pos(float *out, const float *part, const uint32_t *pos_buf, unsigned n_head, unsigned hd,
+		      unsigned n_max, unsigned window, unsigned split, unsigned slots)
+{
+	const uint64_t g = xpu_group();
+	const uint32_t pos = *pos_buf;
+	if (g >= n_head)
+		return;
+	if (att_pos_serves(pos, window, slots, split, n_max)) {
+		att_combine(out, part, g, hd, pos / split - att_lo(pos, window) / split + 1, n_max);
+		return;
+	}
+	for (uint32_t d = threadIdx.x; d < hd; d += ATT_B)
+		out[g * hd + d] = __uint_as_float(0x7fc00000u);
 }
 
 /* ---- prefill ------------------------------------------------------------------------------ */

@@ -22,6 +22,14 @@ uint att_lo(uint p, uint window)
 	return window != 0u && p + 1u > window ? p + 1u - window : 0u;
 }
 
+/* kernels/cpu/attention.c's pos_serves: a position read from a buffer that a _pos launch can
+ * serve (it sees no position gone from the cache; its splits fit n_max). */
+bool att_pos_serves(uint pos, uint window, uint slots, uint split, uint n_max)
+{
+	uint lo = att_lo(pos, window);
+	return pos != 0xffffffffu && pos - lo < slots && pos / split - lo / split + 1u <= n_max;
+}
+
 /* workgroup.h's f32 max: a NaN operand is returned as it is, a first. */
 float att_max(float a, float b)
 {

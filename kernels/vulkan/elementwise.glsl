@@ -9,6 +9,7 @@
 
 #include "xpu_vk.glsl"
 #include "fdiv.glsl"
+#include "f16.glsl"
 #include "../xmath.h"
 #include "../elementwise.h"
 
@@ -38,29 +39,10 @@ float ew_load2(uint off, uint dtype, uint i)
 	return uintBitsToFloat(ew_in2[off / 4u + i]);
 }
 
-/* f32 -> f16 bits, to nearest, ties to even; overflow to infinity, NaN quiet (src/quant/f16.h). */
+/* f32 -> f16 bits, to nearest, ties to even; overflow to infinity, NaN quiet (f16.glsl). */
 uint ew_f16_bits(float f)
 {
-	uint u = floatBitsToUint(f);
-	uint sign = (u >> 16) & 0x8000u, e8 = (u >> 23) & 0xffu, man = u & 0x7fffffu;
-	if (e8 == 0xffu)
-		return sign | 0x7c00u | (man != 0u ? 0x200u | (man >> 13) : 0u);
-	int e = int(e8) - 112;
-	if (e >= 31)
-		return sign | 0x7c00u;
-	if (e <= 0) { /* a subnormal half, or zero */
-		if (e < -10)
-			return sign;
-		uint m = man | 0x800000u, shift = uint(14 - e);
-		uint q = m >> shift, rem = m & ((1u << shift) - 1u), half_ = 1u << (shift - 1u);
-		if (rem > half_ || (rem == half_ && (q & 1u) != 0u))
-			q++;
-		return sign | q;
-	}
-	uint q = (uint(e) << 10) | (man >> 13), rem = man & 0x1fffu;
-	if (rem > 0x1000u || (rem == 0x1000u && (q & 1u) != 0u))
-		q++;
-	return sign | q;
+	return xpu_f16_bits(floatBitsToUint(f));
 }
 
 /* Every element i < n of out (at byte offset off_out), in a grid-stride loop over words. */

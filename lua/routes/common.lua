@@ -34,7 +34,7 @@ end
 -- The query facts each kind of row reads (its shape half and its kernel's launcher): declared,
 -- so a query may carry them and a misspelt one is refused by name.
 local DENSE_FACTS = { "in_dim", "out_dim", "experts" }
-local ID_FACTS = { "in_dim", "out_dim", "experts", "used" }
+local ID_FACTS = { "in_dim", "out_dim", "experts", "used", "x_row_blocks" }
 local SPLIT_FACTS = { "bpr", "block_base", "blocks" }
 
 -- Each kernel variant is its own row: the packed int8 dot product form (built where the

@@ -137,6 +137,53 @@ function M.past_caches(dev)
   return mem > 0 and math.max(256 << 20, math.min(bytes, mem // 8)) or bytes
 end
 
+-- The device's copy ceiling in GB/s of bytes read + written: the driver's copy of a buffer past
+-- the caches, the median of reps passes after two warm-up ones; the stored ceiling
+-- (scripts/bandwidth.lua's bandwidth.copy_gbs) where it is higher. Returns ceiling, now, stored.
+function M.copy_ceiling(dev, reps)
+  local bytes = M.past_caches(dev) // 2
+  local src, dst = dev:buffer(bytes), dev:buffer(bytes)
+  local s, times = dev:default_stream(), {}
+  for r = 1, (reps or 5) + 2 do
+    local m = s:timer_begin()
+    s:copy(dst, src)
+    local sec = s:timer_end(m)
+    if r > 2 then times[#times + 1] = sec end
+  end
+  src:release()
+  dst:release()
+  local now = 2 * bytes / M.stats(times).median / 1e9
+  local stored = tonumber(require("xpu.autotune").recall(dev, "bandwidth.copy_gbs"))
+  return math.max(now, stored or 0), now, stored
+end
+
+-- The device's read ceiling in GB/s as the decode kernels meet it: stream_read over 32 MiB
+-- slices of a buffer past the caches, rotated launch after launch between two timer marks, at
+-- eight groups per worker (scripts/bandwidth.lua's rotated read), the median of reps passes;
+-- the stored bandwidth.read_gbs where it is higher. Returns ceiling, now, stored.
+function M.read_ceiling(dev, reps)
+  local bytes = M.past_caches(dev)
+  local one = math.min(bytes, 32 << 20)
+  local copies = math.max(1, bytes // one)
+  local src, k, s = dev:buffer(one * copies), dev:kernel "stream_read", dev:default_stream()
+  local groups = 8 * math.max(1, dev:dispatch_blocks(8))
+  local grid = groups <= 32768 and groups or { 32768, (groups + 32767) // 32768 }
+  local out, views, times = dev:buffer(groups * 4), {}, {}
+  for c = 1, copies do views[c] = src:slice((c - 1) * one, one) end
+  for r = 1, (reps or 5) + 2 do
+    local m = s:timer_begin()
+    for c = 1, copies do k:launch(s, grid, 256, out, views[c], one, groups) end
+    local sec = s:timer_end(m)
+    if r > 2 then times[#times + 1] = sec end
+  end
+  for _, v in ipairs(views) do v:release() end
+  src:release()
+  out:release()
+  local now = one * copies / M.stats(times).median / 1e9
+  local stored = tonumber(require("xpu.autotune").recall(dev, "bandwidth.read_gbs"))
+  return math.max(now, stored or 0), now, stored
+end
+
 -- Median, min, max and standard deviation (n - 1; 0 for one sample) of a list of numbers (the
 -- list is sorted in place).
 function M.stats(xs)

@@ -43,11 +43,13 @@ int xpu_fkc_call_out(const struct xpu_contract *c, const struct xpu_fkc_result *
 		const struct xpu_karg *g = given ? &given[j] : NULL;
 		bool has = g && g->kind == XPU_ARG_BUF && g->b.buf;
 		const char *name = c->output[j].name, *what = c->noutputs > 1 ? name : "out";
-		if (j == 0 && r->in_place >= 0) {
-			const struct xpu_karg *ip = &in[r->in_place];
+		int ipk = c->output[j].in_place;
+		if (ipk >= 0) {
+			const struct xpu_karg *ip = &in[ipk];
 			if (has && (g->b.buf->alloc != ip->b.buf->alloc || g->b.offset != ip->b.offset))
-				return xpu_fail("launch: the output aliases '%s' in place; 'out' must be that buffer or absent",
-						c->input[r->in_place].name);
+				return xpu_fail("launch: the output%s%s aliases '%s' in place; '%s' must be that buffer or absent",
+						c->noutputs > 1 ? " " : "", c->noutputs > 1 ? name : "", c->input[ipk].name,
+						c->noutputs > 1 ? name : "out");
 			out[j] = *ip;
 			continue;
 		}
@@ -129,11 +131,12 @@ static int check_overlap(const struct xpu_contract *c, const struct xpu_fkc_resu
 {
 	char what[XPU_FKC_NAME + 16];
 	for (int j = 0; j < c->noutputs; j++) {
-		bool ip = j == 0 && r->in_place >= 0;
-		uint64_t o0 = ip ? first[r->in_place] : 0, o1 = ip ? need[r->in_place] : out_bytes[j];
-		const char *oname = ip ? c->input[r->in_place].name : c->output[j].name;
+		int ipk = c->output[j].in_place;
+		bool ip = ipk >= 0;
+		uint64_t o0 = ip ? first[ipk] : 0, o1 = ip ? need[ipk] : out_bytes[j];
+		const char *oname = ip ? c->input[ipk].name : c->output[j].name;
 		for (int k = 0; k < c->ninputs; k++) {
-			if ((ip && k == r->in_place) || !bytes_meet(&in[k], first[k], need[k], &out[j], o0, o1))
+			if ((ip && k == ipk) || !bytes_meet(&in[k], first[k], need[k], &out[j], o0, o1))
 				continue;
 			snprintf(what, sizeof what, "input '%s'", c->input[k].name);
 			return overlap_fail(c, what, ip ? "the in-place" : "the output", oname, &in[k], first[k], need[k],

@@ -7,7 +7,7 @@
 #include "core/xpu.h"
 
 #define XPU_FKC_MAX_RANK 8
-#define XPU_FKC_MAX_INPUTS 4
+#define XPU_FKC_MAX_INPUTS 6
 #define XPU_FKC_MAX_OUTPUTS 4
 #define XPU_FKC_MAX_FIELDS 12
 #define XPU_FKC_MAX_FAST 4
@@ -283,7 +283,7 @@ struct xpu_fkc_result {
 	struct xpu_fkc_shape out[XPU_FKC_MAX_OUTPUTS]; /* every output, in return.outputs' order */
 	bool bytes_known, flops_known;
 	uint64_t bytes_moved, flops;
-	int in_place;                     /* -1 or the input the output aliases */
+	int in_place;                     /* -1 or the input the first output aliases (each output's: output[j].in_place) */
 	int fast_path;                    /* -1 or the index into caps.fast_paths that applies */
 	int64_t alignment;                /* caps.alignment_bytes for this call (0: unknown) */
 	int64_t granularity_bits;

@@ -179,9 +179,10 @@ int fkr_return(struct fkr *r, const struct ynode *n)
 		if (read_shape_rule(r, ymap_get(o, "shape_rule"), k, out) || read_layout_aliasing(r, o, key, out))
 			return -1;
 		fkr_subkey(k, sizeof k, key, "aliasing");
-		if (out->in_place >= 0 && outs->n > 1)
-			return fkr_fail(r, ymap_get(o, "aliasing")->line, k, "in place, but the kernel has %d outputs (only a "
-					"lone output may alias an input)", outs->n);
+		for (int j = 0; j < i && out->in_place >= 0; j++) /* each output in place overwrites an input of its own */
+			if (r->c->output[j].in_place == out->in_place)
+				return fkr_fail(r, ymap_get(o, "aliasing")->line, k, "in place on '%s', which output '%s' "
+						"already overwrites", r->c->input[out->in_place].name, r->c->output[j].name);
 	}
 	return 0;
 }

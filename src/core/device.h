@@ -7,7 +7,7 @@
 #include "xpu.h"
 
 #define XPU_MAX_DEVICES 32
-#define XPU_MAX_KERNELS 128
+#define XPU_MAX_KERNELS 256
 #define XPU_MAX_ARGS 16
 #define XPU_CAP_WORDS 4 /* capability bitset: 4 x 64 ids */
 

@@ -378,6 +378,10 @@ static const struct api_entry report_entries[] = {
 	  "a progress line, only on a terminal" },
 	{ "xpu.report.slow_share", "report.slow_share(gbs, ceiling_gbs) -> share | nil",
 	  "a rate's share of the ceiling where it looks slow" },
+	{ "xpu.report.copy_ceiling", "report.copy_ceiling(dev [, reps]) -> gbs, now, stored",
+	  "the driver's copy past the caches (GB/s read + written), or the stored ceiling where higher" },
+	{ "xpu.report.read_ceiling", "report.read_ceiling(dev [, reps]) -> gbs, now, stored",
+	  "stream_read over rotated 32 MiB slices past the caches (GB/s), or the stored read ceiling where higher" },
 	{ "xpu.report.past_caches", "report.past_caches(dev) -> bytes",
 	  "a working set that does not fit the device's caches" },
 	{ "xpu.report.stats", "report.stats(xs) -> {median, min, max}",
@@ -458,10 +462,12 @@ static const struct api_entry norm_entries[] = {
 
 static const struct api_entry attention_entries[] = {
 	{ "xpu.layers.attention.rows", "attention.rows(table) -> table",
-	  "registers attention_decode.<hd64|hd128|generic> and attention_prefill.<hd64|hd128|generic>" },
+	  "registers attention_decode.<hd64|hd128|generic>, attention_decode_pos.<...> (the position from an i32 "
+	  "buffer operand pos) and attention_prefill.<hd64|hd128|generic>" },
 	{ "xpu.layers.attention.query", "attention.query(kernel, {n_head =, n_kv_head =, head_dim =, slots =, "
-	  "window =, tokens =}) -> Query",
-	  "the query for attention_decode or attention_prefill over an f16 KV cache of slots positions" },
+	  "window =, tokens =, pos_buffer =}) -> Query",
+	  "the query for attention_decode or attention_prefill over an f16 KV cache of slots positions; "
+	  "pos_buffer true: decode reads its position from the buffer operand pos (the _pos rows)" },
 	{ "xpu.layers.attention.kernel_of", "attention.kernel_of(kernel, suffix) -> name",
 	  "the kernel a row launches: <kernel>_hd64, <kernel>_hd128, or <kernel> for generic" },
 	{ "xpu.layers.attention.split", "attention.split(query) -> positions",
@@ -477,6 +483,19 @@ static const struct api_entry attention_entries[] = {
 	{ "xpu.layers.attention.bench_case", "attention.bench_case(kernel, dev, shape) -> {query, operands, bytes, "
 	  "flops, ctx, note}",
 	  "a seeded case on dev for scripts/bench-attention.lua: K / V bytes read, flops, positions seen" },
+	{ NULL, NULL, NULL },
+};
+
+static const struct api_entry kv_entries[] = {
+	{ "xpu.layers.kv.rows", "kv.rows(table) -> table",
+	  "registers kv_write.f16: f32 K and V rows rounded to f16 into both caches at pos[0] .. (a buffer)" },
+	{ "xpu.layers.kv.query", "kv.query({tokens =, n_kv_head =, head_dim =, slots =} [, dtype]) -> Query",
+	  "the query for kv_write of tokens positions into caches [n_kv_head, slots, head_dim] (dtype f16)" },
+	{ "xpu.layers.kv.need", "kv.need(query) -> {kc =, vc =, k =, v =, pos =}",
+	  "the bytes each operand of kv_write must hold for the query" },
+	{ "xpu.layers.kv.bench_case", "kv.bench_case(dev, {tokens =, n_kv_head =, head_dim =, slots =, pos =}) -> "
+	  "{query, operands, bytes, note}",
+	  "a seeded case on dev for the benches: rows and caches, pos[0] (default slots - tokens), bytes moved" },
 	{ NULL, NULL, NULL },
 };
 
@@ -607,6 +626,8 @@ static const struct api_section sections[] = {
 	{ "xpu.layers.attention", "Attention over the KV cache (attention_decode, attention_prefill) as route "
 	  "rows per head width, their queries and bench cases (`require \"xpu.layers.attention\"`).",
 	  attention_entries, NULL },
+	{ "xpu.layers.kv", "The KV cache write (kv_write: a step's K and V rows into the f16 caches at a "
+	  "position read from a buffer) as a route row (`require \"xpu.layers.kv\"`).", kv_entries, NULL },
 	{ NULL, NULL, NULL, NULL },
 };
 

@@ -443,7 +443,9 @@ static struct xpu_row *routed_call(lua_State *L, const struct xpu_contract *c, s
 	if (xpu_fkc_call_out(c, &r, in, given, out) || xpu_fkc_call_operands(c, call, &r, in, out))
 		lx_error(L);
 	int nops = c->ninputs;
-	for (int j = r.in_place < 0 ? 0 : 1; j < c->noutputs; j++) {
+	for (int j = 0; j < c->noutputs; j++) {
+		if (c->output[j].in_place >= 0)
+			continue; /* the input's own buffer, already an operand */
 		in[nops] = out[j];
 		names[nops++] = c->output[j].name;
 	}

@@ -12,6 +12,7 @@ const struct xpu_kernel_def *const xpu_kernel_groups[] = {
 	xpu_kernel_defs_select,
 	xpu_kernel_defs_elementwise,
 	xpu_kernel_defs_attention,
+	xpu_kernel_defs_kv,
 	xpu_kernel_defs_gemm,
 	xpu_kernel_defs_vulkan,
 	NULL,

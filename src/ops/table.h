@@ -14,6 +14,7 @@ extern const struct xpu_kernel_def xpu_kernel_defs_norm[];
 extern const struct xpu_kernel_def xpu_kernel_defs_select[];
 extern const struct xpu_kernel_def xpu_kernel_defs_elementwise[];
 extern const struct xpu_kernel_def xpu_kernel_defs_attention[];
+extern const struct xpu_kernel_def xpu_kernel_defs_kv[];
 extern const struct xpu_kernel_def xpu_kernel_defs_gemm[];
 extern const struct xpu_kernel_def xpu_kernel_defs_vulkan[]; /* only the Vulkan backend builds these */
 

@@ -2,7 +2,9 @@
 -- query token a sequence, flash-decoding: the context split over groups, then the partials of
 -- each head combined in split order) and attention_prefill (causal key tiles, online softmax),
 -- each with a row per head width: `<kernel>.hd64`, `<kernel>.hd128` (gated on head_dim) and
--- `<kernel>.generic` (any even head_dim up to 256). K and V are f16 [n_kv_head, slots,
+-- `<kernel>.generic` (any even head_dim up to 256); decode also `attention_decode_pos.<width>`,
+-- the same arithmetic with the position read from an i32 buffer operand `pos` (the query fact
+-- pos_buffer = 1), so a recorded step replays at the next position. K and V are f16 [n_kv_head, slots,
 -- head_dim], what write_slice / write_slice_rotating write; position p is slot p % slots. The
 -- queries that pick the rows, the decode scratch's size, and bench_case for
 -- scripts/bench-attention.lua. The arithmetic is docs/ARITHMETIC.md's "Attention over the KV
@@ -22,7 +24,7 @@ M.WIDTHS = { { "hd64", 64, 20 }, { "hd128", 128, 20 }, { "generic", nil, 10 } }
 for _, k in ipairs(M.KERNELS) do xpu.regime(k) end
 
 local FACTS = {
-  attention_decode = { "n_head", "n_kv_head", "head_dim", "slots", "window" },
+  attention_decode = { "n_head", "n_kv_head", "head_dim", "slots", "window", "pos_buffer" },
   attention_prefill = { "n_head", "n_kv_head", "head_dim", "slots", "window", "tokens" },
 }
 
@@ -32,9 +34,13 @@ local function count(q, key, lo, hi)
   if v < lo or v > hi then return ("%s %d is not %d .. %d"):format(key, v, lo, hi) end
 end
 
--- The shape half: heads, the width this row serves, the cache, the window.
-local function shape_of(kernel, width)
+-- The shape half: heads, the width this row serves, the cache, the window; for decode, where
+-- the position comes from (pos_buffer 1: the _pos rows, else the scalar ones).
+local function shape_of(kernel, width, pos_rows)
   return function(q)
+    if kernel == "attention_decode" and ((q.pos_buffer or 0) == 1) ~= (pos_rows or false) then
+      return pos_rows and "pos_buffer is not 1 (the position is a scalar)" or "pos_buffer is 1 (the position is a buffer)"
+    end
     local why = count(q, "n_kv_head", 1, 65535) or count(q, "n_head", 1, 65535) or count(q, "slots", 1, M.MAX_SLOTS)
       or count(q, "head_dim", 1, 1 << 20)
     if why then return why end
@@ -89,13 +95,15 @@ local function need(kernel, q)
   return t
 end
 
-local NAMES = { attention_decode = { "k", "out", "part", "q", "v" }, attention_prefill = { "k", "out", "q", "v" } }
+local NAMES = { attention_decode = { "k", "out", "part", "q", "v" }, attention_prefill = { "k", "out", "q", "v" },
+                attention_decode_pos = { "k", "out", "part", "pos", "q", "v" } }
 
 -- The ready half: every operand is in the call and holds what the query needs.
-local function ready_of(kernel)
+local function ready_of(kernel, pos_rows)
   return function(c)
     local q, ops, want = c.query, c.operands or {}, need(kernel, c.query)
-    for _, name in ipairs(NAMES[kernel]) do
+    want.pos = 4
+    for _, name in ipairs(NAMES[pos_rows and "attention_decode_pos" or kernel]) do
       local b = ops[name]
       if type(b) ~= "userdata" then return ("operand '%s' is missing"):format(name) end
       if b.bytes < want[name] then
@@ -117,11 +125,17 @@ function M.rows(t)
                    kernel = M.kernel_of(k, w[1]), shape = shape_of(k, w[2]), ready = ready_of(k) }
     end
   end
+  for _, w in ipairs(M.WIDTHS) do
+    t:register { name = "attention_decode_pos." .. w[1], regime = "attention_decode", format = "f16", priority = w[3],
+                 facts = FACTS.attention_decode, kernel = M.kernel_of("attention_decode_pos", w[1]),
+                 shape = shape_of("attention_decode", w[2], true), ready = ready_of("attention_decode", true) }
+  end
   return t
 end
 
 -- The query of `kernel` ("attention_decode" or "attention_prefill") for the shape s: n_head,
--- n_kv_head, head_dim, slots, window (0 or absent: none), tokens (prefill).
+-- n_kv_head, head_dim, slots, window (0 or absent: none), tokens (prefill), pos_buffer
+-- (decode: true or 1 when the operand pos is an i32 buffer, the _pos rows; default 0).
 function M.query(kernel, s)
   if not FACTS[kernel] then
     error(("attention.query: kernel '%s' is not one of %s"):format(tostring(kernel), table.concat(M.KERNELS, ", ")), 2)
@@ -129,6 +143,7 @@ function M.query(kernel, s)
   local q = { regime = kernel, format = "f16" }
   for _, f in ipairs(FACTS[kernel]) do q[f] = s[f] end
   q.window = s.window or 0
+  if kernel == "attention_decode" then q.pos_buffer = (s.pos_buffer == true or s.pos_buffer == 1) and 1 or 0 end
   return xpu.query(q)
 end
 
@@ -163,7 +178,7 @@ function M.floats(n, seed)
 end
 
 -- The bench case of `kernel` on dev for shape s (M.query's fields, and pos: decode's position,
--- default slots - 1; prefill's tokens end at the last slot): { query, operands (seeded, on
+-- default slots - 1, an i32 buffer where s.pos_buffer; prefill's tokens end at the last slot): { query, operands (seeded, on
 -- dev), bytes (K and V read: the positions seen, each KV head once), flops (2 per multiply-add
 -- of q k and of e v), ctx (positions the last query sees), note }.
 function M.bench_case(kernel, dev, s)
@@ -178,7 +193,9 @@ function M.bench_case(kernel, dev, s)
   local w, tokens = q.window, q.tokens or 1
   local last = s.pos or q.slots - 1
   local first = last - tokens + 1
-  if kernel == "attention_prefill" then ops.pos0 = first else ops.pos = last end
+  if kernel == "attention_prefill" then ops.pos0 = first
+  elseif q.pos_buffer == 1 then ops.pos = dev:buffer(string.pack("<i4", last))
+  else ops.pos = last end
   local function lo(p) return (w > 0 and p + 1 > w) and p + 1 - w or 0 end
   local pairs_seen = 0 -- query x key pairs over the tokens
   for p = first, last do pairs_seen = pairs_seen + p - lo(p) + 1 end

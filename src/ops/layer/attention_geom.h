@@ -22,6 +22,9 @@ static inline uint32_t xpu_att_lo(uint32_t p, uint32_t window)
 uint32_t xpu_att_split(const struct xpu_att_shape *s);
 /* The splits of one head for a query at pos: those from lo(pos) / split to pos / split. */
 uint32_t xpu_att_splits(uint32_t pos, uint32_t window, uint32_t split);
+/* The most splits a head takes at any position of the shape (the decode_pos forms' layout):
+ * the span (window, or every slot) cut at multiples of split, one more where it can straddle. */
+uint32_t xpu_att_max_splits(const struct xpu_att_shape *s, uint32_t split);
 /* Heads, head_dim (hd_only: the width a kernel is built for, 0: any), slots; then the
  * queries at newest - n_queries + 1 .. newest see only positions still in the cache (a
  * refusal of those names the argument pos_name). */

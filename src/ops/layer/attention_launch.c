@@ -4,7 +4,7 @@
  * scratch: xpu.layers.attention.partial_bytes); the scalar operands pos (decode; prefill pos0,
  * default 0), scale (default 1 / sqrt(head_dim), rounded once to f32) and, for decode only,
  * split (positions a split, default xpu_att_split's). Decode is two launches in stream order:
- * the splits, then attention_combine. */
+ * the splits, then attention_combine; the _pos forms take pos as an i32 buffer instead. */
 #include "ops/launch.h"
 #include "ops/table.h"
 #include "ops/layer/attention_geom.h"
@@ -77,6 +77,37 @@ int xpu_launch_attention_decode(struct xpu_kernel *k, const struct xpu_call *c)
 		return -1;
 	struct xpu_karg cargs[5] = { *out, *part, xpu_u32(s.n_head), xpu_u32(s.hd), xpu_u32(n_split) };
 	return xpu_launch_named(c, &combine_k, "attention_combine", s.n_head, XPU_ATT_BLOCK, cargs, 5);
+}
+
+/* The _pos forms: pos is a buffer (pos[0], an unsigned 32-bit position, read by the kernels),
+ * so the grid is fixed: n_max splits a KV head, the most any position takes, the groups past
+ * a position's splits writing nothing; attention_combine_pos folds the position's splits. */
+int xpu_launch_attention_decode_pos(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	static xpu_kernel_cache combine_k;
+	const char *name = k->def->name;
+	const struct xpu_karg *out = xpu_operand_buffer(c, name, "out");
+	const struct xpu_karg *part = out ? xpu_operand_buffer(c, name, "part") : NULL;
+	const struct xpu_karg *q = part ? xpu_operand_buffer(c, name, "q") : NULL;
+	const struct xpu_karg *kc = q ? xpu_operand_buffer(c, name, "k") : NULL;
+	const struct xpu_karg *vc = kc ? xpu_operand_buffer(c, name, "v") : NULL;
+	const struct xpu_karg *pos = vc ? xpu_operand_buffer(c, name, "pos") : NULL;
+	struct xpu_att_shape s;
+	int64_t split;
+	float scale;
+	if (!pos || att_shape(c, name, &s) || att_scale(c, name, s.hd, &scale) ||
+	    xpu_operand_int(c, name, "split", xpu_att_split(&s), 1, XPU_ATT_SPLIT_MAX, &split))
+		return -1;
+	uint32_t n_max = xpu_att_max_splits(&s, (uint32_t)split);
+	struct xpu_karg args[13] = { *part, *q, *kc, *vc, *pos, xpu_u32(s.n_head), xpu_u32(s.n_kv_head), xpu_u32(s.hd),
+				     xpu_u32(s.slots), xpu_u32(s.window), xpu_u32((uint64_t)split), xpu_u32(n_max),
+				     f32_arg(scale) };
+	uint32_t grid[3] = { n_max, s.n_kv_head, 1 }, block[3] = { XPU_ATT_BLOCK, 1, 1 };
+	if (xpu_launch(c->stream, k, grid, block, args, 13))
+		return -1;
+	struct xpu_karg cargs[9] = { *out, *part, *pos, xpu_u32(s.n_head), xpu_u32(s.hd), xpu_u32(n_max),
+				     xpu_u32(s.window), xpu_u32((uint64_t)split), xpu_u32(s.slots) };
+	return xpu_launch_named(c, &combine_k, "attention_combine_pos", s.n_head, XPU_ATT_BLOCK, cargs, 9);
 }
 
 /* One group a tile of TILE_Q tokens of a query head (x the head). */

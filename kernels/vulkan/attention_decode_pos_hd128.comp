@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+/* attention_decode_pos_hd128 — attention_decode_hd128 with the position read from pos[0]; the body
+ * is attention_decode.glsl. */
+#define POS_BUF
+#define HD 128u
+#include "attention_decode.glsl"

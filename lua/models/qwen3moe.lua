@@ -1,0 +1,98 @@
+-- models.qwen3moe — the qwen3 mixture-of-experts family (128 experts, 8 used, GQA with head
+-- dim 128, RMSNorm over each head of Q and K, RoPE in neox ordering) as a models.decoder
+-- family. Its FFN: ffn_norm -> the router (ffn_gate_inp, f32, over the normed f32 row) ->
+-- top_k with the k weights softmax-normalised -> the gate and up expert banks through the
+-- selection (decode: the grouped id mat-vec, one launch a bank; prefill: expert_map's lists and
+-- the grouped GEMM) -> SwiGLU packed to q8_K -> the down bank per (token, expert) pair -> the
+-- weighted sum of the used experts' rows added to the residual (moe_combine).
+--   load(path | GGUF, device, opts) -> model (models.decoder's methods: session, ...)
+local xpu = require "xpu"
+local decoder = require "models.decoder"
+local ew = require "xpu.layers.elementwise"
+local norm = require "xpu.layers.norm"
+local select = require "xpu.layers.select"
+local gemm = require "xpu.layers.gemm"
+local moe = require "xpu.layers.moe"
+
+local M = {}
+
+local bound, run, L = decoder.bound, decoder.run, decoder.layer_tensor
+local f32, q8k = decoder.f32, decoder.q8k
+
+local FAMILY = {
+  arch = "qwen3moe", decode_routes = "routes.moe", rope_mode = "neox", qk_norm = true,
+  mats = { "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps" },
+  norms = { "attn_norm", "ffn_norm", "attn_q_norm", "attn_k_norm", "ffn_gate_inp" },
+  routes = { moe = "routes.layer_moe" },
+}
+
+function FAMILY.activations(m, n)
+  local h, d = m.h, m.dev
+  local pairs, ff = n * h.n_expert_used, h.n_ff_exp
+  local a = {
+    xn = f32(d, n * h.n_embd), router = f32(d, n * h.n_expert), sel = d:buffer(4 * pairs), sel_w = f32(d, pairs),
+    gate = f32(d, pairs * ff), up = f32(d, pairs * ff), hq = q8k(d, pairs * ff), down = f32(d, pairs * h.n_embd),
+  }
+  if n > 1 then
+    a.counts, a.offsets = d:buffer(4 * h.n_expert), d:buffer(4 * h.n_expert)
+    a.list_tokens, a.list_slots = d:buffer(4 * pairs), d:buffer(4 * pairs)
+  end
+  return a
+end
+
+-- The expert bank `name` of layer i over x into y: the grouped id mat-vec (one token) or the
+-- grouped GEMM over expert_map's lists (a batch); per_slot: x holds a row per (token, expert).
+local function bank(s, a, n, i, name, y, x, per_slot)
+  local m, h = s.m, s.m.h
+  local w = m.fmt[L(i, name)]
+  if n == 1 then
+    local q = xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows, experts = w.experts,
+                          used = h.n_expert_used, x_row_blocks = per_slot and w.cols // 256 or nil }
+    return bound(m.rt.decode, m.dev, q, { y = y, slab = m.w[w.name], x = x, sel = a.sel })
+  end
+  return bound(m.rt.prefill, m.dev, gemm.id_query(w.format, n, w.rows, w.cols, w.experts, h.n_expert_used, per_slot and 1 or 0),
+    { y = y, slab = m.w[w.name], x = x, counts = a.counts, offsets = a.offsets, list_tokens = a.list_tokens,
+      list_slots = a.list_slots })
+end
+
+-- The FFN calls of layer i over the activations a of n tokens.
+function FAMILY.ffn_calls(s, a, n, i)
+  local m, h, d = s.m, s.m.h, s.m.dev
+  local k = h.n_expert_used
+  local c = {
+    norm = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }),
+    norm_f = bound(m.rt.norm, d, norm.query("rms_norm", n, h.n_embd), { out = a.xn, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }),
+    router = bound(m.rt.moe, d, moe.matvec_query(n, h.n_expert, h.n_embd), { y = a.router, w = m.w[L(i, "ffn_gate_inp")], x = a.xn }),
+    top_k = bound(m.rt.select, d, select.top_k_query(n, h.n_expert, k, "k"), { ids = a.sel, weights = a.sel_w, x = a.router }),
+    gate = bank(s, a, n, i, "ffn_gate_exps", a.gate, a.xq, false),
+    up = bank(s, a, n, i, "ffn_up_exps", a.up, a.xq, false),
+    glu = bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n * k, h.n_ff_exp), { xq = a.hq, g = a.gate, u = a.up }),
+    down = bank(s, a, n, i, "ffn_down_exps", a.down, a.hq, true),
+    combine = bound(m.rt.moe, d, moe.combine_query(n, k, h.n_embd), { out = a.x, x = a.x, y = a.down, w = a.sel_w }),
+  }
+  if n > 1 then
+    c.map = bound(m.rt.select, d, select.expert_map_query(n, k, h.n_expert),
+      { counts = a.counts, offsets = a.offsets, tokens = a.list_tokens, slots = a.list_slots, ids = a.sel })
+  end
+  return c
+end
+
+function FAMILY.ffn_run(_, c, sync)
+  local t0 = xpu.now()
+  run(c.norm); run(c.norm_f); sync("norms", t0); t0 = xpu.now()
+  run(c.router); sync("matmul", t0); t0 = xpu.now()
+  run(c.top_k); if c.map then run(c.map) end; sync("other", t0); t0 = xpu.now()
+  run(c.gate); run(c.up); sync("matmul", t0); t0 = xpu.now()
+  run(c.glu); sync("other", t0); t0 = xpu.now()
+  run(c.down); sync("matmul", t0); t0 = xpu.now()
+  run(c.combine); sync("other", t0)
+end
+
+M.FAMILY = FAMILY
+
+function M.load(path, dev, opts)
+  local g = type(path) == "string" and xpu.gguf.open(path) or path
+  return decoder.open(g, dev, FAMILY, opts)
+end
+
+return M
