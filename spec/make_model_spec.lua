@@ -183,6 +183,26 @@ describe("scripts/make-model.lua", function()
     end
   end)
 
+  it("reads back as its preset through models.hparams", function()
+    local hparams = require "models.hparams"
+    for _, preset in ipairs { "tiny-llama", "tiny-qwen3moe" } do
+      local p = presets.presets[preset]
+      local g = xpu.gguf.open(make(preset, "q4_0", 6))
+      local h = hparams.read(g)
+      for _, k in ipairs { "arch", "n_embd", "n_layer", "n_head", "head_dim", "n_vocab", "tied",
+                           "n_expert", "n_expert_used", "n_ff_exp" } do
+        assert.equal(p[k], h[k], preset .. " " .. k)
+      end
+      assert.equal(p.n_head_kv, h.n_kv_head)
+      assert.equal(p.n_ctx, h.ctx)
+      assert.equal(p.head_dim, h.rope_dims)
+      assert.equal(p.rope_base, h.rope_base)
+      assert.is_true(math.abs(h.eps - p.eps) < p.eps * 1e-6)
+      if p.arch == "llama" then assert.equal(p.n_ff, h.n_ff) end
+      g:close()
+    end
+  end)
+
   it("q4_K_M holds q6_K exactly where the mix says", function()
     local g = xpu.gguf.open(make("tiny-llama", "q4_K_M", 5))
     for i = 0, 3 do
