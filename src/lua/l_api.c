@@ -276,6 +276,15 @@ static const struct api_entry gguf_entries[] = {
 	{ "xpu.gguf.write",
 	  "xpu.gguf.write(path, {version =, alignment =, meta =, tensors =}) -> path",
 	  "writes a GGUF file" },
+	{ "xpu.gguf.write_model",
+	  "xpu.gguf.write_model(path, {seed =, meta =, tensors = {{name, dims, type, std, mean = 0}},"
+	  " threads =, version =, alignment =}) -> path",
+	  "a GGUF file of synthetic weights: element i of each tensor is mean + std * z(seed, name,"
+	  " i), z near-Gaussian (sd 1), quantized to its type (f32, f16 or a served format) and"
+	  " streamed to the file by `threads` workers (default the cores, at most 64); the bytes"
+	  " depend only on (seed, name, dims, type, mean, std)" },
+	{ "xpu.gguf.model_value", "xpu.gguf.model_value(seed, name, i [, mean [, std]]) -> number",
+	  "the f32 value write_model gives element i (0-based) of tensor `name` before quantizing" },
 	{ "GGUF:meta", "g:meta(key) -> value | nil", "a metadata value" },
 	{ "GGUF:meta_type", "g:meta_type(key) -> type | nil",
 	  "a metadata value's type: \"u32\", \"array:string\", ..." },

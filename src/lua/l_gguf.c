@@ -4,10 +4,13 @@
 #include "lua/xpu_lua.h"
 #include "core/xpu.h"
 #include "model/gguf.h"
+#include "model/make_weights.h"
 #include "quant/ggml_types.h"
 
 #include <lauxlib.h>
+#include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GGUF_MT "xpu.GGUF"
 #define WRITER_MT "xpu.GGUFWriter"
@@ -443,12 +446,12 @@ static void write_meta(lua_State *L, struct gguf_writer *w, int spec)
 	lua_pop(L, 1);
 }
 
-static int32_t tensor_type(lua_State *L, int idx, const char *name)
+static int32_t tensor_type(lua_State *L, int idx, const char *name, const char *where)
 {
 	if (lua_type(L, idx) == LUA_TNUMBER) {
 		/* checked before the cast: 2^32 must not name type 0 */
 		if (!lua_isinteger(L, idx) || lua_tointeger(L, idx) < INT32_MIN || lua_tointeger(L, idx) > INT32_MAX)
-			luaL_error(L, "xpu.gguf.write: tensor '%s': type %s is not a type id", name, lua_tostring(L, idx));
+			luaL_error(L, "%s: tensor '%s': type %s is not a type id", where, name, lua_tostring(L, idx));
 		return (int32_t)lua_tointeger(L, idx);
 	}
 	const char *s = lua_tostring(L, idx);
@@ -457,39 +460,51 @@ static int32_t tensor_type(lua_State *L, int idx, const char *name)
 		if (ti && ti->block_elems && !strcmp(ti->name, s))
 			return t;
 	}
-	return luaL_error(L, "xpu.gguf.write: tensor '%s': unknown type %s", name,
+	return luaL_error(L, "%s: tensor '%s': unknown type %s", where, name,
 			  s ? s : luaL_typename(L, idx));
+}
+
+/* The name, dims and type of tensor table t (at stack index t): pushes name, dims and type
+ * (t + 1 .. t + 3). */
+static const char *tensor_head(lua_State *L, int t, lua_Integer i, uint32_t *n_dims,
+			       uint64_t *dims, int32_t *type, const char *where)
+{
+	lua_getfield(L, t, "name");
+	const char *name = lua_tostring(L, -1);
+	if (lua_type(L, -1) != LUA_TSTRING)
+		luaL_error(L, "%s: tensors[%I]: name must be a string", where, i);
+	lua_Integer n = lua_getfield(L, t, "dims") == LUA_TTABLE ? check_list(L, t + 2, "dims") : 0;
+	if (n < 1 || n > GGUF_MAX_DIMS)
+		luaL_error(L, "%s: tensor '%s': dims must list 1 to %d integers", where, name,
+			   GGUF_MAX_DIMS);
+	for (lua_Integer d = 0; d < n; d++) {
+		if (lua_rawgeti(L, t + 2, d + 1) != LUA_TNUMBER || !lua_isinteger(L, -1) ||
+		    lua_tointeger(L, -1) < 1)
+			luaL_error(L, "%s: tensor '%s': dims[%I] must be a positive integer", where,
+				   name, d + 1);
+		dims[d] = (uint64_t)lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	*n_dims = (uint32_t)n;
+	lua_getfield(L, t, "type");
+	*type = tensor_type(L, t + 3, name, where);
+	return name;
 }
 
 static void write_tensor(lua_State *L, struct gguf_writer *w, int t, lua_Integer i)
 {
 	static const char *const fields[] = { "name", "dims", "type", "data", NULL };
 	check_fields(L, t, "xpu.gguf.write: a tensor", fields);
-	lua_getfield(L, t, "name");
-	const char *name = lua_tostring(L, -1);
-	if (lua_type(L, -1) != LUA_TSTRING)
-		luaL_error(L, "xpu.gguf.write: tensors[%I]: name must be a string", i);
 	uint64_t dims[GGUF_MAX_DIMS];
-	lua_Integer n = lua_getfield(L, t, "dims") == LUA_TTABLE ? check_list(L, t + 2, "dims") : 0;
-	if (n < 1 || n > GGUF_MAX_DIMS)
-		luaL_error(L, "xpu.gguf.write: tensor '%s': dims must list 1 to %d integers", name,
-			   GGUF_MAX_DIMS);
-	for (lua_Integer d = 0; d < n; d++) {
-		if (lua_rawgeti(L, t + 2, d + 1) != LUA_TNUMBER || !lua_isinteger(L, -1) ||
-		    lua_tointeger(L, -1) < 1)
-			luaL_error(L, "xpu.gguf.write: tensor '%s': dims[%I] must be a positive integer",
-				   name, d + 1);
-		dims[d] = (uint64_t)lua_tointeger(L, -1);
-		lua_pop(L, 1);
-	}
-	lua_getfield(L, t, "type");
-	int32_t type = tensor_type(L, t + 3, name);
+	uint32_t n;
+	int32_t type;
+	const char *name = tensor_head(L, t, i, &n, dims, &type, "xpu.gguf.write");
 	size_t len;
 	lua_getfield(L, t, "data");
 	const char *data = lua_tolstring(L, t + 4, &len);
 	if (lua_type(L, t + 4) != LUA_TSTRING)
 		luaL_error(L, "xpu.gguf.write: tensor '%s': data must be a string", name);
-	if (gguf_writer_tensor(w, name, (uint32_t)n, dims, type, data, len))
+	if (gguf_writer_tensor(w, name, n, dims, type, data, len))
 		raise_error(L);
 	lua_settop(L, t);
 }
@@ -575,6 +590,110 @@ static int l_write(lua_State *L)
 	return 1;
 }
 
+/* ---- synthetic models ---------------------------------------------------------------------- */
+
+#define MODEL_WHERE "xpu.gguf.write_model"
+
+/* A number field of tensor table t, or dflt when absent. */
+static float tensor_number(lua_State *L, int t, const char *key, const char *name, float dflt)
+{
+	int type = lua_getfield(L, t, key);
+	if (type != LUA_TNIL && type != LUA_TNUMBER)
+		luaL_error(L, MODEL_WHERE ": tensor '%s': %s must be a number, not %s", name, key,
+			   luaL_typename(L, -1));
+	float v = type == LUA_TNIL ? dflt : (float)lua_tonumber(L, -1);
+	lua_pop(L, 1);
+	return v;
+}
+
+/* tensors = {{name, dims, type, mean = 0, std}, ...} into the array mt (n entries); the
+ * names stay alive in the spec table. */
+static void model_tensors(lua_State *L, int list, struct xpu_mw_tensor *mt, lua_Integer n)
+{
+	static const char *const fields[] = { "name", "dims", "type", "mean", "std", NULL };
+	for (lua_Integer i = 1; i <= n; i++) {
+		int t = lua_gettop(L) + 1;
+		if (lua_rawgeti(L, list, i) != LUA_TTABLE)
+			luaL_error(L, MODEL_WHERE ": tensors[%I] must be a table", i);
+		check_fields(L, t, MODEL_WHERE ": a tensor", fields);
+		struct xpu_mw_tensor *m = &mt[i - 1];
+		m->name = tensor_head(L, t, i, &m->n_dims, m->dims, &m->type, MODEL_WHERE);
+		if (lua_getfield(L, t, "std") == LUA_TNIL)
+			luaL_error(L, MODEL_WHERE ": tensor '%s': std is missing", m->name);
+		m->std = tensor_number(L, t, "std", m->name, 0);
+		m->mean = tensor_number(L, t, "mean", m->name, 0);
+		lua_settop(L, t - 1);
+	}
+}
+
+static lua_Integer opt_int_field(lua_State *L, int spec, const char *key, lua_Integer dflt)
+{
+	lua_getfield(L, spec, key);
+	lx_field_check(L, MODEL_WHERE, key, lx_nil_or_integer(L), "an integer");
+	lua_Integer v = luaL_optinteger(L, -1, dflt);
+	lua_pop(L, 1);
+	return v;
+}
+
+static int default_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* xpu.gguf.write_model(path, {version, alignment, meta, seed, threads, tensors}) -> path */
+static int l_write_model(lua_State *L)
+{
+	static const char *const fields[] = { "version", "alignment", "meta", "seed", "threads",
+					      "tensors", NULL };
+	const char *path = lx_checkpath(L, 1);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_settop(L, 2);
+	check_fields(L, 2, MODEL_WHERE, fields);
+	lua_Integer version = opt_int_field(L, 2, "version", 3);
+	lua_Integer threads = opt_int_field(L, 2, "threads", default_threads());
+	if (lua_getfield(L, 2, "seed") == LUA_TNIL)
+		return luaL_error(L, MODEL_WHERE ": seed is missing");
+	lua_pop(L, 1);
+	uint64_t seed = (uint64_t)opt_int_field(L, 2, "seed", 0);
+	lua_Integer alignment = spec_alignment(L, 2);
+	lua_settop(L, 2);
+	if (lua_getfield(L, 2, "tensors") != LUA_TTABLE) /* 3 */
+		return luaL_error(L, MODEL_WHERE ": tensors must be a list of tables");
+	lua_Integer n = check_list(L, 3, "tensors");
+	struct xpu_mw_tensor *mt = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *mt, 0); /* 4 */
+	model_tensors(L, 3, mt, n);
+	struct lwriter *u = lua_newuserdatauv(L, sizeof *u, 0); /* 5 */
+	u->w = NULL;
+	luaL_setmetatable(L, WRITER_MT);
+	if (version < 0 || version > UINT32_MAX)
+		return luaL_error(L, MODEL_WHERE ": version %I (only 2 and 3 are written)", version);
+	if (!(u->w = gguf_writer_new((uint32_t)version, (uint32_t)alignment)))
+		return raise_error(L);
+	write_meta(L, u->w, 2);
+	if (threads < 1 || threads > 256)
+		return luaL_error(L, MODEL_WHERE ": threads %I is outside 1..256", threads);
+	if (xpu_make_weights(u->w, path, mt, (uint64_t)n, seed, (int)threads))
+		return raise_error(L);
+	gguf_writer_free(u->w);
+	u->w = NULL;
+	lua_pushvalue(L, 1);
+	return 1;
+}
+
+/* xpu.gguf.model_value(seed, name, i [, mean, std]) -> the f32 value of element i (0-based)
+ * of that tensor before quantization */
+static int l_model_value(lua_State *L)
+{
+	uint64_t seed = (uint64_t)luaL_checkinteger(L, 1);
+	const char *name = luaL_checkstring(L, 2);
+	lua_Integer i = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, i >= 0, 3, "an element index >= 0");
+	float mean = (float)luaL_optnumber(L, 4, 0), std = (float)luaL_optnumber(L, 5, 1);
+	lua_pushnumber(L, xpu_mw_value(xpu_mw_key(seed, name), (uint64_t)i, mean, std));
+	return 1;
+}
+
 /* ---- registration ------------------------------------------------------------------------- */
 
 void xpu_lua_open_gguf(lua_State *L, int t)
@@ -589,7 +708,8 @@ void xpu_lua_open_gguf(lua_State *L, int t)
 		{ NULL, NULL },
 	};
 	static const luaL_Reg fns[] = {
-		{ "open", l_open }, { "try_open", l_try_open }, { "write", l_write }, { NULL, NULL },
+		{ "open", l_open }, { "try_open", l_try_open }, { "write", l_write },
+		{ "write_model", l_write_model }, { "model_value", l_model_value }, { NULL, NULL },
 	};
 	t = lua_absindex(L, t);
 	luaL_newmetatable(L, GGUF_MT);

@@ -119,6 +119,21 @@ int gguf_writer_array(struct gguf_writer *w, uint32_t elem_type, uint64_t count)
 int gguf_writer_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims,
 		       const uint64_t *dims, int32_t type, const void *data, size_t len);
 
+/* Declares a tensor whose bytes come later through a stream (gguf_writer_begin). */
+int gguf_writer_tensor_info(struct gguf_writer *w, const char *name, uint32_t n_dims,
+			    const uint64_t *dims, int32_t type);
+
+/* Writes the file; every tensor must have its bytes (gguf_writer_tensor). */
 int gguf_writer_save(struct gguf_writer *w, const char *path);
+
+/* Streaming: begin writes the head to a temp file beside `path`; put appends tensor bytes
+ * in tensor order, in pieces of any size (padding between tensors is added); finish checks
+ * that every byte came, syncs and renames into place; abort removes the temp file. finish
+ * and abort free the stream; the writer must outlive it. */
+struct gguf_stream;
+struct gguf_stream *gguf_writer_begin(struct gguf_writer *w, const char *path);
+int gguf_stream_put(struct gguf_stream *s, const void *data, size_t n);
+int gguf_stream_finish(struct gguf_stream *s);
+void gguf_stream_abort(struct gguf_stream *s);
 
 #endif

@@ -281,15 +281,16 @@ static int tensor_bytes(const char *name, uint32_t n_dims, const uint64_t *dims,
 	return 0;
 }
 
-int gguf_writer_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims,
-		       const uint64_t *dims, int32_t type, const void *data, size_t len)
+/* A tensor's entry; `data` (len bytes, copied) or NULL for one whose bytes are streamed. */
+static int add_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims,
+		      const uint64_t *dims, int32_t type, const void *data, size_t len)
 {
 	uint64_t bytes = 0;
 	if (usable(w) || tensor_bytes(name, n_dims, dims, type, &bytes))
 		return -1;
 	if (!*name)
 		return xpu_fail("gguf writer: empty tensor name");
-	if (bytes != len)
+	if (data && bytes != len)
 		return xpu_fail("gguf writer: tensor '%s': %zu data bytes, %s of this shape takes %"
 				PRIu64, name, len, ggml_type_info(type)->name, bytes);
 	for (uint64_t i = 0; i < w->ntensors; i++)
@@ -303,17 +304,33 @@ int gguf_writer_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims,
 		w->tensors = t;
 		w->tensors_cap = cap;
 	}
-	struct wtensor t = { .n_dims = n_dims, .type = type, .len = len };
+	struct wtensor t = { .n_dims = n_dims, .type = type, .len = (size_t)bytes };
 	memcpy(t.dims, dims, n_dims * sizeof *dims);
 	t.name = xpu_strdup(name);
-	t.data = t.name ? xpu_malloc(len) : NULL;
-	if (!t.data) {
+	if (t.name && data) {
+		t.data = xpu_malloc(len);
+		if (t.data)
+			memcpy(t.data, data, len);
+	}
+	if (!t.name || (data && !t.data)) {
 		xpu_free(t.name);
 		return -1;
 	}
-	memcpy(t.data, data, len);
 	w->tensors[w->ntensors++] = t;
 	return 0;
+}
+
+int gguf_writer_tensor(struct gguf_writer *w, const char *name, uint32_t n_dims,
+		       const uint64_t *dims, int32_t type, const void *data, size_t len)
+{
+	static const uint8_t none[1];
+	return add_tensor(w, name, n_dims, dims, type, data ? data : none, len);
+}
+
+int gguf_writer_tensor_info(struct gguf_writer *w, const char *name, uint32_t n_dims,
+			    const uint64_t *dims, int32_t type)
+{
+	return add_tensor(w, name, n_dims, dims, type, NULL, 0);
 }
 
 /* ---- saving ------------------------------------------------------------------------------- */
@@ -362,24 +379,6 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* Tensor data follows the head, each tensor padded to the alignment as ggml writes it. */
-static int write_file(struct gguf_writer *w, int fd, const struct buf *h)
-{
-	static const uint8_t zeros[4096];
-	if (write_all(fd, h->p, h->n))
-		return -1;
-	for (uint64_t i = 0; i < w->ntensors; i++) {
-		const struct wtensor *t = &w->tensors[i];
-		if (write_all(fd, t->data, t->len))
-			return -1;
-		size_t pad = align_up(t->len, w->alignment) - t->len;
-		for (; pad; pad -= pad > sizeof zeros ? sizeof zeros : pad)
-			if (write_all(fd, zeros, pad > sizeof zeros ? sizeof zeros : pad))
-				return -1;
-	}
-	return fsync(fd);
-}
-
 static int add_alignment_key(struct gguf_writer *w)
 {
 	if (w->alignment == GGUF_DEFAULT_ALIGNMENT || w->alignment_written)
@@ -388,39 +387,152 @@ static int add_alignment_key(struct gguf_writer *w)
 	return gguf_writer_key(w, "general.alignment") || gguf_writer_scalar(w, GGUF_U32, &a);
 }
 
-/* Written to a temp file beside `path`, then renamed over it: a reader sees the old file or
- * the whole new one. */
-int gguf_writer_save(struct gguf_writer *w, const char *path)
+/* A file being written: the head is on disk, tensor bytes follow in order. */
+struct gguf_stream {
+	struct gguf_writer *w;
+	char *path, *tmp;
+	int fd;
+	uint64_t tensor;   /* the tensor whose bytes come next */
+	uint64_t left;     /* its bytes still owed */
+};
+
+static int stream_fail(struct gguf_stream *s)
+{
+	return xpu_fail("%s: cannot write: %s", s->tmp, strerror(errno));
+}
+
+static int pad_to_alignment(struct gguf_stream *s, uint64_t len)
+{
+	static const uint8_t zeros[4096];
+	size_t pad = align_up(len, s->w->alignment) - len;
+	for (; pad; pad -= pad > sizeof zeros ? sizeof zeros : pad)
+		if (write_all(s->fd, zeros, pad > sizeof zeros ? sizeof zeros : pad))
+			return stream_fail(s);
+	return 0;
+}
+
+/* Once a tensor's bytes are all given: its padding, then the next tensor (none is empty). */
+static int next_tensor(struct gguf_stream *s)
+{
+	if (s->left == 0 && s->tensor < s->w->ntensors) {
+		if (pad_to_alignment(s, s->w->tensors[s->tensor].len))
+			return -1;
+		if (++s->tensor < s->w->ntensors)
+			s->left = s->w->tensors[s->tensor].len;
+	}
+	return 0;
+}
+
+void gguf_stream_abort(struct gguf_stream *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->tmp)
+		unlink(s->tmp);
+	xpu_free(s->tmp);
+	xpu_free(s->path);
+	xpu_free(s);
+}
+
+/* Written to a temp file beside `path`, renamed over it at the end: a reader sees the old
+ * file or the whole new one. */
+struct gguf_stream *gguf_writer_begin(struct gguf_writer *w, const char *path)
 {
 	if (usable(w))
-		return -1;
-	if (w->pending)
-		return xpu_fail("gguf writer: key '%s' has no complete value", last_key(w));
+		return NULL;
+	if (w->pending) {
+		xpu_fail("gguf writer: key '%s' has no complete value", last_key(w));
+		return NULL;
+	}
 	if (add_alignment_key(w))
-		return -1;
+		return NULL;
+	struct gguf_stream *s = xpu_calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->w = w;
+	s->fd = -1;
 	struct buf h = { 0 };
 	size_t n = strlen(path);
 	char *tmp = xpu_malloc(n + 16);
-	if (!tmp || build_head(w, &h)) {
+	if (!tmp || !(s->path = xpu_strdup(path)) || build_head(w, &h)) {
 		xpu_free(tmp);
 		xpu_free(h.p);
-		return -1;
+		gguf_stream_abort(s);
+		return NULL;
 	}
 	snprintf(tmp, n + 16, "%s.tmp-XXXXXX", path);
-	int rc = 0, fd = mkstemp(tmp);
-	if (fd < 0)
+	s->fd = mkstemp(tmp);
+	s->tmp = tmp; /* named only once the file exists, so abort unlinks only ours */
+	int rc = 0;
+	if (s->fd < 0) {
 		rc = xpu_fail("%s: cannot create a temp file: %s", path, strerror(errno));
-	else {
-		if (fchmod(fd, 0644) || write_file(w, fd, &h))
-			rc = xpu_fail("%s: cannot write: %s", tmp, strerror(errno));
-		if (close(fd) && !rc)
-			rc = xpu_fail("%s: cannot write: %s", tmp, strerror(errno));
-		if (!rc && rename(tmp, path))
-			rc = xpu_fail("%s: cannot rename into place: %s", path, strerror(errno));
-		if (rc)
-			unlink(tmp);
-	}
-	xpu_free(tmp);
+		xpu_free(s->tmp);
+		s->tmp = NULL;
+	} else if (fchmod(s->fd, 0644) || write_all(s->fd, h.p, h.n))
+		rc = stream_fail(s);
 	xpu_free(h.p);
+	s->left = w->ntensors ? w->tensors[0].len : 0;
+	if (rc) {
+		gguf_stream_abort(s);
+		return NULL;
+	}
+	return s;
+}
+
+int gguf_stream_put(struct gguf_stream *s, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	while (n) {
+		if (s->tensor >= s->w->ntensors)
+			return xpu_fail("%s: %zu bytes past the last tensor's", s->path, n);
+		size_t k = n < s->left ? n : (size_t)s->left;
+		if (write_all(s->fd, p, k))
+			return stream_fail(s);
+		p += k;
+		n -= k;
+		s->left -= k;
+		if (next_tensor(s))
+			return -1;
+	}
+	return 0;
+}
+
+int gguf_stream_finish(struct gguf_stream *s)
+{
+	int rc = 0;
+	if (s->tensor < s->w->ntensors)
+		rc = xpu_fail("%s: tensor '%s' is missing %" PRIu64 " bytes", s->path,
+			      s->w->tensors[s->tensor].name, s->left);
+	if (!rc && fsync(s->fd))
+		rc = stream_fail(s);
+	if (close(s->fd) && !rc)
+		rc = stream_fail(s);
+	s->fd = -1;
+	if (!rc && rename(s->tmp, s->path))
+		rc = xpu_fail("%s: cannot rename into place: %s", s->path, strerror(errno));
+	if (!rc) {
+		xpu_free(s->tmp);
+		s->tmp = NULL; /* nothing left to unlink */
+	}
+	gguf_stream_abort(s);
 	return rc;
+}
+
+int gguf_writer_save(struct gguf_writer *w, const char *path)
+{
+	for (uint64_t i = 0; i < w->ntensors; i++)
+		if (!w->tensors[i].data)
+			return xpu_fail("gguf writer: tensor '%s' has no bytes (declared for a stream)",
+					w->tensors[i].name);
+	struct gguf_stream *s = gguf_writer_begin(w, path);
+	if (!s)
+		return -1;
+	for (uint64_t i = 0; i < w->ntensors; i++)
+		if (gguf_stream_put(s, w->tensors[i].data, w->tensors[i].len)) {
+			gguf_stream_abort(s);
+			return -1;
+		}
+	return gguf_stream_finish(s);
 }

@@ -351,9 +351,71 @@ static bool fit_levels(const float *x, const float *w, float min, float iscale, 
 	return true;
 }
 
+/* The same search, eight candidate scales at a time in vector lanes. Each lane does the
+ * scalar code's operations in the scalar code's order (no contraction: -ffp-contract=off), so
+ * its bits are the scalar ones; it needs every level iscale * (x - min) finite and far below
+ * 2^22 (true when max - min and the iscales are finite: the levels then stay near 0..nmax),
+ * where adding and taking away 1.5 * 2^23 rounds as lrintf does. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+/* On x86 the lanes run only where AVX2 holds them in whole registers (in SSE2 halves they
+ * were no faster than the scalar search); other machines take the generic vectors. */
+#if defined(__x86_64__) || defined(__i386__)
+#define LANES_TARGET __attribute__((target("avx2")))
+#define LANES_USABLE() __builtin_cpu_supports("avx2")
+#else
+#define LANES_TARGET
+#define LANES_USABLE() 1
+#endif
+
+struct lanes8 {
+	v8f iscale;
+	v8f scale, min;  /* the refit, per lane */
+	v8i ok;          /* -1 where the levels were not degenerate */
+	v8f lf[32];      /* element i's level in each lane, as a float */
+};
+
+LANES_TARGET static void fit_levels8(const float *x, const float *w, float sw, float sx,
+				     float min, int nmax, struct lanes8 *c)
+{
+	const v8f magic = (v8f){ 0 } + 0x1.8p23f, top = (v8f){ 0 } + (float)nmax, zero = { 0 };
+	v8f sl = { 0 }, sl2 = { 0 }, sxl = { 0 };
+	for (int i = 0; i < 32; i++) {
+		/* the level, clamped to 0..nmax, as a float: small integers, so (float)(l * l)
+		 * is lf * lf exactly */
+		v8f lf = (c->iscale * (x[i] - min) + magic) - magic;
+		const v8i under = lf < zero, over = lf > top;
+		lf = (v8f)(((v8i)lf & ~(under | over)) | ((v8i)top & over));
+		sl += w[i] * lf;
+		sl2 += w[i] * (lf * lf);
+		sxl += w[i] * lf * x[i];
+		c->lf[i] = lf;
+	}
+	const v8f D = sw * sl2 - sl * sl;
+	c->ok = D > 0.0f;
+	c->scale = (sw * sxl - sx * sl) / D;
+	c->min = (sl2 * sx - sl * sxl) / D;
+	const v8i pos = c->min > 0.0f;
+	const v8f alt = sxl / sl2;
+	c->min = (v8f)((v8i)c->min & ~pos);
+	c->scale = (v8f)(((v8i)c->scale & ~pos) | ((v8i)alt & pos));
+}
+
+LANES_TARGET static void fit_errors8(const float *x, const float *w, const struct lanes8 *c,
+				     v8f *out)
+{
+	v8f e = { 0 };
+	for (int i = 0; i < 32; i++) {
+		const v8f diff = c->scale * c->lf[i] + c->min - x[i];
+		e += w[i] * diff * diff;
+	}
+	*out = e;
+}
+
 /* ggml's make_qkx2_quants (rdelta 0.1; q4_K: 4 bits, rmin -1, 20 steps; q5_K: 5 bits, rmin
  * -0.5, 15 steps): the best affine fit of one 32-element sub-block. Returns the scale;
- * *neg_min is the (non-negative) subtracted min. */
+ * *neg_min is the (non-negative) subtracted min. Candidates are judged in step order. */
 static float fit_sub_block(const float *x, const float *w, const struct fit_search *fs, uint8_t *L,
 			   float *neg_min)
 {
@@ -376,18 +438,43 @@ static float fit_sub_block(const float *x, const float *w, const struct fit_sear
 		L[i] = (uint8_t)(l < 0 ? 0 : l > fs->nmax ? fs->nmax : l);
 	}
 	float best_err = fit_error(x, w, L, best.scale, best.min);
-	for (int is = 0; is <= fs->nstep; is++) {
-		uint8_t Lt[32];
-		struct fit f;
-		const float iscale = (fs->rmin + 0.1f * (float)is + nmax) / (max - min);
-		if (!fit_levels(x, w, min, iscale, fs->nmax, Lt, &f))
+	/* the iscales grow with the step: the last lane's finite, all are */
+	const int last = fs->nstep / 8 * 8 + 7;
+	const bool lanes = LANES_USABLE() && isfinite(max - min) &&
+			   isfinite((fs->rmin + 0.1f * (float)last + nmax) / (max - min));
+	struct lanes8 c;
+	float sw = 0, sx = 0;
+	for (int i = 0; i < 32; i++) { /* the scalar fit_levels' sums, which every candidate shares */
+		sw += w[i];
+		sx += w[i] * x[i];
+	}
+	for (int is0 = 0; is0 <= fs->nstep; is0 += lanes ? 8 : 1) {
+		if (!lanes) {
+			uint8_t Lt[32];
+			struct fit f;
+			const float iscale = (fs->rmin + 0.1f * (float)is0 + nmax) / (max - min);
+			if (!fit_levels(x, w, min, iscale, fs->nmax, Lt, &f))
+				continue;
+			const float err = fit_error(x, w, Lt, f.scale, f.min);
+			if (err < best_err) {
+				best_err = err;
+				best = f;
+				memcpy(L, Lt, 32);
+			}
 			continue;
-		const float err = fit_error(x, w, Lt, f.scale, f.min);
-		if (err < best_err) {
-			best_err = err;
-			best = f;
-			memcpy(L, Lt, 32);
 		}
+		for (int k = 0; k < 8; k++) /* lanes past nstep are worked and ignored */
+			c.iscale[k] = (fs->rmin + 0.1f * (float)(is0 + k) + nmax) / (max - min);
+		fit_levels8(x, w, sw, sx, min, fs->nmax, &c);
+		v8f err;
+		fit_errors8(x, w, &c, &err);
+		for (int k = 0; k < 8 && is0 + k <= fs->nstep; k++)
+			if (c.ok[k] && err[k] < best_err) {
+				best_err = err[k];
+				best = (struct fit){ c.scale[k], c.min[k] };
+				for (int i = 0; i < 32; i++)
+					L[i] = (uint8_t)c.lf[i][k];
+			}
 	}
 	*neg_min = -best.min;
 	return best.scale;
@@ -495,8 +582,29 @@ static void q6_levels(const float *x, float iscale, int8_t *L, float *sumlx, flo
 	}
 }
 
+/* q6_levels for eight iscales at once, in lanes, each in the scalar order (see fit_levels8):
+ * |iscale * x| stays near 32, so adding and taking away 1.5 * 2^23 rounds as lrintf does. */
+LANES_TARGET static void q6_levels8(const float *x, const v8f *iscale, v8f *lf, v8f *sumlx,
+				    v8f *suml2)
+{
+	const v8f magic = (v8f){ 0 } + 0x1.8p23f, lo = (v8f){ 0 } - 32.0f, hi = (v8f){ 0 } + 31.0f;
+	v8f slx = { 0 }, sl2 = { 0 };
+	for (int i = 0; i < 16; i++) {
+		v8f l = (*iscale * x[i] + magic) - magic;
+		const v8i under = l < lo, over = l > hi;
+		l = (v8f)(((v8i)l & ~(under | over)) | ((v8i)lo & under) | ((v8i)hi & over));
+		const float w = x[i] * x[i];
+		slx += w * x[i] * l;
+		sl2 += w * (l * l);
+		lf[i] = l;
+	}
+	*sumlx = slx;
+	*suml2 = sl2;
+}
+
 /* ggml's make_qx_quants(16, 32, ..., rmse_type 1): a symmetric 6-bit fit of one group,
- * trying scales around max / -32. Returns the scale, NaN when the fit overflowed. */
+ * trying scales around max / -32, judged in step order. Returns the scale, NaN when the fit
+ * overflowed. */
 static float fit_group16(const float *x, int8_t *L)
 {
 	float amax = 0.0f, max = 0.0f;
@@ -515,16 +623,25 @@ static float fit_group16(const float *x, int8_t *L)
 		return NAN; /* x^2 weights: past about 5.8e17 the sums leave f32 */
 	float scale = suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 	float best = scale * sumlx;
-	for (int is = -9; is <= 9; is++) {
-		if (is == 0)
-			continue;
+	static const int steps[24] = { -9, -8, -7, -6, -5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	const bool lanes = LANES_USABLE();
+	for (int g = 0; g < 18; g += lanes ? 8 : 1) {
+		v8f iscale, sx, s2, lf[16];
 		int8_t Lt[16];
-		q6_levels(x, -(32.0f + 0.1f * (float)is) / max, Lt, &sumlx, &suml2);
-		if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
-			memcpy(L, Lt, 16);
-			scale = sumlx / suml2;
-			best = scale * sumlx;
-		}
+		const int n = lanes ? (18 - g < 8 ? 18 - g : 8) : 1;
+		for (int k = 0; k < 8; k++) /* lanes past n are worked and ignored */
+			iscale[k] = -(32.0f + 0.1f * (float)steps[g + k]) / max;
+		if (lanes)
+			q6_levels8(x, &iscale, lf, &sx, &s2);
+		else
+			q6_levels(x, iscale[0], Lt, &sx[0], &s2[0]);
+		for (int k = 0; k < n; k++)
+			if (s2[k] > 0.0f && sx[k] * sx[k] > best * s2[k]) {
+				for (int i = 0; i < 16; i++)
+					L[i] = lanes ? (int8_t)lf[i][k] : Lt[i];
+				scale = sx[k] / s2[k];
+				best = scale * sx[k];
+			}
 	}
 	return scale;
 }
