@@ -84,7 +84,7 @@ describe("models.presets", function()
     local moe = presets.tensors(presets.presets["tiny-qwen3moe"])
     local down
     for _, t in ipairs(moe) do if t.name == "blk.1.ffn_down_exps.weight" then down = t end end
-    assert.same({ 128, 256, 16 }, down.dims)
+    assert.same({ 256, 256, 16 }, down.dims)
   end)
 end)
 
@@ -108,8 +108,17 @@ describe("models.mix", function()
     -- a 768-wide expert row takes q6_K; a 128-wide one falls back as llama.cpp does
     assert.same({ 0, 1, 2, 3, 4, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35, 38, 41, 42, 43, 44, 45, 46, 47 },
                 layers_in("qwen3-30b-a3b", "ffn_down_exps", "q6_K"))
-    assert.same({ 2, 3 }, layers_in("tiny-qwen3moe", "ffn_down_exps", "q8_0"))
-    assert.same({ 0, 1 }, layers_in("tiny-qwen3moe", "ffn_down_exps", "q5_0"))
+    assert.same({ 2, 3 }, layers_in("tiny-qwen3moe", "ffn_down_exps", "q6_K"))
+    assert.same({ 0, 1 }, layers_in("tiny-qwen3moe", "ffn_down_exps", "q4_K"))
+    -- 128-wide expert rows (no whole q4_K / q6_K block): q8_0 where q6_K was due, else q5_0
+    local narrow = {}
+    for k, v in pairs(presets.presets["tiny-qwen3moe"]) do narrow[k] = v end
+    narrow.n_ff_exp = 128
+    local by = {}
+    for _, t in ipairs(presets.tensors(narrow)) do
+      if t.role == "ffn_down_exps" then by[#by + 1] = mix.type_of(narrow, t, "q4_K_M") end
+    end
+    assert.same({ "q5_0", "q5_0", "q8_0", "q8_0" }, by)
   end)
 
   it("the output matrix in q6_K, the tied embedding with it, vectors and the router f32", function()

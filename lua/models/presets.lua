@@ -14,7 +14,7 @@ M.presets = {
   ["tiny-qwen3moe"] = {
     arch = "qwen3moe", n_embd = 256, n_layer = 4, n_head = 8, n_head_kv = 4, head_dim = 64,
     n_ff = 512, n_vocab = 512, n_ctx = 1024, rope_base = 1000000, eps = 1e-6, tied = false,
-    n_expert = 16, n_expert_used = 4, n_ff_exp = 128,
+    n_expert = 16, n_expert_used = 4, n_ff_exp = 256, -- q8_K activations: widths of 256
   },
   ["llama-1b"] = { -- Llama 3.2 1B
     arch = "llama", n_embd = 2048, n_layer = 16, n_head = 32, n_head_kv = 8, head_dim = 64,
