@@ -1,6 +1,6 @@
 -- bench-layer.lua — the layer kernels (norms, softmax, RoPE, the gated units, add / mul,
--- get_rows, argmax, top-k, compaction, the expert map) at the two sizes a model step runs
--- them: "decode" (one token: launch-bound, quoted in microseconds per launch against the
+-- get_rows, argmax, top-k, compaction, the expert map, the router's f32 mat-vec, the experts'
+-- combine) at the two sizes a model step runs them: "decode" (one token: launch-bound, quoted in microseconds per launch against the
 -- device's launch floor measured in the same run, replayed from a deferred stream) and
 -- "prefill" (512 tokens: memory-bound, quoted in GB/s of bytes read + written against the
 -- copy ceiling measured in the same run, the working set rotated over enough operand sets to
@@ -20,6 +20,7 @@ local FAMILIES = {
   { "norm", { "rms_norm", "layer_norm", "softmax", "add_rms_norm", "rms_norm_q8k" } },
   { "elementwise", { "add", "mul", "swiglu", "geglu", "rope", "swiglu_q8k" } },
   { "select", { "get_rows", "argmax", "top_k", "compact", "expert_map" } },
+  { "moe", { "matvec_f32", "moe_combine" } },
 }
 local ALL = {}
 for _, f in ipairs(FAMILIES) do

@@ -5,7 +5,7 @@
 -- The built-in queries are those of the files' ops (contracts/shape-ops.md, layer-ops.md,
 -- elementwise-ops.md, workgroup-ops.md). QUERIES.lua returns a list of
 -- { name = "...", regime = op, format = dtype, <facts>... }. --census lists every row of the
--- layer route tables (routes.layer_norm, layer_select, layer_elementwise, workgroup) with the
+-- layer route tables (routes.layer_norm, layer_select, layer_moe, layer_elementwise, workgroup) with the
 -- backends whose contract serves its kernel and format, and exits 1 when one is served by none.
 -- A malformed file prints the reader's error (file, line, kernel, key) and exits 1.
 local xpu = require "xpu"
@@ -105,6 +105,14 @@ local DEFAULT_QUERIES = {
     ["vc.rank"] = 3, ["vc.dim0"] = 8, ["vc.dim1"] = 256, ["vc.dim2"] = 128, ["k.rank"] = 3, ["k.dim0"] = 512,
     ["k.dim1"] = 8, ["k.dim2"] = 128, ["v.rank"] = 3, ["v.dim0"] = 512, ["v.dim1"] = 8, ["v.dim2"] = 128,
     ["pos.rank"] = 1, ["pos.dim0"] = 1 }),
+  q("matvec_f32 router 128x2048", "matvec_f32", "f32", { rank = 2, dim0 = 128, dim1 = 2048, ["x.rank"] = 2,
+    ["x.dim0"] = 1, ["x.dim1"] = 2048 }),
+  q("matvec_f32 x of 2047", "matvec_f32", "f32", { rank = 2, dim0 = 128, dim1 = 2048, ["x.rank"] = 2,
+    ["x.dim0"] = 1, ["x.dim1"] = 2047 }),
+  q("moe_combine f32 512 x 8 of 2048", "moe_combine", "f32", { rank = 2, dim0 = 512, dim1 = 2048, ["w.rank"] = 2,
+    ["w.dim0"] = 512, ["w.dim1"] = 8, ["y.rank"] = 2, ["y.dim0"] = 4096, ["y.dim1"] = 2048 }),
+  q("moe_combine f32 used 9", "moe_combine", "f32", { rank = 2, dim0 = 1, dim1 = 2048, ["w.rank"] = 2,
+    ["w.dim0"] = 1, ["w.dim1"] = 9, ["y.rank"] = 2, ["y.dim0"] = 9, ["y.dim1"] = 2048 }),
   q("rms_norm f16 1x4096", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4096, ["weight.rank"] = 1, ["weight.dim0"] = 4096 }),
   q("rms_norm f16 cols 4095", "rms_norm", "f16", { rank = 2, dim0 = 1, dim1 = 4095, ["weight.rank"] = 1,
     ["weight.dim0"] = 4095 }),
@@ -229,7 +237,7 @@ if opts.census then
     end
   end
   local crows, none = {}, 0
-  for _, tname in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "workgroup" } do
+  for _, tname in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "layer_moe", "workgroup" } do
     for _, r in ipairs(require("routes." .. tname):rows()) do
       local bs = {}
       for b in pairs(served_by[r.kernel .. "/" .. r.format] or {}) do bs[#bs + 1] = b end

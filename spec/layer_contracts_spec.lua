@@ -21,7 +21,7 @@ local FAMILY = {
   rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", layer_norm_bias = "norm",
   softmax = "norm",
   get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",
-  expert_map = "select",
+  expert_map = "select", matvec_f32 = "moe", moe_combine = "moe",
   add = "elementwise", mul = "elementwise", swiglu = "elementwise", geglu = "elementwise", rope = "elementwise",
   swiglu_q8k = "elementwise", workgroup_reduce = "workgroup", workgroup_scan = "workgroup", kv_write = "kv",
 }
@@ -122,6 +122,17 @@ CASES.compact_groups = { inputs = { x = { dtype = "f32", shape = { 70001 }, byte
 CASES.expert_map = { inputs = { ids = { dtype = "i32", shape = { 37, 3 }, bytes = ids_of(111, 20, 29, true) } },
                      params = { n_expert = 20 }, outputs = { counts = 80, offsets = 80, tokens = 111 * 4, slots = 111 * 4 },
                      query = function(S) return S.expert_map_query(37, 3, 20) end }
+for _, tokens in ipairs { 1, 5 } do
+  CASES["matvec_f32:" .. tokens] = {
+    kernel = "matvec_f32", inputs = { w = { dtype = "f32", shape = { 9, 77 }, bytes = floats(9 * 77, 40 + tokens) },
+                                      x = { dtype = "f32", shape = { tokens, 77 }, bytes = floats(tokens * 77, 42, 3) } },
+    outputs = { y = tokens * 9 * 4 }, query = function(M) return M.matvec_query(9, 77, tokens) end,
+  }
+end
+CASES.moe_combine = { inputs = { x = { dtype = "f32", shape = { 3, 50 }, bytes = floats(150, 44) },
+                                 w = { dtype = "f32", shape = { 3, 4 }, bytes = floats(12, 45) },
+                                 y = { dtype = "f32", shape = { 12, 50 }, bytes = floats(600, 46, 7) } },
+                      outputs = { out = 150 * 4 }, query = function(M) return M.combine_query(3, 4, 50) end }
 
 -- rms_norm's f16 row: f16 x and out, the weight f32.
 CASES["rms_norm:f16"] = norm_case("rms_norm", 3, 300, {
@@ -343,6 +354,10 @@ local BAD = {
                "accept.op_params.fields.tokens.constraint: tokens <= slots fails" },
   expert_map = { "ids", "f32", function(_, p) p.n_expert = 2000 end,
                  "accept.op_params.fields.n_expert.constraint: n_expert >= 1 and n_expert <= 1024 fails" },
+  ["matvec_f32:5"] = { "x", "f16", function(i) i.x.shape = { 5, 76 } end,
+                       "accept.inputs[1].shape_constraint: dim[1] == w.dim[1] fails" },
+  moe_combine = { "w", "i32", function(i) i.w.shape = { 3, 9 }; i.y.shape = { 27, 50 } end,
+                  "accept.op_params.fields.used.constraint: used >= 1 and used <= 8 and tokens * used * n < 2147483648 fails" },
 }
 
 describe("each layer contract refuses by its field's name", function()
@@ -435,7 +450,7 @@ describe("scripts/contracts.lua --census", function()
     assert.equal(0, code, out)
     local rows = tonumber(out:match "census of the layer route tables: (%d+) rows, 0 served by no contract")
     local n = 0
-    for _, t in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "workgroup" } do
+    for _, t in ipairs { "layer_norm", "layer_select", "layer_elementwise", "layer_kv", "layer_moe", "workgroup" } do
       n = n + #require("routes." .. t):rows()
     end
     assert.equal(n, rows, out)

@@ -29,6 +29,7 @@ extern const struct xpu_cpu_entry xpu_cpu_entries_shape[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_workgroup[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_norm[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_select[];
+extern const struct xpu_cpu_entry xpu_cpu_entries_moe[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_elementwise[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_attention[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_kv[];

@@ -10,6 +10,7 @@ const struct xpu_cpu_entry *const xpu_cpu_entry_lists[] = {
 	xpu_cpu_entries_workgroup,
 	xpu_cpu_entries_norm,
 	xpu_cpu_entries_select,
+	xpu_cpu_entries_moe,
 	xpu_cpu_entries_elementwise,
 	xpu_cpu_entries_attention,
 	xpu_cpu_entries_kv,

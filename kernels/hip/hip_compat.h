@@ -100,6 +100,11 @@ static __device__ __forceinline__ unsigned short xpu_hip_ldcs(const unsigned sho
 	return __builtin_nontemporal_load(p);
 }
 
+static __device__ __forceinline__ float xpu_hip_ldcs(const float *p)
+{
+	return __builtin_nontemporal_load(p);
+}
+
 static __device__ __forceinline__ uint4 xpu_hip_ldcs(const uint4 *p)
 {
 	const xpu_hip_u32x4 v = __builtin_nontemporal_load((const xpu_hip_u32x4 *)p);

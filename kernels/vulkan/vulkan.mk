@@ -34,6 +34,7 @@ VK_NC_SHAPE += rms_norm add_rms_norm rms_norm_q8k layer_norm softmax norm_steps
 VK_NC_SHAPE += attention_decode attention_decode_hd64 attention_decode_hd128 attention_combine
 VK_NC_SHAPE += attention_decode_pos attention_decode_pos_hd64 attention_decode_pos_hd128 attention_combine_pos
 VK_NC_SHAPE += attention_prefill attention_prefill_hd64 attention_prefill_hd128
+VK_NC_SHAPE += matvec_f32 moe_combine
 SPIRV_DIS ?= $(shell command -v spirv-dis 2>/dev/null)
 VK_NC_CHECK = $(SPIRV_DIS) --raw-id $@ | awk '/OpDecorate .* NoContraction/ { nc[$$2] = 1 } \
 	/ = Op(FMul|FAdd|FSub|FNegate) / { op[$$1] = 1 } / = OpExtInst .* Fma / { fma++ } \

@@ -523,6 +523,23 @@ static const struct api_entry layer_select_entries[] = {
 	{ NULL, NULL, NULL },
 };
 
+static const struct api_entry layer_moe_entries[] = {
+	{ "xpu.layers.moe.rows", "moe.rows(table) -> table",
+	  "registers matvec_f32.decode, matvec_f32.prefill and moe_combine.f32" },
+	{ "xpu.layers.moe.decode_rows", "moe.decode_rows(table) -> table",
+	  "registers matvec_f32.decode alone (a decode table's f32 weights: routes.moe)" },
+	{ "xpu.layers.moe.prefill_rows", "moe.prefill_rows(table) -> table",
+	  "registers matvec_f32.prefill alone (a prefill table's f32 weights: routes.prefill)" },
+	{ "xpu.layers.moe.matvec_query", "moe.matvec_query(rows, cols [, tokens]) -> Query",
+	  "an f32 weight of rows x cols against tokens f32 rows: regime decode (one token, the default) "
+	  "or prefill (2 or more), format f32, facts out_dim, in_dim, tokens" },
+	{ "xpu.layers.moe.combine_query", "moe.combine_query(tokens, used, n) -> Query",
+	  "out = x + the weighted sum of each token's used expert rows of n (used 1 .. 8)" },
+	{ "xpu.layers.moe.bench_case", "moe.bench_case(kernel, dev, size) -> case",
+	  "a seeded decode or prefill case (router 128 x 2048, combine 8 used x 2048): query, operands, bytes, note" },
+	{ NULL, NULL, NULL },
+};
+
 static const struct api_entry elementwise_entries[] = {
 	{ "xpu.layers.elementwise.rows", "elementwise.rows(table) -> table",
 	  "registers add, mul, swiglu, geglu, rope (f32, f16) and swiglu_q8k (f32) as rows <kernel>.<dtype>" },
@@ -690,6 +707,9 @@ static const struct api_section sections[] = {
 	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
 	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
 	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
+	{ "xpu.layers.moe", "The mixture-of-experts layer kernels (matvec_f32, the router's f32 mat-vec for "
+	  "decode and prefill; moe_combine, the experts' weighted sum into the residual) as route rows "
+	  "(`require \"xpu.layers.moe\"`).", layer_moe_entries, NULL },
 	{ "xpu.layers.gemm", "The prefill GEMMs over resident weights, dense and over an expert bank, as "
 	  "route rows (`require \"xpu.layers.gemm\"`).", layer_gemm_entries, NULL },
 	{ "xpu.layers.elementwise", "The elementwise layer kernels as route rows, their queries and bench "

@@ -10,6 +10,7 @@ const struct xpu_kernel_def *const xpu_kernel_groups[] = {
 	xpu_kernel_defs_workgroup,
 	xpu_kernel_defs_norm,
 	xpu_kernel_defs_select,
+	xpu_kernel_defs_moe,
 	xpu_kernel_defs_elementwise,
 	xpu_kernel_defs_attention,
 	xpu_kernel_defs_kv,

@@ -12,6 +12,7 @@ extern const struct xpu_kernel_def xpu_kernel_defs_shape[];
 extern const struct xpu_kernel_def xpu_kernel_defs_workgroup[];
 extern const struct xpu_kernel_def xpu_kernel_defs_norm[];
 extern const struct xpu_kernel_def xpu_kernel_defs_select[];
+extern const struct xpu_kernel_def xpu_kernel_defs_moe[];
 extern const struct xpu_kernel_def xpu_kernel_defs_elementwise[];
 extern const struct xpu_kernel_def xpu_kernel_defs_attention[];
 extern const struct xpu_kernel_def xpu_kernel_defs_kv[];
