@@ -530,8 +530,9 @@ describe("the HIP code objects embedded in this xpulua", function()
   end)
 
   -- kernels whose __launch_bounds__ are below 256 by definition: top_k is one wave a row
-  -- (XPU_TOPK_BLOCK, kernels/select.h), swiglu_q8k 64 threads a block (XPU_EW_Q8K_THREADS)
-  local BOUND = { top_k = 32, swiglu_q8k = 64 }
+  -- (XPU_TOPK_BLOCK, kernels/select.h), swiglu_q8k 64 threads a block (XPU_EW_Q8K_THREADS),
+  -- matvec_f32 four waves a block (XPU_MV32_BLOCK, kernels/moe.h)
+  local BOUND = { top_k = 32, swiglu_q8k = 64, matvec_f32 = 128 }
 
   embedded_it("say what was compiled: wave size per architecture, bounds; no decode kernel spills", function()
     for _, r in ipairs(rows) do

@@ -126,7 +126,7 @@ for _, tokens in ipairs { 1, 5 } do
   CASES["matvec_f32:" .. tokens] = {
     kernel = "matvec_f32", inputs = { w = { dtype = "f32", shape = { 9, 77 }, bytes = floats(9 * 77, 40 + tokens) },
                                       x = { dtype = "f32", shape = { tokens, 77 }, bytes = floats(tokens * 77, 42, 3) } },
-    outputs = { y = tokens * 9 * 4 }, query = function(M) return M.matvec_query(9, 77, tokens) end,
+    outputs = { y = tokens * 9 * 4 }, query = function(M) return M.matvec_query(tokens, 9, 77) end,
   }
 end
 CASES.moe_combine = { inputs = { x = { dtype = "f32", shape = { 3, 50 }, bytes = floats(150, 44) },

@@ -166,7 +166,7 @@ local COMBINE_SHAPES = { { 1, 1, 1 }, { 1, 8, 2048 }, { 3, 4, 37 }, { 5, 8, 300 
 
 local function mv_case(rows, cols, tokens, nan_w)
   local w, x = values(rows * cols, rows * 31 + cols, nan_w), values(tokens * cols, cols * 7 + tokens)
-  return w, x, moe.matvec_query(rows, cols, tokens)
+  return w, x, moe.matvec_query(tokens, rows, cols)
 end
 
 -- ---- matvec_f32 -----------------------------------------------------------------------------
@@ -311,13 +311,13 @@ describe("routes.layer_moe", function()
 
   it("each row fires for its query and refuses one outside its gates, in its own words", function()
     local cases = {
-      { "matvec_f32.decode", moe.matvec_query(128, 2048), xpu.query { regime = "decode", format = "f32", in_dim = 0,
+      { "matvec_f32.decode", moe.matvec_query(1, 128, 2048), xpu.query { regime = "decode", format = "f32", in_dim = 0,
         out_dim = 128 }, "in_dim 0, out_dim 128: both must be 1 or more" },
-      { "matvec_f32.decode", moe.matvec_query(128, 2048), xpu.query { regime = "decode", format = "f32", in_dim = 2048,
+      { "matvec_f32.decode", moe.matvec_query(1, 128, 2048), xpu.query { regime = "decode", format = "f32", in_dim = 2048,
         out_dim = 128, experts = 8 }, "expert bank: served by the id rows" },
-      { "matvec_f32.prefill", moe.matvec_query(128, 2048, 512), moe.matvec_query(1 << 20, 4096, 2),
+      { "matvec_f32.prefill", moe.matvec_query(512, 128, 2048), moe.matvec_query(2, 1 << 20, 4096),
         "out_dim x in_dim is 4294967296 elements, 2^31 or more" },
-      { "matvec_f32.prefill", moe.matvec_query(128, 2048, 2), xpu.query { regime = "prefill", format = "f32",
+      { "matvec_f32.prefill", moe.matvec_query(2, 128, 2048), xpu.query { regime = "prefill", format = "f32",
         in_dim = 2048, out_dim = 128 }, "query has no tokens" },
       { "moe_combine.f32", moe.combine_query(1, 8, 2048), moe.combine_query(1, 9, 2048), "used 9 is not 1 to 8" },
       { "moe_combine.f32", moe.combine_query(512, 8, 2048), moe.combine_query(1 << 20, 8, 4096),
@@ -335,8 +335,8 @@ describe("routes.layer_moe", function()
 
   it("routes.moe serves the router's f32 decode query; routes.prefill its f32 batch", function()
     local dec, pre = require "routes.moe", require "routes.prefill"
-    assert.equal("matvec_f32.decode", dec:candidates(moe.matvec_query(128, 2048))[1].name)
-    assert.equal("matvec_f32.prefill", pre:candidates(moe.matvec_query(128, 2048, 64))[1].name)
+    assert.equal("matvec_f32.decode", dec:candidates(moe.matvec_query(1, 128, 2048))[1].name)
+    assert.equal("matvec_f32.prefill", pre:candidates(moe.matvec_query(64, 128, 2048))[1].name)
     -- a quantized weight is still the integer route's
     assert.is_nil(dec:candidates(xpu.query { regime = "decode", format = "q4_0", in_dim = 2048, out_dim = 128 })[1].name
       :match "f32")
@@ -352,9 +352,9 @@ describe("routes.layer_moe", function()
       assert.is_false(ok, "dispatch should fail")
       return tostring(err)
     end
-    local err = dispatch_error(moe.matvec_query(4, 64), { y = 16, w = 4 * 4 * 64 - 4, x = 256 })
+    local err = dispatch_error(moe.matvec_query(1, 4, 64), { y = 16, w = 4 * 4 * 64 - 4, x = 256 })
     assert.is_truthy(err:find("'w': buffer too short (1020 bytes, needs 1024)", 1, true), err)
-    err = dispatch_error(moe.matvec_query(4, 64, 3), { y = 44, w = 1024, x = 768 })
+    err = dispatch_error(moe.matvec_query(3, 4, 64), { y = 44, w = 1024, x = 768 })
     assert.is_truthy(err:find("'y': buffer too short (44 bytes, needs 48)", 1, true), err)
     err = dispatch_error(moe.combine_query(2, 8, 16), { out = 128, x = 128, w = 60, y = 1024 })
     assert.is_truthy(err:find("'w': buffer too short (60 bytes, needs 64)", 1, true), err)

@@ -530,9 +530,9 @@ static const struct api_entry layer_moe_entries[] = {
 	  "registers matvec_f32.decode alone (a decode table's f32 weights: routes.moe)" },
 	{ "xpu.layers.moe.prefill_rows", "moe.prefill_rows(table) -> table",
 	  "registers matvec_f32.prefill alone (a prefill table's f32 weights: routes.prefill)" },
-	{ "xpu.layers.moe.matvec_query", "moe.matvec_query(rows, cols [, tokens]) -> Query",
-	  "an f32 weight of rows x cols against tokens f32 rows: regime decode (one token, the default) "
-	  "or prefill (2 or more), format f32, facts out_dim, in_dim, tokens" },
+	{ "xpu.layers.moe.matvec_query", "moe.matvec_query(tokens, rows, cols) -> Query",
+	  "tokens f32 rows against an f32 weight of rows x cols: regime decode (one token) or prefill "
+	  "(2 or more), format f32, facts out_dim, in_dim (and tokens for prefill)" },
 	{ "xpu.layers.moe.combine_query", "moe.combine_query(tokens, used, n) -> Query",
 	  "out = x + the weighted sum of each token's used expert rows of n (used 1 .. 8)" },
 	{ "xpu.layers.moe.bench_case", "moe.bench_case(kernel, dev, size) -> case",

@@ -87,10 +87,10 @@ function M.rows(t)
   return t
 end
 
--- The query of an f32 weight of rows x cols against tokens activation rows (default 1: a
--- decode query, as the model asks for every weight; 2 or more: a prefill query).
-function M.matvec_query(rows, cols, tokens)
-  if tokens and tokens ~= 1 then
+-- The query of tokens f32 activation rows against an f32 weight of rows x cols: a decode query
+-- for one token (as the model asks for every weight), a prefill query for more.
+function M.matvec_query(tokens, rows, cols)
+  if tokens ~= 1 then
     return xpu.query { regime = "prefill", format = "f32", out_dim = rows, in_dim = cols, tokens = tokens }
   end
   return xpu.query { regime = "decode", format = "f32", out_dim = rows, in_dim = cols }
@@ -115,7 +115,7 @@ function M.bench_case(kernel, dev, size)
   local fixture = xpu.fixture
   if kernel == "matvec_f32" then
     local w, x = EXPERTS * HIDDEN, m * HIDDEN
-    return { query = M.matvec_query(EXPERTS, HIDDEN, m), bytes = 4 * (w + x + m * EXPERTS),
+    return { query = M.matvec_query(m, EXPERTS, HIDDEN), bytes = 4 * (w + x + m * EXPERTS),
              operands = { y = dev:buffer(4 * m * EXPERTS), w = dev:buffer(fixture.normal(w, 1)),
                           x = dev:buffer(fixture.normal(x, 2)) },
              note = ("%d tokens x router %d x %d f32"):format(m, EXPERTS, HIDDEN) }
