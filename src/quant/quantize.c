@@ -8,6 +8,8 @@
 #include "core/xpu.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const int8_t iq4nl_kv[16] = { -127, -104, -83, -65, -49, -35, -22, -10,
@@ -363,11 +365,27 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * were no faster than the scalar search); other machines take the generic vectors. */
 #if defined(__x86_64__) || defined(__i386__)
 #define LANES_TARGET __attribute__((target("avx2")))
-#define LANES_USABLE() __builtin_cpu_supports("avx2")
+#define LANES_CPU() __builtin_cpu_supports("avx2")
 #else
 #define LANES_TARGET
-#define LANES_USABLE() 1
+#define LANES_CPU() 1
 #endif
+
+/* XPU_QUANT_SCALAR=1 in the environment keeps the one-candidate-at-a-time search, so a spec
+ * can check the lanes against it in the same build; read once (relaxed: every thread reads the
+ * same environment, so a race computes the same value). */
+static bool lanes_usable(void)
+{
+	static _Atomic int state = -1;
+	int v = atomic_load_explicit(&state, memory_order_relaxed);
+	if (v < 0) {
+		const char *e = getenv("XPU_QUANT_SCALAR");
+		v = LANES_CPU() && !(e && e[0] == '1');
+		atomic_store_explicit(&state, v, memory_order_relaxed);
+	}
+	return v;
+}
+#define LANES_USABLE() lanes_usable()
 
 struct lanes8 {
 	v8f iscale;
