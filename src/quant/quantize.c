@@ -651,8 +651,12 @@ static float fit_group16(const float *x, int8_t *L)
 			iscale[k] = -(32.0f + 0.1f * (float)steps[g + k]) / max;
 		if (lanes)
 			q6_levels8(x, &iscale, lf, &sx, &s2);
-		else
-			q6_levels(x, iscale[0], Lt, &sx[0], &s2[0]);
+		else { /* clang takes no address of a vector element */
+			float sx0, s20;
+			q6_levels(x, iscale[0], Lt, &sx0, &s20);
+			sx[0] = sx0;
+			s2[0] = s20;
+		}
 		for (int k = 0; k < n; k++)
 			if (s2[k] > 0.0f && sx[k] * sx[k] > best * s2[k]) {
 				for (int i = 0; i < 16; i++)
