@@ -213,7 +213,8 @@ function Session:matmul(name, y, xq, n)
     return bound(m.rt.decode, m.dev, xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows },
       { y = y, w = m.w[name], x = xq })
   end
-  return bound(m.rt.prefill, m.dev, gemm.query(w.format, n, w.rows, w.cols), { y = y, w = m.w[name], x = xq })
+  return bound(m.rt.prefill, m.dev, gemm.query(w.format, n, w.rows, w.cols, gemm.partition(m.dev, w.format)),
+    { y = y, w = m.w[name], x = xq })
 end
 
 -- The bound calls of every layer's step over the activations a of n tokens: the attention

@@ -50,7 +50,8 @@ local function bank(s, a, n, i, name, y, x, per_slot)
                           used = h.n_expert_used, x_row_blocks = per_slot and w.cols // 256 or nil }
     return bound(m.rt.decode, m.dev, q, { y = y, slab = m.w[w.name], x = x, sel = a.sel })
   end
-  return bound(m.rt.prefill, m.dev, gemm.id_query(w.format, n, w.rows, w.cols, w.experts, h.n_expert_used, per_slot and 1 or 0),
+  return bound(m.rt.prefill, m.dev, gemm.id_query(w.format, n, w.rows, w.cols, w.experts, h.n_expert_used, per_slot and 1 or 0,
+    gemm.partition(m.dev, w.format)),
     { y = y, slab = m.w[w.name], x = x, counts = a.counts, offsets = a.offsets, list_tokens = a.list_tokens,
       list_slots = a.list_slots })
 end

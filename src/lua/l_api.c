@@ -562,10 +562,23 @@ static const struct api_entry layer_gemm_entries[] = {
 	  "<fmt>_q8k_gemm_t<tile>; kind \"id\": <fmt>_q8k_gemm_id_t<tile>, \"mma\": <fmt>_q8k_gemm_mma_t<tile>" },
 	{ "xpu.layers.gemm.mma_rows_per_group", "gemm.mma_rows_per_group(tile) -> rows",
 	  "the weight rows a group of the tensor-core form covers (gemm.MMA_FORMATS: the formats it serves)" },
-	{ "xpu.layers.gemm.query", "gemm.query(format, tokens, rows, cols) -> Query",
-	  "tokens x rows outputs, each token's q8_K row against one rows x cols resident matrix" },
-	{ "xpu.layers.gemm.id_query", "gemm.id_query(format, tokens, rows, cols, experts, used [, per_slot]) -> Query",
-	  "one launch over an expert bank through expert_map's lists; per_slot 1: an activation row a pair" },
+	{ "xpu.layers.gemm.query", "gemm.query(format, tokens, rows, cols [, partition]) -> Query",
+	  "tokens x rows outputs, each token's q8_K row against one rows x cols resident matrix; partition "
+	  "(gemm.partition): the measured K from which the 128-token tiles run, as facts tile_k / mma_tile_k" },
+	{ "xpu.layers.gemm.id_query",
+	  "gemm.id_query(format, tokens, rows, cols, experts, used [, per_slot [, partition]]) -> Query",
+	  "one launch over an expert bank through expert_map's lists; per_slot 1: an activation row a pair; "
+	  "partition's id_tile_k as the fact tile_k" },
+	{ "xpu.layers.gemm.partition", "gemm.partition(device, format) -> { tile_k, mma_tile_k, id_tile_k }",
+	  "the tile partition scripts/tune-gemm.lua kept in Autotune for the device, each nil where not measured "
+	  "(the padding rule alone chooses); read once per device and format" },
+	{ "xpu.layers.gemm.partition_keys", "gemm.partition_keys(format) -> { tile_k, mma_tile_k, id_tile_k }",
+	  "the Autotune keys of the three partitions: gemm.tile_k.<fmt>, gemm.mma.tile_k.<fmt>, gemm_id.tile_k.<fmt>" },
+	{ "xpu.layers.gemm.forget_partitions", "gemm.forget_partitions()",
+	  "drops what gemm.partition read, so the next call reads the store again" },
+	{ "xpu.layers.gemm.best_split", "gemm.best_split(ks, t64, t128) -> K",
+	  "the least-cost split of a sweep (each K weighed by its faster tile): the first K of the 128-token side, "
+	  "0, or gemm.NEVER" },
 	{ "xpu.layers.gemm.expert_share", "gemm.expert_share(query) -> tokens",
 	  "tokens * used // experts: the share the grouped rows choose their tile by" },
 	{ "xpu.layers.gemm.groups", "gemm.groups(query, tile [, kind]) -> n",

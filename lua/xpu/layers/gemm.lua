@@ -17,9 +17,13 @@ M.ROWS_PER_GROUP = 8           -- kernels/gemm.h: one 32-lane wave per weight ro
 M.MIN_TOKENS, M.MAX_TOKENS = 2, 4096
 local U32_MAX, I32_MAX = 0xffffffff, 0x7fffffff
 
--- The query facts the rows and launchers read.
-local FACTS = { "in_dim", "out_dim", "tokens", "experts" }
-local ID_FACTS = { "in_dim", "out_dim", "tokens", "experts", "used", "per_slot" }
+-- The query facts the rows and launchers read. tile_k (the dp4a and grouped rows) and
+-- mma_tile_k (the tensor-core rows): the K from which the 128-token tile runs, the partition
+-- scripts/tune-gemm.lua measured and Autotune keeps (M.partition); absent, the padding rule
+-- alone chooses.
+local FACTS = { "in_dim", "out_dim", "tokens", "experts", "tile_k", "mma_tile_k" }
+local ID_FACTS = { "in_dim", "out_dim", "tokens", "experts", "used", "per_slot", "tile_k" }
+M.NEVER = 1 << 32 -- a partition past every K: the 128-token tile is never faster
 
 local function ceil_div(a, b) return (a + b - 1) // b end
 
@@ -40,23 +44,32 @@ local function common_shape(fmt, q)
 end
 
 -- The 128-token tile serves `n` tokens (a batch, or an expert's expected share) when it
--- pads no more than the 64-token tile: ragged batches take the finest tile (seed §25.3).
-local function tile_refusal(tile, n, what)
+-- pads no more than the 64-token tile: ragged batches take the finest tile (seed §25.3), and
+-- when K (in_dim) has reached the measured partition in the query's fact `part`, if it has one
+-- (seed §25.3: pick the tile by K, a measured partition kept in Autotune, not a literal).
+local function tile_refusal(tile, n, what, q, part)
   if tile ~= 128 then return nil end
   if n < 128 then return ("%s %d under the 128-token tile"):format(what, n) end
   local d128, d64 = dead(n, 128), dead(n, 64)
   if d128 > d64 then
     return ("%s %d pad %d dead tokens in 128-token tiles, %d in 64-token ones"):format(what, n, d128, d64)
   end
+  local k = q[part]
+  if k and k >= M.NEVER then
+    return ("%s %d: the 128-token tile was not faster at any K measured here"):format(part, k)
+  elseif k and q.in_dim < k then
+    return ("in_dim %d is below %s %d, the K from which the 128-token tile was measured faster"):format(q.in_dim,
+      part, k)
+  end
 end
 
-local function gemm_shape(fmt, tile)
+local function gemm_shape(fmt, tile, part)
   return function(q)
     if q.experts then return "expert bank: served by the gemm_id rows" end
     local why = common_shape(fmt, q)
     if why then return why end
     if q.tokens * q.out_dim > U32_MAX then return ("tokens x out_dim is more than 2^32 - 1 outputs") end
-    return tile_refusal(tile, q.tokens, "tokens")
+    return tile_refusal(tile, q.tokens, "tokens", q, part)
   end
 end
 
@@ -75,7 +88,7 @@ local function gemm_id_shape(fmt, tile)
     if q.per_slot and q.per_slot ~= 0 and q.per_slot ~= 1 then return ("per_slot %d is not 0 or 1"):format(q.per_slot) end
     if q.tokens * q.used > I32_MAX then return "tokens x used is more than 2^31 - 1 pairs" end
     if q.tokens * q.used * q.out_dim > U32_MAX then return "pairs x out_dim is more than 2^32 - 1 outputs" end
-    return tile_refusal(tile, M.expert_share(q), "an expert's expected tokens")
+    return tile_refusal(tile, M.expert_share(q), "an expert's expected tokens", q, "tile_k")
   end
 end
 
@@ -106,14 +119,14 @@ function M.rows(t)
     for _, tile in ipairs(M.TILES) do
       t:register { name = ("gemm.%s.mma.t%d"):format(f, tile), regime = "prefill", format = f,
                    priority = tile == 128 and 40 or 30, facts = FACTS, needs = { "mma_int8" },
-                   kernel = M.kernel_name(f, tile, "mma"), shape = gemm_shape(f, tile) }
+                   kernel = M.kernel_name(f, tile, "mma"), shape = gemm_shape(f, tile, "mma_tile_k") }
     end
   end
   for _, f in ipairs(M.formats) do
     for _, tile in ipairs(M.TILES) do
       local pri = tile == 128 and 20 or 10
       t:register { name = ("gemm.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
-                   facts = FACTS, kernel = M.kernel_name(f, tile), shape = gemm_shape(f, tile) }
+                   facts = FACTS, kernel = M.kernel_name(f, tile), shape = gemm_shape(f, tile, "tile_k") }
       t:register { name = ("gemm_id.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
                    facts = ID_FACTS, kernel = M.kernel_name(f, tile, "id"), shape = gemm_id_shape(f, tile) }
     end
@@ -123,15 +136,68 @@ end
 
 -- ---- queries and grids ---------------------------------------------------------------------
 
-function M.query(fmt, tokens, rows, cols)
-  return xpu.query { regime = "prefill", format = fmt, tokens = tokens, out_dim = rows, in_dim = cols }
+-- part: the measured tile partition of the format (M.partition), or nil for the padding rule
+-- alone.
+function M.query(fmt, tokens, rows, cols, part)
+  part = part or {}
+  return xpu.query { regime = "prefill", format = fmt, tokens = tokens, out_dim = rows, in_dim = cols,
+                     tile_k = part.tile_k, mma_tile_k = part.mma_tile_k }
 end
 
 -- per_slot: 1 when every (token, slot) pair has its own activation row (a down projection),
 -- 0 (default) when a token's one row serves all its slots (gate / up).
-function M.id_query(fmt, tokens, rows, cols, experts, used, per_slot)
+function M.id_query(fmt, tokens, rows, cols, experts, used, per_slot, part)
   return xpu.query { regime = "prefill", format = fmt, tokens = tokens, out_dim = rows, in_dim = cols,
-                     experts = experts, used = used, per_slot = per_slot or 0 }
+                     experts = experts, used = used, per_slot = per_slot or 0, tile_k = part and part.id_tile_k }
+end
+
+-- ---- the tile partition, measured -----------------------------------------------------------
+
+-- The Autotune keys of a format's three partitions (the dp4a rows, the tensor-core rows, the
+-- grouped rows), each the K from which the 128-token tile runs, or M.NEVER.
+function M.partition_keys(fmt)
+  return { tile_k = "gemm.tile_k." .. fmt, mma_tile_k = "gemm.mma.tile_k." .. fmt, id_tile_k = "gemm_id.tile_k." .. fmt }
+end
+
+-- The partition of fmt on dev as scripts/tune-gemm.lua measured it and Autotune keeps it:
+-- { tile_k =, mma_tile_k =, id_tile_k = }, each nil where not measured (the padding rule alone
+-- chooses there). Read once per device and format in a process.
+local partitions = {}
+function M.partition(dev, fmt)
+  local key = dev:fingerprint() .. "\0" .. fmt
+  local p = partitions[key]
+  if not p then
+    local autotune = require "xpu.autotune"
+    p = {}
+    for fact, k in pairs(M.partition_keys(fmt)) do
+      local v = autotune.recall(dev, k)
+      if math.type(v) == "integer" and v >= 0 then p[fact] = math.min(v, M.NEVER) end
+    end
+    partitions[key] = p
+  end
+  return p
+end
+
+-- Forgets what M.partition read (after a tuning run wrote the store).
+function M.forget_partitions() partitions = {} end
+
+-- The partition of one sweep: ks (ascending K) and, per K, the 64- and 128-token tiles'
+-- seconds. The split that costs least, each K weighed by its faster tile's time (so every K
+-- counts alike), with the 64-token tile below it and the 128-token tile from it on: returns
+-- the first K of the 128-token side, 0 (the 128-token tile everywhere) or M.NEVER.
+function M.best_split(ks, t64, t128)
+  local best, best_cost = M.NEVER, math.huge
+  for s = 0, #ks do -- s: the K values the 64-token tile keeps
+    local cost = 0
+    for i = 1, #ks do
+      local t = i <= s and t64[i] or t128[i]
+      cost = cost + t / math.min(t64[i], t128[i])
+    end
+    if cost < best_cost - 1e-9 then
+      best, best_cost = s == #ks and M.NEVER or (s == 0 and 0 or ks[s + 1]), cost
+    end
+  end
+  return best
 end
 
 -- The workgroups the launcher makes for a query at `tile` (kind "mma": the tensor-core form;
