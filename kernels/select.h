@@ -15,7 +15,8 @@
 #define XPU_SEL_Q8_0 2
 #define XPU_SEL_Q4_0 3
 #define XPU_SEL_Q4_K 4
-#define XPU_SEL_FORMATS 5
+#define XPU_SEL_Q6_K 5 /* a tied embedding: llama.cpp writes the output's q6_K there */
+#define XPU_SEL_FORMATS 6
 
 /* The bits an id outside [0, n_rows) makes its whole output row: a quiet NaN. */
 #define XPU_SEL_BAD_ROW 0x7fc00000u

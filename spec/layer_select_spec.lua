@@ -154,7 +154,8 @@ local function make_table(format, n_rows, cols, seed, nan_scale)
       else
         local h = SCALES[1 + (row * 7 + b * 3) % #SCALES]
         if nan_scale and row == 1 and b == 0 then h = 0x7d01 end
-        blk[1], blk[2] = h & 255, h >> 8
+        local at = format == "q6_K" and 209 or 1 -- q6_K's d trails its block
+        blk[at], blk[at + 1] = h & 255, h >> 8
         if format == "q4_K" then -- dmin
           local hm = SCALES[1 + (row * 5 + b + 4) % #SCALES]
           blk[3], blk[4] = hm & 255, hm >> 8
@@ -201,6 +202,15 @@ local ORACLE = {
     local x = byte(s, b + 16 + 32 * p + l)
     return f32(f32(d1 * (hi == 0 and x & 15 or x >> 4)) - m1)
   end,
+  q6_K = function(s, at, c)
+    local b, e = at + (c // 256) * 210, c % 256
+    local h, q, l = e // 128, (e % 128) // 32, e % 32
+    local lo, hb = byte(s, b + 64 * h + l + 32 * (q & 1)), byte(s, b + 128 + 32 * h + l)
+    local v = ((q < 2 and lo & 15 or lo >> 4) | ((hb >> (2 * q)) & 3) << 4) - 32
+    local sc = byte(s, b + 192 + 8 * h + l // 16 + 2 * q)
+    if sc >= 128 then sc = sc - 256 end
+    return f32(f32(f16_value(u16(s, b + 208)) * sc) * v)
+  end,
 }
 
 local function get_rows_oracle(format, tab, ids, n, n_rows, cols)
@@ -237,6 +247,7 @@ local GET_ROWS_CASES = {
   q8_0 = { { 5, 9, 32 }, { 7, 13, 96 }, { 3, 5, 4096 } },
   q4_0 = { { 5, 9, 32 }, { 7, 13, 96 }, { 3, 5, 4096 } },
   q4_K = { { 5, 9, 256 }, { 7, 3, 768 }, { 2, 5, 4096 } },
+  q6_K = { { 5, 9, 256 }, { 7, 3, 768 }, { 2, 5, 4096 } },
 }
 
 local function get_rows_run(d, format, case, seed, bad, nan_scale)
@@ -700,6 +711,8 @@ describe("layer_select rows", function()
         "cols 40 is not a multiple of q4_0's block of 32" },
       { "get_rows.q4_K", S.get_rows_query("q4_K", 2, 3, 512), S.get_rows_query("q4_K", 2, 3, 4064),
         "cols 4064 is not a multiple of q4_K's block of 256" },
+      { "get_rows.q6_K", S.get_rows_query("q6_K", 2, 3, 512), S.get_rows_query("q6_K", 2, 3, 320),
+        "cols 320 is not a multiple of q6_K's block of 256" },
       { "argmax.f32", S.argmax_query(1, 128256), S.argmax_query(1, 0), "cols 0 is not 1 to" },
       { "top_k.f32", S.top_k_query(1, 128, 8), S.top_k_query(1, 300, 8), "n_expert 300 is not 1 to 256" },
       { "top_k.f32", S.top_k_query(1, 128, 8, "all"), S.top_k_query(1, 4, 6), "k 6 is more than n_expert 4" },

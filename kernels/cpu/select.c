@@ -41,7 +41,7 @@ static uint32_t index_of(uint64_t key)
 
 /* ---- get_rows ------------------------------------------------------------------------------ */
 
-static const char *const table_formats[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K" };
+static const char *const table_formats[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K" };
 
 static void fill_bad_row(float *y, uint32_t cols)
 {

@@ -69,6 +69,17 @@ static __device__ __forceinline__ void sel_scale_min_k4(uint32_t j, const uint8_
 	}
 }
 
+/* q6_K element e of the block at b: half h, quarter q of it (the nibble and the qh bit pair),
+ * (d * sc) * q as the reference dequantize rounds it. */
+static __device__ __forceinline__ float sel_q6_K_value(const uint8_t *b, uint32_t e)
+{
+	const uint32_t h = e / 128, q = (e % 128) / 32, l = e % 32;
+	const uint32_t lo = b[64 * h + l + 32 * (q & 1u)], hb = b[128 + 32 * h + l];
+	const int v = (int)(((q < 2 ? lo & 15u : lo >> 4) | ((hb >> (2 * q)) & 3u) << 4)) - 32;
+	const float sc = (float)(int8_t)b[192 + 8 * h + l / 16 + 2 * q];
+	return xpu_mul(xpu_mul(sel_f16(sel_ld16(b + 208)), sc), (float)v);
+}
+
 static __device__ float sel_row_value(const uint8_t *row, uint32_t fmt, uint32_t c)
 {
 	if (fmt == XPU_SEL_F16)
@@ -82,6 +93,8 @@ static __device__ float sel_row_value(const uint8_t *row, uint32_t fmt, uint32_t
 		uint32_t j = c % 32, x = b[2 + j % 16];
 		return xpu_mul((float)((int)(j < 16 ? x & 15u : x >> 4) - 8), sel_f16(sel_ld16(b)));
 	}
+	if (fmt == XPU_SEL_Q6_K)
+		return sel_q6_K_value(row + (c / 256) * 210, c % 256);
 	const uint8_t *b = row + (c / 256) * 144;
 	uint32_t e = c % 256, p = e / 64, hi = (e % 64) / 32, sc, m;
 	sel_scale_min_k4(2 * p + hi, b + 4, &sc, &m);
@@ -122,6 +135,7 @@ get_rows(float *out, const uint8_t *table, const int32_t *ids, unsigned n, unsig
 	}
 	const uint64_t row_bytes = fmt == XPU_SEL_F32 ? 4ull * cols : fmt == XPU_SEL_F16 ? 2ull * cols
 				   : fmt == XPU_SEL_Q4_K ? (uint64_t)cols / 256 * 144
+				   : fmt == XPU_SEL_Q6_K ? (uint64_t)cols / 256 * 210
 				   : (uint64_t)cols / 32 * (fmt == XPU_SEL_Q8_0 ? 34 : 18);
 	const uint8_t *row = table + (uint64_t)id * row_bytes;
 	if (fmt == XPU_SEL_F32) {

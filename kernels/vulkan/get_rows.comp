@@ -64,6 +64,18 @@ float q4_K_value(uint row, uint c)
 	return v;
 }
 
+float q6_K_value(uint row, uint c)
+{
+	uint at = row + (c / 256u) * 210u, e = c % 256u, h = e / 128u, q = (e % 128u) / 32u, l = e % 32u;
+	uint lo = tab_byte(at + 64u * h + l + 32u * (q & 1u)), hb = tab_byte(at + 128u + 32u * h + l);
+	int v = int((q < 2u ? lo & 15u : lo >> 4) | (((hb >> (2u * q)) & 3u) << 4)) - 32;
+	int sc = int(tab_byte(at + 192u + 8u * h + l / 16u + 2u * q) << 24) >> 24;
+	/* the f16 d sits at +208: an even byte, so tab_u16 reads it */
+	precise float ds = sel_f16(tab_u16(at + 208u)) * float(sc);
+	precise float value = ds * float(v);
+	return value;
+}
+
 uint element(uint id, uint c)
 {
 	if (pc.fmt == XPU_SEL_F32)
@@ -74,6 +86,8 @@ uint element(uint id, uint c)
 		return floatBitsToUint(q8_0_value(pc.off_table + id * (pc.cols / 32u) * 34u, c));
 	if (pc.fmt == XPU_SEL_Q4_0)
 		return floatBitsToUint(q4_0_value(pc.off_table + id * (pc.cols / 32u) * 18u, c));
+	if (pc.fmt == XPU_SEL_Q6_K)
+		return floatBitsToUint(q6_K_value(pc.off_table + id * (pc.cols / 256u) * 210u, c));
 	return floatBitsToUint(q4_K_value(pc.off_table + id * (pc.cols / 256u) * 144u, c));
 }
 

@@ -12,8 +12,9 @@ M.KERNELS = { "get_rows", "argmax", "top_k", "compact", "expert_map" }
 for _, k in ipairs(M.KERNELS) do xpu.regime(k) end
 
 -- get_rows' table formats and their blocks (elements, bytes): GGUF's layouts.
-M.TABLE_FORMATS = { "f32", "f16", "q8_0", "q4_0", "q4_K" }
-M.BLOCK = { f32 = { 1, 4 }, f16 = { 1, 2 }, q8_0 = { 32, 34 }, q4_0 = { 32, 18 }, q4_K = { 256, 144 } }
+M.TABLE_FORMATS = { "f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K" }
+M.BLOCK = { f32 = { 1, 4 }, f16 = { 1, 2 }, q8_0 = { 32, 34 }, q4_0 = { 32, 18 }, q4_K = { 256, 144 },
+            q6_K = { 256, 210 } }
 M.TOPK_MAX_EXPERTS, M.TOPK_MAX_K = 256, 8
 M.COMPACT_ONE_MAX = 65536          -- the one-launch compact serves n up to this
 M.COMPACT_PER_GROUP = 1024 * 4     -- items a group of the multi-group form takes

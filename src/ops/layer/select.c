@@ -20,7 +20,7 @@ int xpu_launch_expert_map(struct xpu_kernel *k, const struct xpu_call *c);
 static const struct { const char *name; uint32_t elems, bytes; } sel_formats[XPU_SEL_FORMATS] = {
 	[XPU_SEL_F32] = { "f32", 1, 4 },     [XPU_SEL_F16] = { "f16", 1, 2 },
 	[XPU_SEL_Q8_0] = { "q8_0", 32, 34 }, [XPU_SEL_Q4_0] = { "q4_0", 32, 18 },
-	[XPU_SEL_Q4_K] = { "q4_K", 256, 144 },
+	[XPU_SEL_Q4_K] = { "q4_K", 256, 144 }, [XPU_SEL_Q6_K] = { "q6_K", 256, 210 },
 };
 
 static int nonzero(uint64_t v, const char *arg)
@@ -44,7 +44,7 @@ static int get_rows_extent(const struct xpu_karg *a, uint64_t need[])
 {
 	uint64_t n = a[3].u, n_rows = a[4].u, cols = a[5].u, fmt = a[6].u, elems;
 	if (fmt >= XPU_SEL_FORMATS)
-		return xpu_fail("argument 'fmt': %llu is not 0 (f32), 1 (f16), 2 (q8_0), 3 (q4_0) or 4 (q4_K)",
+		return xpu_fail("argument 'fmt': %llu is not 0 (f32), 1 (f16), 2 (q8_0), 3 (q4_0), 4 (q4_K) or 5 (q6_K)",
 				(unsigned long long)fmt);
 	if (nonzero(cols, "cols") || nonzero(n_rows, "n_rows"))
 		return -1;

@@ -27,14 +27,14 @@ static int fact(const struct xpu_call *c, const char *kernel, const char *key, i
 
 static int table_format(const struct xpu_call *c, const char *kernel, uint32_t *fmt)
 {
-	static const char *const names[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K" };
+	static const char *const names[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K" };
 	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
 	for (uint32_t i = 0; i < XPU_SEL_FORMATS; i++)
 		if (f && strcmp(f, names[i]) == 0) {
 			*fmt = i;
 			return 0;
 		}
-	return xpu_fail("kernel '%s' serves the formats f32, f16, q8_0, q4_0 and q4_K, not '%s'", kernel,
+	return xpu_fail("kernel '%s' serves the formats f32, f16, q8_0, q4_0, q4_K and q6_K, not '%s'", kernel,
 			f ? f : "?");
 }
 
