@@ -49,7 +49,7 @@ end
 local prompt = opts.prompt_ids and ids_of(opts.prompt_ids)
 if opts.greedy and not prompt then cli.fail(NAME, "--greedy needs --prompt-ids") end
 
-local free0 = d:free_memory_bytes()
+local free0, buffers0 = d:free_memory_bytes(), d:buffer_bytes()
 local t0 = xpu.now()
 local ok, m = pcall(load_model, opts.model, d)
 if not ok then cli.die(NAME, "%s", tostring(m)) end
@@ -60,7 +60,6 @@ local need = opts.greedy and #prompt + opts.greedy or math.max(opts.prompt, opts
 local ctx = opts.ctx or math.max(256, need)
 if need > ctx then cli.fail(NAME, "--ctx %d holds fewer than the %d positions the run needs", ctx, need) end
 local s = m:session { ctx = ctx, batch = opts.batch }
-local used = free0 and d:free_memory_bytes() and free0 - d:free_memory_bytes() or nil
 
 local w = report.writer(opts.output, d, "run-model", { "test" })
 
@@ -166,12 +165,18 @@ if opts.gen > 0 then
                       table.concat(parts, ", ") .. (", launch/gaps %.0f us (synced pass)"):format(rec.launch_gaps_us) }
 end
 
+-- After the runs, so the prompt batches' activations count: the buffers this process holds
+-- on the device (its own ledger, exact on every device) and what the driver reports used
+-- (with its context, modules and graphs; on the CPU the host's page cache moves it too).
 local resident = m.weight_bytes + s.kv_bytes
-w:record { test = "memory", device_bytes = used, weight_bytes = m.weight_bytes, kv_bytes = s.kv_bytes,
-           of_resident = used and used / resident or nil }
-rows[#rows + 1] = { "memory", "-", used and ("%.2f GiB"):format(used / 2 ^ 30) or "-",
-                    ("%.3fx weights %.2f GiB + KV %.2f GiB"):format(used and used / resident or 0, m.weight_bytes / 2 ^ 30,
-                      s.kv_bytes / 2 ^ 30) }
+local free1 = free0 and d:free_memory_bytes()
+local used, buffers = free1 and free0 - free1 or nil, d:buffer_bytes() - buffers0
+w:record { test = "memory", device_bytes = used, buffer_bytes = buffers, weight_bytes = m.weight_bytes,
+           kv_bytes = s.kv_bytes, of_resident = used and used / resident or nil, buffers_of_resident = buffers / resident }
+rows[#rows + 1] = { "memory", "-", ("%.2f GiB"):format(buffers / 2 ^ 30),
+                    ("buffers %.3fx weights %.2f GiB + KV %.2f GiB; the driver reports %s used"):format(buffers / resident,
+                      m.weight_bytes / 2 ^ 30, s.kv_bytes / 2 ^ 30, used and ("%.2f GiB (%.3fx)"):format(used / 2 ^ 30,
+                      used / resident) or "nothing") }
 
 w:table {
   title = ("%s on %s (%s), %s, ctx %d; read ceiling %.0f GB/s measured in this run"):format(opts.model, d.id, d.name,

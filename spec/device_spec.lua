@@ -53,6 +53,27 @@ describe("devices", function()
     assert.equal(cpu, xpu.device "cpu:0")
   end)
 
+  it("counts the bytes its live buffers hold: once per allocation, a view adding nothing", function()
+    local devs = { cpu }
+    local vk = xpu.device "vulkan:0"
+    if vk then devs[2] = vk end
+    for _, d in ipairs(devs) do
+      collectgarbage()
+      local before = d:buffer_bytes()
+      local a = d:buffer(1000)
+      local b = d:buffer(("x"):rep(24))
+      assert.equal(before + 1024, d:buffer_bytes(), d.id)
+      local v = a:slice(100, 200)
+      assert.equal(before + 1024, d:buffer_bytes(), d.id .. ": a view")
+      a:release()
+      assert.equal(before + 1024, d:buffer_bytes(), d.id .. ": the view keeps the allocation")
+      v:release()
+      assert.equal(before + 24, d:buffer_bytes(), d.id .. ": the last view gone")
+      b:release()
+      assert.equal(before, d:buffer_bytes(), d.id)
+    end
+  end)
+
   it("gives the host's last-level cache as l2_bytes: the highest level sysfs lists, not L2", function()
     local function read(path)
       local f = io.open(path)

@@ -2,6 +2,7 @@
  * so memory goes back to the device only when the last view is released. */
 #include "device.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 struct xpu_buffer *xpu_buffer_new(struct xpu_device *d, uint64_t bytes)
@@ -21,6 +22,7 @@ struct xpu_buffer *xpu_buffer_new(struct xpu_device *d, uint64_t bytes)
 	a->dev = d;
 	a->bytes = bytes;
 	a->refs = 1;
+	atomic_fetch_add(&d->buffer_bytes, bytes);
 	b->alloc = a;
 	b->bytes = bytes;
 	return b;
@@ -49,6 +51,7 @@ void xpu_buffer_release(struct xpu_buffer *b)
 		return;
 	struct xpu_alloc *a = b->alloc;
 	if (--a->refs == 0) {
+		atomic_fetch_sub(&a->dev->buffer_bytes, a->bytes);
 		a->dev->ops->release(a->dev, a->handle);
 		xpu_free(a);
 	}

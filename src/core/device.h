@@ -4,6 +4,7 @@
 #ifndef XPU_DEVICE_H
 #define XPU_DEVICE_H
 
+#include <stdatomic.h>
 #include "xpu.h"
 
 #define XPU_MAX_DEVICES 32
@@ -185,6 +186,9 @@ struct xpu_device {
 	 * backend's device copy (ops->copy) rather than the copy kernels. Off at open; set from
 	 * Lua (d:copy_path), by lua/xpu/autotune.lua from the two copies' measured rates. */
 	bool copy_by_driver;
+	/* Bytes of the live allocations this process made on the device (views not counted
+	 * again): what the buffers hold, beside what the driver itself keeps. */
+	_Atomic uint64_t buffer_bytes;
 };
 
 /* Backend registry (src/backend/registry.c, the one file with #ifdefs). */

@@ -93,6 +93,8 @@ static const struct api_entry device_entries[] = {
 	  "the kernel on this device, with its manifest" },
 	{ "Device:free_memory_bytes", "d:free_memory_bytes() -> bytes",
 	  "free device memory, asked live" },
+	{ "Device:buffer_bytes", "d:buffer_bytes() -> bytes",
+	  "bytes of the live buffers this process allocated on the device (a view counts once, with what it views)" },
 	{ "Device:dispatch_blocks", "d:dispatch_blocks([waves_per_block]) -> n",
 	  "how many blocks fill the device" },
 	{ "Device:fingerprint", "d:fingerprint() -> string",

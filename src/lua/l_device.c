@@ -186,6 +186,13 @@ static int d_free_memory(lua_State *L)
 	return 1;
 }
 
+static int d_buffer_bytes(lua_State *L)
+{
+	struct xpu_device *d = lx_checkdevice(L, 1);
+	lua_pushinteger(L, (lua_Integer)atomic_load(&d->buffer_bytes));
+	return 1;
+}
+
 static int d_dispatch_blocks(lua_State *L)
 {
 	struct xpu_device *d = lx_checkdevice(L, 1);
@@ -430,6 +437,7 @@ static const luaL_Reg device_methods[] = {
 	{ "kernel_available", d_kernel_available },
 	{ "kernel", d_kernel },
 	{ "free_memory_bytes", d_free_memory },
+	{ "buffer_bytes", d_buffer_bytes },
 	{ "dispatch_blocks", d_dispatch_blocks },
 	{ "fingerprint", d_fingerprint },
 	{ "copy_path", d_copy_path },
