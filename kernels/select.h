@@ -18,6 +18,15 @@
 #define XPU_SEL_Q6_K 5 /* a tied embedding: llama.cpp writes the output's q6_K there */
 #define XPU_SEL_FORMATS 6
 
+/* fmt | XPU_SEL_RESIDENT: the table's rows are resident (src/quant/resident.c: each row's
+ * block scales first, padded to a dword, then the blocks' payloads), so a tied embedding reads
+ * the output matrix the mat-vec reads. The scale of a block format: its bytes and where it
+ * lies in the GGUF block (the format table's scale_bytes / scale_offset; the launcher checks
+ * they agree). q4_K has none: its resident row is its GGUF row. */
+#define XPU_SEL_RESIDENT 0x100u
+#define XPU_SEL_SCALE_BYTES(f) ((f) == XPU_SEL_Q8_0 || (f) == XPU_SEL_Q4_0 || (f) == XPU_SEL_Q6_K ? 2u : 0u)
+#define XPU_SEL_SCALE_AT(f) ((f) == XPU_SEL_Q6_K ? 208u : 0u)
+
 /* The bits an id outside [0, n_rows) makes its whole output row: a quiet NaN. */
 #define XPU_SEL_BAD_ROW 0x7fc00000u
 

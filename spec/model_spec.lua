@@ -29,7 +29,7 @@ end
 
 local PROMPT = { 1, 7, 42, 300, 5, 99, 256, 3 }
 local MODELS = {
-  { "tiny-llama", "q8_0" }, { "tiny-llama", "q4_K_M" }, { "tiny-qwen3moe", "q4_0" },
+  { "tiny-llama", "q8_0" }, { "tiny-llama", "q4_K_M" }, { "tiny-qwen3moe", "q4_0" }, { "tiny-llama-tied", "q4_0" },
 }
 
 local function greedy(path, d, n, batch)
@@ -95,7 +95,7 @@ local function compare(path, d, positions)
 end
 
 describe("logits against models.reference", function()
-  for _, mt in ipairs { { "tiny-llama", "q8_0" }, { "tiny-qwen3moe", "q4_0" } } do
+  for _, mt in ipairs { { "tiny-llama", "q8_0" }, { "tiny-qwen3moe", "q4_0" }, { "tiny-llama-tied", "q4_0" } } do
     for _, e in ipairs(devices) do
       it(("%s %s on %s at positions 0, 1, 63, 511: RMS difference within %g, largest within %g of the logits' RMS"):format(
         mt[1], mt[2], e.id, REL, WORST), function()
@@ -120,6 +120,28 @@ describe("logits against models.reference", function()
       end)
     end
   end
+end)
+
+describe("memory", function()
+  it("a tied model reads its embedding from the output matrix: every tensor bound once, counted once", function()
+    local cpu = xpu.device "cpu:0"
+    for _, mt in ipairs { { "tiny-llama-tied", "q4_0", true }, { "tiny-llama", "q8_0", false } } do
+      local path = file(mt[1], mt[2])
+      local g = xpu.gguf.open(path)
+      local file_bytes = 0
+      for _, t in ipairs(g:tensors()) do file_bytes = file_bytes + t.bytes end
+      collectgarbage()
+      local before = cpu:buffer_bytes()
+      local m = load_model(path, cpu)
+      assert.equal(mt[3], m.embd.resident == true, mt[1])
+      assert.equal(file_bytes, m.weight_bytes, mt[1] .. ": weight_bytes is the file's tensors")
+      -- resident rows add at most a dword of padding a row to the file's bytes
+      local bound = cpu:buffer_bytes() - before
+      assert.is_true(bound >= file_bytes and bound <= file_bytes + 4 * 4096,
+        ("%s: %d bytes bound for %d bytes of tensors"):format(mt[1], bound, file_bytes))
+      if mt[3] then assert.equal(m.w["token_embd.weight"], m.embd.buf, "one table") end
+    end
+  end)
 end)
 
 describe("refusals", function()

@@ -68,22 +68,41 @@ static void copy_row(const uint8_t *row, uint32_t fmt, uint32_t cols, const stru
 	}
 }
 
-/* out table ids n n_rows cols fmt */
+/* A resident row (the blocks' scales, padded to a dword, then their payloads) into y: each
+ * block put together again, then the same reference dequantize. */
+static void copy_resident_row(const uint8_t *row, uint32_t cols, const struct xpu_format *f, float *y)
+{
+	const uint32_t blocks = cols / f->block_elems, pay_at = xpu_format_payload_offset(f);
+	const uint8_t *pay = row + xpu_row_prefix_bytes(f, blocks);
+	uint8_t blk[512];
+	for (uint32_t b = 0; b < blocks; b++) {
+		memcpy(blk + f->scale_offset, row + (size_t)b * f->scale_bytes, f->scale_bytes);
+		memcpy(blk + pay_at, pay + (size_t)b * f->payload_bytes, f->payload_bytes);
+		f->dequantize(blk, y + (size_t)b * f->block_elems);
+	}
+}
+
+/* out table ids n n_rows cols fmt (| XPU_SEL_RESIDENT) */
 static void get_rows(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	(void)l;
 	float *out = karg_ptr(a, 0);
 	const uint8_t *table = karg_ptr(a, 1);
 	const int32_t *ids = karg_ptr(a, 2);
-	uint32_t n = (uint32_t)a[3].u, n_rows = (uint32_t)a[4].u, cols = (uint32_t)a[5].u, fmt = (uint32_t)a[6].u;
+	uint32_t n = (uint32_t)a[3].u, n_rows = (uint32_t)a[4].u, cols = (uint32_t)a[5].u;
+	const uint32_t fmt = (uint32_t)a[6].u & ~XPU_SEL_RESIDENT;
+	const bool resident = (uint32_t)a[6].u & XPU_SEL_RESIDENT;
 	const struct xpu_format *f = fmt >= XPU_SEL_Q8_0 ? xpu_format_find(table_formats[fmt]) : NULL;
 	uint64_t row_bytes = fmt == XPU_SEL_F32 ? 4ull * cols : fmt == XPU_SEL_F16 ? 2ull * cols
-				: (uint64_t)cols / f->block_elems * f->block_bytes;
+			     : resident ? xpu_row_resident_bytes(f, cols / f->block_elems)
+					: (uint64_t)cols / f->block_elems * f->block_bytes;
 	for (uint64_t g = g0; g < g1 && g < n; g++) {
 		float *y = out + g * cols;
 		int32_t id = ids[g];
 		if (id < 0 || (uint32_t)id >= n_rows)
 			fill_bad_row(y, cols);
+		else if (resident)
+			copy_resident_row(table + (uint64_t)id * row_bytes, cols, f, y);
 		else
 			copy_row(table + (uint64_t)id * row_bytes, fmt, cols, f, y);
 	}

@@ -69,33 +69,50 @@ static __device__ __forceinline__ void sel_scale_min_k4(uint32_t j, const uint8_
 	}
 }
 
-/* q6_K element e of the block at b: half h, quarter q of it (the nibble and the qh bit pair),
- * (d * sc) * q as the reference dequantize rounds it. */
-static __device__ __forceinline__ float sel_q6_K_value(const uint8_t *b, uint32_t e)
+/* Where a block's bytes are: b[p] is its byte p outside the scale, s its scale's bytes. A GGUF
+ * row holds the block whole (s = b + the scale's offset); a resident row holds the scales
+ * first and the payloads after them (b is placed so that b[p] is still byte p). */
+struct sel_block {
+	const uint8_t *b, *s;
+};
+
+static __device__ __forceinline__ sel_block sel_block_at(const uint8_t *row, uint32_t fmt, bool resident,
+							 uint32_t j, uint32_t blocks)
 {
-	const uint32_t h = e / 128, q = (e % 128) / 32, l = e % 32;
-	const uint32_t lo = b[64 * h + l + 32 * (q & 1u)], hb = b[128 + 32 * h + l];
-	const int v = (int)(((q < 2 ? lo & 15u : lo >> 4) | ((hb >> (2 * q)) & 3u) << 4)) - 32;
-	const float sc = (float)(int8_t)b[192 + 8 * h + l / 16 + 2 * q];
-	return xpu_mul(xpu_mul(sel_f16(sel_ld16(b + 208)), sc), (float)v);
+	const uint32_t bytes = fmt == XPU_SEL_Q8_0 ? 34 : fmt == XPU_SEL_Q4_0 ? 18 : fmt == XPU_SEL_Q4_K ? 144 : 210;
+	const uint32_t sb = XPU_SEL_SCALE_BYTES(fmt), at = XPU_SEL_SCALE_AT(fmt);
+	if (!resident)
+		return { row + (uint64_t)j * bytes, row + (uint64_t)j * bytes + at };
+	const uint32_t prefix = (blocks * sb + 3) / 4 * 4, pay_at = at == 0 ? sb : 0;
+	return { row + prefix + (uint64_t)j * (bytes - sb) - pay_at, row + (uint64_t)j * sb };
 }
 
-static __device__ float sel_row_value(const uint8_t *row, uint32_t fmt, uint32_t c)
+/* q6_K element e of block k: half h, quarter q of it (the nibble and the qh bit pair),
+ * (d * sc) * q as the reference dequantize rounds it. */
+static __device__ __forceinline__ float sel_q6_K_value(sel_block k, uint32_t e)
+{
+	const uint32_t h = e / 128, q = (e % 128) / 32, l = e % 32;
+	const uint32_t lo = k.b[64 * h + l + 32 * (q & 1u)], hb = k.b[128 + 32 * h + l];
+	const int v = (int)(((q < 2 ? lo & 15u : lo >> 4) | ((hb >> (2 * q)) & 3u) << 4)) - 32;
+	const float sc = (float)(int8_t)k.b[192 + 8 * h + l / 16 + 2 * q];
+	return xpu_mul(xpu_mul(sel_f16(sel_ld16(k.s)), sc), (float)v);
+}
+
+static __device__ float sel_row_value(const uint8_t *row, uint32_t fmt, bool resident, uint32_t cols, uint32_t c)
 {
 	if (fmt == XPU_SEL_F16)
 		return sel_f16(sel_ld16(row + 2 * c));
-	if (fmt == XPU_SEL_Q8_0) {
-		const uint8_t *b = row + (c / 32) * 34;
-		return xpu_mul((float)(int8_t)b[2 + c % 32], sel_f16(sel_ld16(b)));
-	}
+	const uint32_t elems = fmt == XPU_SEL_Q8_0 || fmt == XPU_SEL_Q4_0 ? 32 : 256;
+	const sel_block k = sel_block_at(row, fmt, resident, c / elems, cols / elems);
+	if (fmt == XPU_SEL_Q8_0)
+		return xpu_mul((float)(int8_t)k.b[2 + c % 32], sel_f16(sel_ld16(k.s)));
 	if (fmt == XPU_SEL_Q4_0) {
-		const uint8_t *b = row + (c / 32) * 18;
-		uint32_t j = c % 32, x = b[2 + j % 16];
-		return xpu_mul((float)((int)(j < 16 ? x & 15u : x >> 4) - 8), sel_f16(sel_ld16(b)));
+		uint32_t j = c % 32, x = k.b[2 + j % 16];
+		return xpu_mul((float)((int)(j < 16 ? x & 15u : x >> 4) - 8), sel_f16(sel_ld16(k.s)));
 	}
 	if (fmt == XPU_SEL_Q6_K)
-		return sel_q6_K_value(row + (c / 256) * 210, c % 256);
-	const uint8_t *b = row + (c / 256) * 144;
+		return sel_q6_K_value(k, c % 256);
+	const uint8_t *b = k.b; /* q4_K: no scale apart from its block */
 	uint32_t e = c % 256, p = e / 64, hi = (e % 64) / 32, sc, m;
 	sel_scale_min_k4(2 * p + hi, b + 4, &sc, &m);
 	float d1 = xpu_mul(sel_f16(sel_ld16(b)), (float)sc), m1 = xpu_mul(sel_f16(sel_ld16(b + 2)), (float)m);
@@ -121,8 +138,10 @@ static __device__ void sel_copy_f32_row(float *y, const uint8_t *row, uint32_t c
 
 extern "C" __global__ void __launch_bounds__(XPU_GET_ROWS_BLOCK)
 get_rows(float *out, const uint8_t *table, const int32_t *ids, unsigned n, unsigned n_rows, unsigned cols,
-	 unsigned fmt)
+	 unsigned code)
 {
+	const uint32_t fmt = code & ~XPU_SEL_RESIDENT;
+	const bool resident = code & XPU_SEL_RESIDENT;
 	const uint64_t g = xpu_group();
 	if (g >= n)
 		return;
@@ -133,17 +152,19 @@ get_rows(float *out, const uint8_t *table, const int32_t *ids, unsigned n, unsig
 			y[c] = __uint_as_float(XPU_SEL_BAD_ROW);
 		return;
 	}
+	/* a resident row is its blocks' bytes and the prefix's dword padding */
+	const uint32_t blocks = fmt == XPU_SEL_Q4_K || fmt == XPU_SEL_Q6_K ? cols / 256 : cols / 32;
+	const uint32_t sb = XPU_SEL_SCALE_BYTES(fmt), pad = resident ? (4 - blocks * sb % 4) % 4 : 0;
 	const uint64_t row_bytes = fmt == XPU_SEL_F32 ? 4ull * cols : fmt == XPU_SEL_F16 ? 2ull * cols
-				   : fmt == XPU_SEL_Q4_K ? (uint64_t)cols / 256 * 144
-				   : fmt == XPU_SEL_Q6_K ? (uint64_t)cols / 256 * 210
-				   : (uint64_t)cols / 32 * (fmt == XPU_SEL_Q8_0 ? 34 : 18);
+				   : pad + (uint64_t)blocks * (fmt == XPU_SEL_Q4_K ? 144 : fmt == XPU_SEL_Q6_K ? 210
+							       : fmt == XPU_SEL_Q8_0 ? 34 : 18);
 	const uint8_t *row = table + (uint64_t)id * row_bytes;
 	if (fmt == XPU_SEL_F32) {
 		sel_copy_f32_row(y, row, cols);
 		return;
 	}
 	for (uint32_t c = threadIdx.x; c < cols; c += XPU_GET_ROWS_BLOCK)
-		y[c] = sel_row_value(row, fmt, c);
+		y[c] = sel_row_value(row, fmt, resident, cols, c);
 }
 
 /* ---- argmax ---------------------------------------------------------------------------------- */

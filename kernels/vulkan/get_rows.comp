@@ -33,28 +33,39 @@ uvec2 scale_min_k4(uint j, uint s)
 	return uvec2((a & 15u) | ((tab_byte(s + j - 4u) >> 6) << 4), (a >> 4) | ((tab_byte(s + j) >> 6) << 4));
 }
 
-float q8_0_value(uint row, uint c)
+/* Where block j of a row starting at byte `row` lies: x its byte 0 outside the scale (byte p
+ * at x + p), y its scale's first byte. A GGUF row holds the block whole; a resident row
+ * (pc.fmt | XPU_SEL_RESIDENT) the blocks' scales first, padded to a dword, then the payloads. */
+uvec2 block_at(uint row, uint fmt, bool resident, uint j, uint blocks, uint bytes)
 {
-	uint at = row + (c / 32u) * 34u;
-	float d = sel_f16(tab_u16(at));
-	int q = int(tab_byte(at + 2u + c % 32u) << 24) >> 24;
+	uint sb = XPU_SEL_SCALE_BYTES(fmt), at = XPU_SEL_SCALE_AT(fmt);
+	if (!resident)
+		return uvec2(row + j * bytes, row + j * bytes + at);
+	uint prefix = (blocks * sb + 3u) / 4u * 4u, pay_at = at == 0u ? sb : 0u;
+	return uvec2(row + prefix + j * (bytes - sb) - pay_at, row + j * sb);
+}
+
+float q8_0_value(uvec2 k, uint c)
+{
+	float d = sel_f16(tab_u16(k.y));
+	int q = int(tab_byte(k.x + 2u + c % 32u) << 24) >> 24;
 	precise float v = float(q) * d;
 	return v;
 }
 
-float q4_0_value(uint row, uint c)
+float q4_0_value(uvec2 k, uint c)
 {
-	uint at = row + (c / 32u) * 18u, j = c % 32u;
-	float d = sel_f16(tab_u16(at));
-	uint b = tab_byte(at + 2u + j % 16u);
+	uint j = c % 32u;
+	float d = sel_f16(tab_u16(k.y));
+	uint b = tab_byte(k.x + 2u + j % 16u);
 	int q = int(j < 16u ? b & 15u : b >> 4) - 8;
 	precise float v = float(q) * d;
 	return v;
 }
 
-float q4_K_value(uint row, uint c)
+float q4_K_value(uvec2 k, uint c)
 {
-	uint at = row + (c / 256u) * 144u, e = c % 256u, p = e / 64u, hi = (e % 64u) / 32u;
+	uint at = k.x, e = c % 256u, p = e / 64u, hi = (e % 64u) / 32u;
 	float d = sel_f16(tab_u16(at)), dmin = sel_f16(tab_u16(at + 2u));
 	uvec2 sm = scale_min_k4(2u * p + hi, at + 4u);
 	uint b = tab_byte(at + 16u + 32u * p + e % 32u);
@@ -64,31 +75,37 @@ float q4_K_value(uint row, uint c)
 	return v;
 }
 
-float q6_K_value(uint row, uint c)
+float q6_K_value(uvec2 k, uint c)
 {
-	uint at = row + (c / 256u) * 210u, e = c % 256u, h = e / 128u, q = (e % 128u) / 32u, l = e % 32u;
-	uint lo = tab_byte(at + 64u * h + l + 32u * (q & 1u)), hb = tab_byte(at + 128u + 32u * h + l);
+	uint e = c % 256u, h = e / 128u, q = (e % 128u) / 32u, l = e % 32u;
+	uint lo = tab_byte(k.x + 64u * h + l + 32u * (q & 1u)), hb = tab_byte(k.x + 128u + 32u * h + l);
 	int v = int((q < 2u ? lo & 15u : lo >> 4) | (((hb >> (2u * q)) & 3u) << 4)) - 32;
-	int sc = int(tab_byte(at + 192u + 8u * h + l / 16u + 2u * q) << 24) >> 24;
-	/* the f16 d sits at +208: an even byte, so tab_u16 reads it */
-	precise float ds = sel_f16(tab_u16(at + 208u)) * float(sc);
+	int sc = int(tab_byte(k.x + 192u + 8u * h + l / 16u + 2u * q) << 24) >> 24;
+	precise float ds = sel_f16(tab_u16(k.y)) * float(sc);
 	precise float value = ds * float(v);
 	return value;
 }
 
 uint element(uint id, uint c)
 {
-	if (pc.fmt == XPU_SEL_F32)
+	uint fmt = pc.fmt & ~XPU_SEL_RESIDENT;
+	bool resident = (pc.fmt & XPU_SEL_RESIDENT) != 0u;
+	if (fmt == XPU_SEL_F32)
 		return tab[pc.off_table / 4u + id * pc.cols + c];
-	if (pc.fmt == XPU_SEL_F16)
+	if (fmt == XPU_SEL_F16)
 		return floatBitsToUint(sel_f16(tab_u16(pc.off_table + 2u * (id * pc.cols + c))));
-	if (pc.fmt == XPU_SEL_Q8_0)
-		return floatBitsToUint(q8_0_value(pc.off_table + id * (pc.cols / 32u) * 34u, c));
-	if (pc.fmt == XPU_SEL_Q4_0)
-		return floatBitsToUint(q4_0_value(pc.off_table + id * (pc.cols / 32u) * 18u, c));
-	if (pc.fmt == XPU_SEL_Q6_K)
-		return floatBitsToUint(q6_K_value(pc.off_table + id * (pc.cols / 256u) * 210u, c));
-	return floatBitsToUint(q4_K_value(pc.off_table + id * (pc.cols / 256u) * 144u, c));
+	uint elems = fmt == XPU_SEL_Q8_0 || fmt == XPU_SEL_Q4_0 ? 32u : 256u;
+	uint bytes = fmt == XPU_SEL_Q8_0 ? 34u : fmt == XPU_SEL_Q4_0 ? 18u : fmt == XPU_SEL_Q4_K ? 144u : 210u;
+	uint blocks = pc.cols / elems, sb = XPU_SEL_SCALE_BYTES(fmt);
+	uint row_bytes = blocks * bytes + (resident ? (4u - blocks * sb % 4u) % 4u : 0u);
+	uvec2 k = block_at(pc.off_table + id * row_bytes, fmt, resident, c / elems, blocks, bytes);
+	if (fmt == XPU_SEL_Q8_0)
+		return floatBitsToUint(q8_0_value(k, c));
+	if (fmt == XPU_SEL_Q4_0)
+		return floatBitsToUint(q4_0_value(k, c));
+	if (fmt == XPU_SEL_Q6_K)
+		return floatBitsToUint(q6_K_value(k, c));
+	return floatBitsToUint(q4_K_value(k, c));
 }
 
 void main()

@@ -94,11 +94,22 @@ local function audit(g, h, dev, rt, list)
     end
   end
   local e = tensor_or_error(g, "token_embd.weight")
-  check(rt.select, select.get_rows_query(e.type, 1, e.dims[2], e.dims[1]), e.name, "get_rows")
+  check(rt.select, select.get_rows_query(e.type, 1, e.dims[2], e.dims[1], M.tied_resident(g, e)), e.name, "get_rows")
   return rows
 end
 
 -- ---- load ---------------------------------------------------------------------------------
+
+-- Whether the embedding is read from the output matrix's resident rows: a tied model (no
+-- output.weight) whose embedding format has a resident get_rows row, so its one table is
+-- bound once.
+function M.tied_resident(g, e)
+  if g:tensor "output.weight" then return false end
+  for _, f in ipairs(select.RESIDENT_FORMATS) do
+    if f == e.type then return true end
+  end
+  return false
+end
 
 local function bind_matrix(g, dev, w)
   local info = xpu.quant.info(w.format)
@@ -118,7 +129,8 @@ function M.open(g, dev, family, opts)
   local list = weights(g, h, family)
   local m = setmetatable({ g = g, h = h, dev = dev, rt = rt, family = family, rows = audit(g, h, dev, rt, list), w = {},
                            fmt = {} }, M)
-  -- weight_bytes: every matrix; token_bytes: what one decode token reads of them (an expert
+  -- weight_bytes: every tensor bound (matrices here, the vectors and the embedding below);
+  -- token_bytes: what one decode token reads of the matrices (an expert
   -- bank's used share)
   m.weight_bytes, m.token_bytes = 0, 0
   for _, w in ipairs(list) do
@@ -128,16 +140,26 @@ function M.open(g, dev, family, opts)
     m.token_bytes = m.token_bytes + (w.experts and bytes * h.n_expert_used // w.experts or bytes)
   end
   if family.audit then family.audit(m) end
-  for i = 0, h.n_layer - 1 do
-    for _, n in ipairs(family.norms) do
-      local name = layer_tensor(i, n)
-      m.w[name] = dev:buffer(g:data(tensor_or_error(g, name).name))
-    end
+  -- the vectors and the embedding count in weight_bytes too: every byte bound, once
+  local function bind_vector(name)
+    local t = tensor_or_error(g, name)
+    m.w[name] = dev:buffer(g:data(t.name))
+    m.weight_bytes = m.weight_bytes + t.bytes
   end
-  m.w["output_norm.weight"] = dev:buffer(g:data(tensor_or_error(g, "output_norm.weight").name))
+  for i = 0, h.n_layer - 1 do
+    for _, n in ipairs(family.norms) do bind_vector(layer_tensor(i, n)) end
+  end
+  bind_vector "output_norm.weight"
   local e = g:tensor "token_embd.weight"
-  m.embd = { buf = dev:buffer(g:data(e.name)), format = e.type }
   m.output = g:tensor "output.weight" and "output.weight" or "token_embd.weight"
+  if M.tied_resident(g, e) then
+    m.embd = { buf = m.w[e.name], format = e.type, resident = true }
+  else
+    -- a tied table with no resident row is bound twice and counted once: the second copy
+    -- shows as memory over the weights
+    m.embd = { buf = dev:buffer(g:data(e.name)), format = e.type }
+    if m.output ~= e.name then m.weight_bytes = m.weight_bytes + e.bytes end
+  end
   return m
 end
 
@@ -321,7 +343,8 @@ function Session:embed(a, ids, n)
   self.embed_calls = self.embed_calls or {}
   local c = self.embed_calls[key]
   if not c or c.ids ~= ids or c.a ~= a then
-    c = bound(m.rt.select, m.dev, select.get_rows_query(m.embd.format, n, h.n_vocab, h.n_embd), { out = a.x, table = m.embd.buf, ids = ids })
+    c = bound(m.rt.select, m.dev, select.get_rows_query(m.embd.format, n, h.n_vocab, h.n_embd, m.embd.resident),
+      { out = a.x, table = m.embd.buf, ids = ids })
     c.ids, c.a = ids, a
     self.embed_calls[key] = c
   end

@@ -11,6 +11,10 @@ M.presets = {
     arch = "llama", n_embd = 256, n_layer = 4, n_head = 8, n_head_kv = 4, head_dim = 32,
     n_ff = 512, n_vocab = 512, n_ctx = 1024, rope_base = 10000, eps = 1e-5, tied = false,
   },
+  ["tiny-llama-tied"] = { -- tied output: the embedding is the output matrix, read resident
+    arch = "llama", n_embd = 256, n_layer = 4, n_head = 8, n_head_kv = 4, head_dim = 32,
+    n_ff = 512, n_vocab = 512, n_ctx = 1024, rope_base = 10000, eps = 1e-5, tied = true,
+  },
   ["tiny-qwen3moe"] = {
     arch = "qwen3moe", n_embd = 256, n_layer = 4, n_head = 8, n_head_kv = 4, head_dim = 64,
     n_ff = 512, n_vocab = 512, n_ctx = 1024, rope_base = 1000000, eps = 1e-6, tied = false,
@@ -32,7 +36,7 @@ M.presets = {
 }
 
 -- The names, smallest first.
-M.names = { "tiny-llama", "tiny-qwen3moe", "llama-1b", "llama3-8b", "qwen3-30b-a3b" }
+M.names = { "tiny-llama", "tiny-llama-tied", "tiny-qwen3moe", "llama-1b", "llama3-8b", "qwen3-30b-a3b" }
 
 -- The preset called name, or nil and a message naming the choices.
 function M.get(name)

@@ -41,11 +41,27 @@ function M.row_bytes(format, cols)
   return cols // b[1] * b[2]
 end
 
-local function get_rows_shape(format)
+-- The block formats, whose tables may also be resident rows (a tied embedding read from the
+-- output matrix the mat-vec reads): each has a get_rows.<format>.resident row.
+M.RESIDENT_FORMATS = { "q8_0", "q4_0", "q4_K", "q6_K" }
+
+-- The bytes of one resident table row (xpu.quant.resident's layout) of cols elements.
+function M.resident_row_bytes(format, cols)
+  return xpu.quant.row_bytes(format, cols // M.BLOCK[format][1])
+end
+
+local function get_rows_shape(format, resident)
   local elems = M.BLOCK[format][1]
   return function(q)
     local why = first(count(q, "n", 0, U32_MAX), count(q, "n_rows", 1, U32_MAX), count(q, "cols", 1, U32_MAX))
     if why then return why end
+    local r = q.resident or 0
+    if r ~= 0 and r ~= 1 then return ("resident %d is not 0 or 1"):format(r) end
+    if resident and r == 0 then return "the table is GGUF rows: served by get_rows." .. format end
+    if not resident and r == 1 then
+      if elems == 1 then return ("resident rows: %s tables have no resident layout"):format(format) end
+      return ("the table is resident rows: served by get_rows.%s.resident"):format(format)
+    end
     if q.cols % elems ~= 0 then return ("cols %d is not a multiple of %s's block of %d"):format(q.cols, format, elems) end
     if q.n * q.cols > U32_MAX then return ("n %d x cols %d is more than 2^32 - 1 elements"):format(q.n, q.cols) end
   end
@@ -84,7 +100,11 @@ end
 function M.rows(t)
   for _, f in ipairs(M.TABLE_FORMATS) do
     t:register { name = "get_rows." .. f, regime = "get_rows", format = f, priority = 10,
-                 facts = { "n", "n_rows", "cols" }, kernel = "get_rows", shape = get_rows_shape(f) }
+                 facts = { "n", "n_rows", "cols", "resident" }, kernel = "get_rows", shape = get_rows_shape(f) }
+  end
+  for _, f in ipairs(M.RESIDENT_FORMATS) do
+    t:register { name = ("get_rows.%s.resident"):format(f), regime = "get_rows", format = f, priority = 10,
+                 facts = { "n", "n_rows", "cols", "resident" }, kernel = "get_rows", shape = get_rows_shape(f, true) }
   end
   t:register { name = "argmax.f32", regime = "argmax", format = "f32", priority = 10,
                facts = { "rows", "cols" }, kernel = "argmax", shape = argmax_shape }
@@ -101,8 +121,10 @@ end
 
 -- ---- queries ------------------------------------------------------------------------------
 
-function M.get_rows_query(format, n, n_rows, cols)
-  return xpu.query { regime = "get_rows", format = format, n = n, n_rows = n_rows, cols = cols }
+-- resident: true when the table is resident rows (get_rows.<format>.resident).
+function M.get_rows_query(format, n, n_rows, cols, resident)
+  return xpu.query { regime = "get_rows", format = format, n = n, n_rows = n_rows, cols = cols,
+                     resident = resident and 1 or nil }
 end
 
 function M.argmax_query(rows, cols)

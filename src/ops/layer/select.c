@@ -40,18 +40,33 @@ static int product(uint64_t a, uint64_t b, const char *what, uint64_t *out)
 
 /* get_rows: out[i, :] = the table's row ids[i], dequantized (a quiet NaN row for an id
  * outside [0, n_rows)). The table is n_rows rows of cols elements in GGUF block layout. */
+/* A table row's bytes: GGUF blocks back to back, or resident (the scale prefix padded to a
+ * dword, then the payloads). */
+static uint64_t table_row_bytes(uint32_t fmt, bool resident, uint64_t cols)
+{
+	const uint64_t blocks = cols / sel_formats[fmt].elems, sb = XPU_SEL_SCALE_BYTES(fmt);
+	if (!resident)
+		return blocks * sel_formats[fmt].bytes;
+	return (blocks * sb + 3) / 4 * 4 + blocks * (sel_formats[fmt].bytes - sb);
+}
+
 static int get_rows_extent(const struct xpu_karg *a, uint64_t need[])
 {
-	uint64_t n = a[3].u, n_rows = a[4].u, cols = a[5].u, fmt = a[6].u, elems;
+	uint64_t n = a[3].u, n_rows = a[4].u, cols = a[5].u, code = a[6].u, elems;
+	const uint64_t fmt = code & ~(uint64_t)XPU_SEL_RESIDENT;
+	const bool resident = code & XPU_SEL_RESIDENT;
 	if (fmt >= XPU_SEL_FORMATS)
-		return xpu_fail("argument 'fmt': %llu is not 0 (f32), 1 (f16), 2 (q8_0), 3 (q4_0), 4 (q4_K) or 5 (q6_K)",
-				(unsigned long long)fmt);
+		return xpu_fail("argument 'fmt': %llu is not 0 (f32), 1 (f16), 2 (q8_0), 3 (q4_0), 4 (q4_K) or 5 (q6_K), "
+				"with 0x100 for resident rows", (unsigned long long)code);
+	if (resident && fmt < XPU_SEL_Q8_0)
+		return xpu_fail("argument 'fmt': %s has no resident layout (0x100 is for block formats)",
+				sel_formats[fmt].name);
 	if (nonzero(cols, "cols") || nonzero(n_rows, "n_rows"))
 		return -1;
 	if (cols % sel_formats[fmt].elems)
 		return xpu_fail("argument 'cols': %llu is not a multiple of %s's block of %u", (unsigned long long)cols,
 				sel_formats[fmt].name, sel_formats[fmt].elems);
-	uint64_t row_bytes = cols / sel_formats[fmt].elems * sel_formats[fmt].bytes, table;
+	uint64_t row_bytes = table_row_bytes((uint32_t)fmt, resident, cols), table;
 	if (product(n, cols, "arguments 'n' x 'cols'", &elems) ||
 	    product(n_rows, row_bytes, "arguments 'n_rows' x the row's bytes", &table))
 		return -1;

@@ -5,6 +5,7 @@
  * per token) at the kernel's fixed block (kernels/select.h). */
 #include "ops/launch.h"
 #include "ops/table.h"
+#include "quant/formats.h"
 #include "select.h"
 
 #include <string.h>
@@ -25,9 +26,11 @@ static int fact(const struct xpu_call *c, const char *kernel, const char *key, i
 
 #define U32_MAX_FACT 0xffffffffll
 
+/* get_rows' table formats by their kernels/select.h codes. */
+static const char *const names[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K" };
+
 static int table_format(const struct xpu_call *c, const char *kernel, uint32_t *fmt)
 {
-	static const char *const names[XPU_SEL_FORMATS] = { "f32", "f16", "q8_0", "q4_0", "q4_K", "q6_K" };
 	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
 	for (uint32_t i = 0; i < XPU_SEL_FORMATS; i++)
 		if (f && strcmp(f, names[i]) == 0) {
@@ -36,6 +39,19 @@ static int table_format(const struct xpu_call *c, const char *kernel, uint32_t *
 		}
 	return xpu_fail("kernel '%s' serves the formats f32, f16, q8_0, q4_0, q4_K and q6_K, not '%s'", kernel,
 			f ? f : "?");
+}
+
+/* The kernels place a resident row's scales by kernels/select.h's constants; they must be the
+ * format table's (src/quant/format_list.h), or the rows would read other bytes. */
+static int resident_scale(const char *kernel, uint32_t fmt)
+{
+	const struct xpu_format *f = fmt >= XPU_SEL_Q8_0 ? xpu_format_find(names[fmt]) : NULL;
+	if (!f)
+		return xpu_fail("kernel '%s': %s has no resident layout", kernel, names[fmt]);
+	if (f->scale_bytes != XPU_SEL_SCALE_BYTES(fmt) || (f->scale_bytes && f->scale_offset != XPU_SEL_SCALE_AT(fmt)))
+		return xpu_fail("kernel '%s': %s's scale (%u bytes at %u) is not kernels/select.h's (%u at %u)", kernel,
+				f->name, f->scale_bytes, f->scale_offset, XPU_SEL_SCALE_BYTES(fmt), XPU_SEL_SCALE_AT(fmt));
+	return 0;
 }
 
 int xpu_launch_get_rows(struct xpu_kernel *k, const struct xpu_call *c)
@@ -49,8 +65,15 @@ int xpu_launch_get_rows(struct xpu_kernel *k, const struct xpu_call *c)
 	if (!ids || table_format(c, name, &fmt) || fact(c, name, "n", 0, U32_MAX_FACT, &n) ||
 	    fact(c, name, "n_rows", 1, U32_MAX_FACT, &n_rows) || fact(c, name, "cols", 1, U32_MAX_FACT, &cols))
 		return -1;
+	int64_t resident = 0;
+	if (xpu_query_get(c->query, "resident", &resident) && resident != 0 && resident != 1)
+		return xpu_fail("kernel '%s': query fact 'resident' is %lld, not 0 or 1", name, (long long)resident);
+	if (resident && resident_scale(name, fmt))
+		return -1;
 	if (n == 0)
 		return 0;
+	if (resident)
+		fmt |= XPU_SEL_RESIDENT;
 	struct xpu_karg args[7] = { *out, *table, *ids, xpu_u32(n), xpu_u32(n_rows), xpu_u32(cols), xpu_u32(fmt) };
 	return xpu_launch_1d(c, k, n, XPU_GET_ROWS_BLOCK, args, 7);
 }
