@@ -5,6 +5,7 @@
 -- weights) at positions 0, 1, 63 and 511; refusals by name (a tensor no row serves, a file cut
 -- short, a prompt past the cache).
 local xpu = require "xpu"
+local fx = require "spec.support.fixtures"
 local load_model = require "models.load"
 local reference = require "models.reference"
 
@@ -21,11 +22,7 @@ local function make(preset, fmt, seed)
   return path
 end
 
-local devices = {}
-for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = why }
-end
+local devices = fx.devices { "cpu:0", "vulkan:0", "cuda:0" }
 
 local PROMPT = { 1, 7, 42, 300, 5, 99, 256, 3 }
 local MODELS = {
@@ -51,7 +48,7 @@ for _, mt in ipairs(MODELS) do
     local want
     for _, e in ipairs(devices) do
       it(e.id .. ": 32 greedy ids, the same as cpu:0's, batched prompt == one token at a time", function()
-        if not e.dev then return pending("skipped: no " .. e.id .. " (" .. tostring(e.why) .. ")") end
+        if not e.dev then return pending(e.skip) end
         local path = file(preset, fmt)
         want = want or greedy(path, xpu.device "cpu:0", 32)
         local got = greedy(path, e.dev, 32)
@@ -99,7 +96,7 @@ describe("logits against models.reference", function()
     for _, e in ipairs(devices) do
       it(("%s %s on %s at positions 0, 1, 63, 511: RMS difference within %g, largest within %g of the logits' RMS"):format(
         mt[1], mt[2], e.id, REL, WORST), function()
-        if not e.dev then return pending("skipped: no " .. e.id .. " (" .. tostring(e.why) .. ")") end
+        if not e.dev then return pending(e.skip) end
         for _, r in ipairs(compare(file(mt[1], mt[2]), e.dev, { 0, 1, 63, 511 })) do
           local p, want, got = r[1], r[2], r[3]
           assert.equal(#want, #got)
