@@ -28,7 +28,8 @@ local opts = cli.parse(arg, {
     { "reps", "int", 5, "repetitions of each test", unit = "repetitions", min = 1, short = "r" },
     { "ctx", "int", nil, "KV cache positions", unit = "positions", default_text = "prompt + generated, at least 256" },
     { "batch", "int", 512, "prompt tokens per prefill batch", unit = "tokens" },
-    { "prompt-ids", "string", nil, "the prompt of --greedy or --compare-reference as token ids", value = "1,2,3", key = "prompt_ids" },
+    { "prompt-ids", "string", nil, "the prompt of --greedy or --compare-reference as token ids", value = "1,2,3",
+      key = "prompt_ids" },
     { "greedy", "int", nil, "generate this many tokens greedily and print their ids", unit = "tokens" },
     { "seed", "int", 1, "seed of the pp / tg prompt ids", unit = "seed", min = 0 },
     { "compare-reference", "flag", nil, "step the prompt (--prompt-ids, else -p seeded ids) one token at a time "
@@ -70,7 +71,8 @@ if opts.compare_reference then
   for _, t in ipairs(g:tensors()) do elems = elems + t.elements end
   if 4 * elems > opts.reference_mib << 20 then
     cli.fail(NAME, "--compare-reference: %s's weights are %d MiB as f32, over the limit of %d MiB (--reference-mib): "
-      .. "models.reference is for tiny models (make-model's tiny presets)", opts.model, (4 * elems) >> 20, opts.reference_mib)
+      .. "models.reference is for tiny models (make-model's tiny presets)", opts.model, (4 * elems) >> 20,
+      opts.reference_mib)
   end
 end
 
