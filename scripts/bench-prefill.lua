@@ -4,8 +4,9 @@
 -- the shape (each token tile is its own row) is gated first against the host reference (the
 -- decode mat-vec's portable body per token, ==) on a slice of the shape's rows, then timed:
 -- us median / min / max per launch, TFLOPS (2 x tokens (x used) x rows x cols), GB/s of the
--- bytes read and written, and the grid: workgroups, groups per compute unit, and a warning
--- where the grid cannot fill the device (seed §25.3.1).
+-- bytes read and written against the copy ceiling measured in the same run (xpu.report), and
+-- the grid: workgroups, groups per compute unit, and a warning where the grid cannot fill the
+-- device (seed §25.3.1).
 --   xpulua scripts/bench-prefill.lua [--device cuda:0] [--tokens 512] [--format q4_0,q8_0]
 --          [--rows 4096] [--cols 14336] [--experts 128 --used 8] [--reps N] [-o table|jsonl|csv]
 local xpu = require "xpu"
@@ -129,13 +130,18 @@ local function time_row(row, case)
   return report.stats(times)
 end
 
+settle.ensure(d)
+local ceiling, copy_now, copy_stored = report.copy_ceiling(d, opts.reps)
+report.log("%s: %s: copy ceiling %.0f GB/s (now %.0f, stored %s)", NAME, d.id, ceiling, copy_now,
+  copy_stored and ("%.0f"):format(copy_stored) or "none")
+
 local out, done = {}, 0
 for _, fmt in ipairs(formats) do
   local case = G.bench_case(d, { format = fmt, tokens = T, rows = rows, cols = cols, experts = E, used = K })
   local cands = routes:candidates(case.query, d)
   if #cands == 0 then
     local why = tostring(routes:why_not_admissible(case.query, d))
-    out[#out + 1] = { fmt, "-", "-", "-", "-", "-", "-", "-", "-", "-", why }
+    out[#out + 1] = { fmt, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", why }
     w:record { format = fmt, tokens = T, rows = rows, cols = cols, experts = E, used = E and K or nil, skipped = why }
   end
   for _, row in ipairs(cands) do
@@ -148,11 +154,13 @@ for _, fmt in ipairs(formats) do
     local gbs = case.bytes / st.median / 1e9
     local per_unit = units > 0 and groups / units or nil
     if warn then report.log("%s %s: %s", fmt, row.name, warn) end
-    out[#out + 1] = { fmt, row.name, verdict, st.median * 1e6, st.min * 1e6, st.max * 1e6, tflops, gbs, groups,
-                      per_unit and ("%.1f"):format(per_unit) or "?", warn and "cannot fill the device" or "" }
+    out[#out + 1] = { fmt, row.name, verdict, st.median * 1e6, st.min * 1e6, st.max * 1e6, tflops, gbs,
+                      ("%.0f"):format(100 * gbs / ceiling), groups, per_unit and ("%.1f"):format(per_unit) or "?",
+                      warn and "cannot fill the device" or "" }
     w:record(report.with_stats({ format = fmt, row = row.name, kernel = row.kernel, gate = verdict, tokens = T,
                                  rows = rows, cols = cols, experts = E, used = E and K or nil, shape = case.note,
                                  median_us = st.median * 1e6, tflops = tflops, gbs = gbs, bytes = case.bytes,
+                                 copy_ceiling_gbs = ceiling, of_copy = gbs / ceiling,
                                  groups = groups, groups_per_unit = per_unit, fill_warning = warn }, st))
   end
   for _, b in pairs(case.operands) do b:release() end
@@ -160,8 +168,9 @@ for _, fmt in ipairs(formats) do
   report.progress(done, #formats, fmt)
 end
 w:table {
-  title = ("prefill GEMM on %s (%s): %s, %d tokens, %dx%d%s; gate: == the decode mat-vec per token on %d rows"):format(
-    d.id, d.name, E and "grouped over an expert map" or "dense", T, rows, cols,
-    E and (" per expert, %d experts, %d used"):format(E, K) or "", math.min(rows, 24)),
-  header = { "format", "row", "gate", "median us", "min us", "max us", "TFLOPS", "GB/s", "groups", "per unit", "grid" },
+  title = ("prefill GEMM on %s (%s): %s, %d tokens, %dx%d%s; gate: == the decode mat-vec per token on %d rows; "
+    .. "copy ceiling %.0f GB/s measured in this run"):format(d.id, d.name, E and "grouped over an expert map" or "dense", T,
+    rows, cols, E and (" per expert, %d experts, %d used"):format(E, K) or "", math.min(rows, 24), ceiling),
+  header = { "format", "row", "gate", "median us", "min us", "max us", "TFLOPS", "GB/s", "% copy", "groups", "per unit",
+             "grid" },
   rows = out }

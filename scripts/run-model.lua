@@ -4,9 +4,12 @@
 -- repetitions with mean and stddev; then one decode step split by kernel family (a sync after
 -- each family: that pass is for the split only), the weight bytes a token reads against the
 -- read ceiling measured in the same run, and device memory against weights + KV cache.
--- With --greedy N it generates N tokens from --prompt-ids and prints their ids instead.
+-- With --greedy N it generates N tokens from --prompt-ids and prints their ids instead; with
+-- --compare-reference it steps the prompt one token at a time beside models.reference (the
+-- plain f32 CPU forward) and prints each position's logits difference (tiny models only).
 --   xpulua scripts/run-model.lua MODEL.gguf [--device cuda:0] [-p 512] [-n 128] [-r 5]
---          [--prompt-ids 1,2,3 --greedy N] [--ctx N] [--batch N] [-o table|jsonl|csv]
+--          [--prompt-ids 1,2,3 --greedy N | --compare-reference] [--ctx N] [--batch N]
+--          [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local cli = require "xpu.cli"
@@ -15,7 +18,8 @@ local load_model = require "models.load"
 local NAME = "run-model"
 local opts = cli.parse(arg, {
   name = NAME,
-  about = "A GGUF model's prompt and generation speed (pp / tg t/s, like llama-bench), or greedy ids.",
+  about = "A GGUF model's prompt and generation speed (pp / tg t/s, like llama-bench), greedy ids, or its logits "
+    .. "beside the CPU reference forward.",
   example = "xpulua scripts/run-model.lua tiny-llama.gguf --device cpu:0 -p 64 -n 16 -r 2",
   options = {
     { "device", "string", "cpu:0", "the device to run on", value = "ID" },
@@ -24,9 +28,14 @@ local opts = cli.parse(arg, {
     { "reps", "int", 5, "repetitions of each test", unit = "repetitions", min = 1, short = "r" },
     { "ctx", "int", nil, "KV cache positions", unit = "positions", default_text = "prompt + generated, at least 256" },
     { "batch", "int", 512, "prompt tokens per prefill batch", unit = "tokens" },
-    { "prompt-ids", "string", nil, "the prompt of --greedy as token ids", value = "1,2,3", key = "prompt_ids" },
+    { "prompt-ids", "string", nil, "the prompt of --greedy or --compare-reference as token ids", value = "1,2,3",
+      key = "prompt_ids" },
     { "greedy", "int", nil, "generate this many tokens greedily and print their ids", unit = "tokens" },
     { "seed", "int", 1, "seed of the pp / tg prompt ids", unit = "seed", min = 0 },
+    { "compare-reference", "flag", nil, "step the prompt (--prompt-ids, else -p seeded ids) one token at a time "
+      .. "beside models.reference and print each position's logits difference", key = "compare_reference" },
+    { "reference-mib", "int", 256, "the largest model --compare-reference runs: its weights as f32 in MiB",
+      unit = "MiB", key = "reference_mib" },
   },
   args = { { "MODEL", "the GGUF file", required = true } },
   output = true,
@@ -48,6 +57,24 @@ end
 
 local prompt = opts.prompt_ids and ids_of(opts.prompt_ids)
 if opts.greedy and not prompt then cli.fail(NAME, "--greedy needs --prompt-ids") end
+if opts.greedy and opts.compare_reference then cli.fail(NAME, "--greedy and --compare-reference: one or the other") end
+if opts.compare_reference and not prompt and opts.prompt == 0 then
+  cli.fail(NAME, "--compare-reference needs a prompt: --prompt-ids or -p above 0")
+end
+
+-- models.reference dequantizes every weight to f32 and runs the forward in Lua: refused, before
+-- anything is loaded, for a model whose f32 weights pass --reference-mib.
+if opts.compare_reference then
+  local g, gerr = xpu.gguf.try_open(opts.model)
+  if not g then cli.die(NAME, "%s", tostring(gerr)) end
+  local elems = 0
+  for _, t in ipairs(g:tensors()) do elems = elems + t.elements end
+  if 4 * elems > opts.reference_mib << 20 then
+    cli.fail(NAME, "--compare-reference: %s's weights are %d MiB as f32, over the limit of %d MiB (--reference-mib): "
+      .. "models.reference is for tiny models (make-model's tiny presets)", opts.model, (4 * elems) >> 20,
+      opts.reference_mib)
+  end
+end
 
 local free0, buffers0 = d:free_memory_bytes(), d:buffer_bytes()
 local t0 = xpu.now()
@@ -56,22 +83,13 @@ if not ok then cli.die(NAME, "%s", tostring(m)) end
 report.log("%s: %s on %s, %d layers, %.2f GiB of weights, loaded in %.1f s", NAME, m.h.arch, d.id, m.h.n_layer,
   m.weight_bytes / 2 ^ 30, xpu.now() - t0)
 
-local need = opts.greedy and #prompt + opts.greedy or math.max(opts.prompt, opts.gen)
+local need = opts.greedy and #prompt + opts.greedy or opts.compare_reference and (prompt and #prompt or opts.prompt)
+  or math.max(opts.prompt, opts.gen)
 local ctx = opts.ctx or math.max(256, need)
 if need > ctx then cli.fail(NAME, "--ctx %d holds fewer than the %d positions the run needs", ctx, need) end
 local s = m:session { ctx = ctx, batch = opts.batch }
 
 local w = report.writer(opts.output, d, "run-model", { "test" })
-
-if opts.greedy then
-  for _, id in ipairs(prompt) do
-    if id >= m.h.n_vocab then cli.fail(NAME, "--prompt-ids: %d is not below the vocabulary's %d", id, m.h.n_vocab) end
-  end
-  local ids = s:greedy(prompt, opts.greedy)
-  w:record { test = "greedy", model = opts.model, prompt = prompt, ids = ids }
-  if opts.output == "table" then print(table.concat(ids, ",")) end
-  return
-end
 
 -- Seeded prompt ids below the vocabulary (an LCG: the same run gives the same ids).
 local function random_ids(n, seed)
@@ -82,6 +100,40 @@ local function random_ids(n, seed)
   end
   return ids
 end
+
+for _, id in ipairs(prompt or {}) do
+  if id >= m.h.n_vocab then cli.fail(NAME, "--prompt-ids: %d is not below the vocabulary's %d", id, m.h.n_vocab) end
+end
+
+if opts.greedy then
+  local ids = s:greedy(prompt, opts.greedy)
+  w:record { test = "greedy", model = opts.model, prompt = prompt, ids = ids }
+  if opts.output == "table" then print(table.concat(ids, ",")) end
+  return
+end
+
+if opts.compare_reference then
+  local ids = prompt or random_ids(opts.prompt, opts.seed)
+  local t0 = xpu.now()
+  local rows, top = {}, { rms_rel = 0, worst_rel = 0, nan = 0 }
+  for _, r in ipairs(require("models.compare").run(opts.model, s, ids)) do
+    w:record { test = "compare", model = opts.model, path = r.path, position = r.position, token = r.token,
+               rms = r.rms, rms_rel = r.rms_rel, worst_rel = r.worst_rel, nan = r.nan }
+    rows[#rows + 1] = { r.path, r.position, r.token, ("%.2f"):format(100 * r.rms_rel), ("%.2f"):format(100 * r.worst_rel),
+                        r.nan }
+    for _, k in ipairs { "rms_rel", "worst_rel", "nan" } do top[k] = math.max(top[k], r[k]) end
+  end
+  report.log("%s: %d positions beside models.reference in %.1f s; at most %.2f %% RMS, %.2f %% worst, %d NaN", NAME,
+    #ids, xpu.now() - t0, 100 * top.rms_rel, 100 * top.worst_rel, top.nan)
+  w:table {
+    title = ("%s on %s (%s): logits against models.reference (plain f32 on the CPU), as %% of its RMS; step: one "
+      .. "token at a time, batch: the prompt in batches of %d"):format(opts.model, d.id, d.name, opts.batch),
+    header = { "path", "position", "token", "rms rel %", "worst rel %", "NaN" },
+    rows = rows,
+  }
+  return
+end
+
 
 local function sync() d:default_stream():sync() end
 

@@ -368,6 +368,23 @@ describe("bench-kv-write", function()
   end)
 end)
 
+describe("bench-prefill", function()
+  on_devices("each tile row gated and timed, its GB/s quoted against the copy ceiling measured in the run", function(dev)
+    local out = run(("scripts/bench-prefill.lua --device %s --format q4_0,q8_0 --tokens 64 --rows 32 --cols 256 "
+      .. "--reps 1 -o jsonl"):format(dev))
+    assert.matches("\nexit 0\n$", out)
+    local report = require "xpu.report"
+    local recs = records_of(out)
+    assert.is_true(#recs >= 2, out)
+    for _, line in ipairs(recs) do
+      local r = report.decode_json(line)
+      assert.equal("==", r.gate, line)
+      assert.is_true(r.gbs > 0 and r.copy_ceiling_gbs > 0, line)
+      assert.equal(r.gbs / r.copy_ceiling_gbs, r.of_copy, line)
+    end
+  end)
+end)
+
 describe("bench-attention", function()
   on_devices("decode and prefill gated against cpu:0 and timed, every record carrying its ctx", function(dev)
     local out = run(("scripts/bench-attention.lua --device %s --ctx 64,100 --heads 4 --kv-heads 2 --head-dim 64 "

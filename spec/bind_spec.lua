@@ -6,15 +6,11 @@ local xpu = require "xpu"
 local fx = require "spec.support.fixtures"
 local q = xpu.quant
 
-local devices = {}
-for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = why }
-end
+local devices = fx.devices { "cpu:0", "vulkan:0", "cuda:0" }
 
 local function device_it(entry, name, fn)
   it(entry.id .. ": " .. name, function()
-    if not entry.dev then return pending("skipped: no " .. entry.id .. " (" .. tostring(entry.why) .. ")") end
+    if not entry.dev then return pending(entry.skip) end
     fn(entry.dev)
   end)
 end

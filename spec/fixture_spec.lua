@@ -104,3 +104,16 @@ describe("xpu.fixture", function()
     assert.has_error(function() F.decode("f32", "abcdef") end, "bad argument #2 to 'decode' (not a whole number of elements)")
   end)
 end)
+
+describe("spec.support.fixtures' device list", function()
+  it("opens the devices named, in order; one that does not open carries its reason and skip line", function()
+    local fx = require "spec.support.fixtures"
+    local list = fx.devices { "cpu:0", "cpu:1" }
+    assert.equal(2, #list)
+    assert.same({ "cpu:0", "cpu", true }, { list[1].id, list[1].backend, list[1].dev ~= nil })
+    assert.is_nil(list[1].skip)
+    assert.is_nil(list[2].dev)
+    assert.equal("no such device (1 cpu device)", list[2].why)
+    assert.equal("skipped: no cpu:1 (no such device (1 cpu device))", list[2].skip)
+  end)
+end)

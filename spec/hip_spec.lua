@@ -529,10 +529,43 @@ describe("the HIP code objects embedded in this xpulua", function()
     end
   end)
 
-  -- kernels whose __launch_bounds__ are below 256 by definition: top_k is one wave a row
-  -- (XPU_TOPK_BLOCK, kernels/select.h), swiglu_q8k 64 threads a block (XPU_EW_Q8K_THREADS),
-  -- matvec_f32 four waves a block (XPU_MV32_BLOCK, kernels/moe.h)
-  local BOUND = { top_k = 32, swiglu_q8k = 64, matvec_f32 = 128 }
+  -- The kernels whose __launch_bounds__ are below 256, read from the CUDA sources hipcc builds:
+  -- each `__launch_bounds__(X) name(` (name on the line or the next), X resolved through the
+  -- #defines of kernels/*.h and kernels/cuda/* (top_k: XPU_TOPK_BLOCK, one wave a row;
+  -- swiglu_q8k: XPU_EW_Q8K_THREADS; matvec_f32: XPU_MV32_BLOCK, four waves).
+  local function launch_bounds()
+    local defs, bounds = {}, {}
+    local files = sh("ls kernels/*.h kernels/cuda/*.cu kernels/cuda/*.cuh 2>/dev/null")
+    local texts = {}
+    for path in files:gmatch("[^\n]+") do
+      local text = assert(slurp(path), path)
+      texts[#texts + 1] = text
+      for name, v in text:gmatch("\n#define[ \t]+([%w_]+)[ \t]+([%w_]+)") do defs[name] = v end
+    end
+    local function value(x, depth)
+      local n = tonumber((x:gsub("u$", "")))
+      if n or depth > 8 or not defs[x] then return n end
+      return value(defs[x], depth + 1)
+    end
+    for _, text in ipairs(texts) do
+      for x, name in text:gmatch("__launch_bounds__%(([%w_]+)%)%s+([%w_]+)%(") do
+        local n = value(x, 0)
+        if n and n < 256 then bounds[name] = n end
+      end
+    end
+    return bounds
+  end
+  local BOUND = launch_bounds()
+
+  it("finds the launch bounds under 256 in the CUDA sources: top_k, swiglu_q8k and matvec_f32, whole waves of 32", function()
+    local names = {}
+    for name, n in pairs(BOUND) do
+      names[#names + 1] = name
+      assert.is_true(n >= 32 and n % 32 == 0, ("%s: __launch_bounds__ %d"):format(name, n))
+    end
+    table.sort(names)
+    assert.same({ "matvec_f32", "swiglu_q8k", "top_k" }, names)
+  end)
 
   embedded_it("say what was compiled: wave size per architecture, bounds; no decode kernel spills", function()
     for _, r in ipairs(rows) do

@@ -12,11 +12,7 @@ local routes = require "routes.attention"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local decode_f16 = function(s) return xpu.fixture.decode("f16", s) end
 local decode_f32 = function(s) return xpu.fixture.decode("f32", s) end
@@ -225,7 +221,7 @@ local PREFILL = {
 for _, entry in ipairs(devices) do
   local function dev_it(name, fn)
     it(name, function()
-      if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+      if not entry.dev then return pending(entry.skip) end
       fn(entry.dev)
     end)
   end
@@ -323,7 +319,7 @@ describe("attention reads the cache write_slice and write_slice_rotating write",
   for _, e in ipairs(targets) do
     for _, w in ipairs { { "write_slice", 32, 19, 0 }, { "write_slice_rotating", 16, 39, 16 } } do
       it(("%s: %s, %d slots, decoded at %d (window %d)"):format(e.id, w[1], w[2], w[3], w[4]), function()
-        if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+        if not e.dev then return pending(e.skip) end
         local cache, want, bufs = write_tokens(e.dev, w[1], w[2], w[3])
         assert.equal(want.k, cache.k, "the K cache is not the layout's bytes")
         assert.equal(want.v, cache.v, "the V cache is not the layout's bytes")

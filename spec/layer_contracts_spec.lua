@@ -34,11 +34,7 @@ local function family(fam)
   return require("xpu.layers." .. fam), require("routes.layer_" .. fam)
 end
 
-local DEVICES = {}
-for _, id in ipairs { "cpu:0", "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  DEVICES[#DEVICES + 1] = { id = id, backend = id:match "^%a+", dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local DEVICES = fx.devices { "cpu:0", "vulkan:0", "cuda:0" }
 
 local POISON = "\255"
 
@@ -282,7 +278,7 @@ for _, entry in ipairs(DEVICES) do
       local case = CASES[name]
       local kernel = kernel_of(name, case)
       it(name .. " equals its family's route, byte for byte", function()
-        if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+        if not entry.dev then return pending(entry.skip) end
         local c = C[kernel .. "." .. entry.backend]
         if not c then return pending(("skipped: %s is not built for %s"):format(kernel, entry.backend)) end
         local want, row = by_family(kernel, entry.dev, case)

@@ -12,11 +12,7 @@ local routes = require "routes.layer_elementwise"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local POISON = "\255" -- 0xffff / 0xffffffff: a NaN in f16 and f32
 local SIZE = { f32 = 4, f16 = 2 }
@@ -314,7 +310,7 @@ end
 for _, entry in ipairs(devices) do
   local function dev_it(name, fn)
     it(name, function()
-      if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+      if not entry.dev then return pending(entry.skip) end
       fn(entry.dev)
     end)
   end

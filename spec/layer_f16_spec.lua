@@ -13,11 +13,7 @@ local fx = require "spec.support.fixtures"
 
 local ROUTES = { norm = require "routes.layer_norm", elementwise = require "routes.layer_elementwise" }
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local POISONS = { "\255", "\123" } -- 0xffff (an f16 NaN), 0x7b7b (61280, finite)
 
@@ -239,7 +235,7 @@ for _, entry in ipairs(devices) do
   describe("f16 rows on " .. entry.id .. " == cpu:0", function()
     for _, case in ipairs(CASES) do
       it(case.name .. " bit for bit, every element written, NaN counted", function()
-        if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+        if not entry.dev then return pending(entry.skip) end
         local want = run(cpu, case, "f16")
         local got, row, launches = run(entry.dev, case, "f16", POISONS[1])
         local again = run(entry.dev, case, "f16", POISONS[2])

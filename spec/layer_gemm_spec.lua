@@ -13,18 +13,14 @@ local routes = require "routes.prefill"
 local select_routes = require "routes.layer_select"
 local fx = require "spec.support.fixtures"
 
-local devices = { { id = "cpu:0", dev = xpu.device "cpu:0" } }
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "cpu:0", "vulkan:0", "cuda:0" }
 
 local ROWS, COLS = 20, 1280 -- 20 rows: a partial row tile; 40 blocks of 32 wrap the 32 accumulators
 local TOKENS = { 2, 7, 64, 65, 512 }
 
 local function dev_it(entry, name, fn)
   it(name, function()
-    if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+    if not entry.dev then return pending(entry.skip) end
     fn(entry.dev)
   end)
 end

@@ -17,11 +17,7 @@ local att_routes = require "routes.attention"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local POISONS = { "\255", "\123" } -- 0xffff (an f16 NaN), 0x7b7b (61280, finite)
 
@@ -178,7 +174,7 @@ for _, e in ipairs(devices) do
   describe("kv_write on " .. e.id .. " == cpu:0", function()
     for _, c in ipairs(CASES) do
       it(c.name .. ", byte for byte, both poisons", function()
-        if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+        if not e.dev then return pending(e.skip) end
         local n = c.s.tokens * c.s.n_kv_head * c.s.head_dim
         local kb, vb = rows_bits(n, 11, 1), rows_bits(n, 12, 2)
         for _, poison in ipairs(POISONS) do
@@ -325,7 +321,7 @@ describe("attention_decode with the position from the buffer kv_write reads", fu
   for _, e in ipairs(targets) do
     for _, sh in ipairs(SHAPES) do
       it(("%s: %d slots, window %d: == the scalar form bit for bit at each position"):format(e.id, sh[1], sh[2]), function()
-        if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+        if not e.dev then return pending(e.skip) end
         local d, s = e.dev, { slots = sh[1], window = sh[2] }
         local a, b = decode_ops(d, sh[1], sh[2]), decode_ops(d, sh[1], sh[2])
         local dec, comb = d:kernel "attention_decode_pos_hd64", d:kernel "attention_combine_pos"
@@ -348,7 +344,7 @@ describe("attention_decode with the position from the buffer kv_write reads", fu
 
   for _, e in ipairs(targets) do
     it(e.id .. ": a deferred stream replays the recorded step at the next position, == the scalar form", function()
-      if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+      if not e.dev then return pending(e.skip) end
       local d, s = e.dev, { slots = 128, window = 0 }
       local a, b = decode_ops(d, 128, 0), decode_ops(d, 128, 0)
       local st = d:stream()
@@ -368,7 +364,7 @@ describe("attention_decode with the position from the buffer kv_write reads", fu
     end)
 
     it(e.id .. ": a position the cache cannot serve gives NaN throughout, and nothing else", function()
-      if not e.dev then return pending(("skipped: no %s (%s)"):format(e.id, e.why)) end
+      if not e.dev then return pending(e.skip) end
       local d = e.dev
       local b = decode_ops(d, 64, 0)
       for _, p in ipairs { 64, 1000, -1 } do

@@ -11,11 +11,7 @@ local routes = require "routes.layer_moe"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local POISON = "\255"
 local POISON_WORD = 0xffffffff
@@ -212,7 +208,7 @@ describe("matvec_f32 on the devices against cpu:0 (==, bits)", function()
     for _, s in ipairs(MV_SHAPES) do
       local rows, cols, tokens = s[1], s[2], s[3]
       it(("%s: %d x %d, %d token(s), a NaN in row 0"):format(entry.id, rows, cols, tokens), function()
-        if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+        if not entry.dev then return pending(entry.skip) end
         local w, x, q = mv_case(rows, cols, tokens, cols > 1 and 2 or nil)
         local want = run(cpu, q, { w = w, x = x }, { y = 4 * rows * tokens }).y
         local got, row, launches = run(entry.dev, q, { w = w, x = x }, { y = 4 * rows * tokens })
@@ -280,7 +276,7 @@ describe("moe_combine on the devices against cpu:0 (==, bits)", function()
     for _, s in ipairs(COMBINE_SHAPES) do
       local tokens, used, n = s[1], s[2], s[3]
       it(("%s: %d token(s), %d used, n %d, a NaN weight in the last token"):format(entry.id, tokens, used, n), function()
-        if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+        if not entry.dev then return pending(entry.skip) end
         local x, w, y, q = combine_case(tokens, used, n, tokens * used)
         local want = run(cpu, q, { x = x, w = w, y = y }, { out = 4 * tokens * n }).out
         local got, row, launches = run(entry.dev, q, { x = x, w = w, y = y }, { out = 4 * tokens * n })
@@ -290,7 +286,7 @@ describe("moe_combine on the devices against cpu:0 (==, bits)", function()
       end)
     end
     it(entry.id .. ": in place (out = x) equals the CPU", function()
-      if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+      if not entry.dev then return pending(entry.skip) end
       local tokens, used, n = 2, 8, 2048
       local x, w, y, q = combine_case(tokens, used, n)
       local want = run(cpu, q, { x = x, w = w, y = y }, { out = 4 * tokens * n }).out

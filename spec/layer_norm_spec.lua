@@ -13,11 +13,7 @@ local routes = require "routes.layer_norm"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local WIDTHS = { 1, 31, 256, 257, 4096, 5000 }
 local ROWS = { 1, 3 }
@@ -332,7 +328,7 @@ end
 for _, entry in ipairs(devices) do
   local function dev_it(name, fn)
     it(name, function()
-      if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+      if not entry.dev then return pending(entry.skip) end
       fn(entry.dev)
     end)
   end
@@ -606,10 +602,10 @@ local WIDTH_CHILD = [[
 ]]
 
 describe("layer norm kernels on lavapipe at every subgroup width", function()
-  local vk, why = xpu.device "vulkan:0"
+  local vk = devices[1] -- vulkan:0
   it("== cpu:0 at 4, 8, 16, 32 and 64 lanes a subgroup (LP_NATIVE_VECTOR_WIDTH 128 .. 2048)", function()
-    if not vk then return pending("skipped: no vulkan:0 (" .. tostring(why) .. ")") end
-    if not vk.name:match "llvmpipe" then return pending("skipped: vulkan:0 is not lavapipe (" .. vk.name .. ")") end
+    if not vk.dev then return pending(vk.skip) end
+    if not vk.dev.name:match "llvmpipe" then return pending("skipped: vulkan:0 is not lavapipe (" .. vk.dev.name .. ")") end
     for _, bits in ipairs { 128, 256, 512, 1024, 2048 } do
       local out = fx.child("LP_NATIVE_VECTOR_WIDTH=" .. bits, WIDTH_CHILD)
       local width, same = out:match "\t(%d+)\t(%d+)"

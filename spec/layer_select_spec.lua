@@ -12,11 +12,7 @@ local routes = require "routes.layer_select"
 local fx = require "spec.support.fixtures"
 
 local cpu = xpu.device "cpu:0"
-local devices = {}
-for _, id in ipairs { "vulkan:0", "cuda:0" } do
-  local d, why = xpu.device(id)
-  devices[#devices + 1] = { id = id, dev = d, why = tostring(why):gsub("^%a+:%d+: ", "") }
-end
+local devices = fx.devices { "vulkan:0", "cuda:0" }
 
 local POISON = "\255"
 
@@ -123,7 +119,7 @@ end
 
 local function dev_it(entry, name, fn)
   it(name, function()
-    if not entry.dev then return pending(("skipped: no %s (%s)"):format(entry.id, entry.why)) end
+    if not entry.dev then return pending(entry.skip) end
     fn(entry.dev)
   end)
 end

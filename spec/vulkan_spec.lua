@@ -402,6 +402,41 @@ describe("vulkan mat-vec modules", function()
   end)
 end)
 
+describe("vulkan mat-vecs' shared memory gate", function()
+  -- vulkan_pipe.c refuses a mat-vec pipeline whose shared memory (the exchange words of the
+  -- shared-memory module, iq4_nl's codebook) passes the device's maxComputeSharedMemorySize.
+  -- Every conformant device has 16 KiB and a block of 256 needs at most 2304 bytes, so the
+  -- device is taken smaller: XPULUA_VULKAN_SHARED_BYTES. At 2048 bytes a group q4_0 needs
+  -- all of it (2 words a lane) and runs; iq4_nl needs 64 more for its codebook and is refused,
+  -- in words that name the gate; at 2112 it runs.
+  local body = [[
+    local xpu, decode = require "xpu", require "xpu.decode"
+    local vk, err = xpu.device "vulkan:0"
+    if not vk then print("refused: " .. err) return end
+    print("shared", vk.shared_bytes_per_block)
+    for _, fmt in ipairs { "q4_0", "iq4_nl" } do
+      local pok, ok, msg = pcall(decode.gate, vk, fmt, 40, 2304, nil, nil, fmt .. "_q8k_wave")
+      print(fmt, pok and (ok and "ok" or "FAILED " .. msg) or "refused: " .. tostring(ok))
+    end
+  ]]
+  vk_it("a device with less shared memory refuses the mat-vec that needs more, naming the gate; one that fits runs", function()
+    local out = child("XPULUA_VULKAN_MATVEC=shared XPULUA_VULKAN_SHARED_BYTES=2048", body)
+    assert.matches("shared\t2048\n", out)
+    assert.matches("\nq4_0\tok\n", out)
+    assert.matches("\niq4_nl\trefused: [^\n]*iq4_nl_q8k_wave at block 256 needs 2112 bytes of shared memory a group; "
+      .. "this device has 2048 %(maxComputeSharedMemorySize%)", out)
+    out = child("XPULUA_VULKAN_MATVEC=shared XPULUA_VULKAN_SHARED_BYTES=2112", body)
+    assert.matches("\nq4_0\tok\niq4_nl\tok\n", out)
+    -- the driver's limit where the setting asks for more than it has; a setting that is no count refused
+    assert.matches("shared\t" .. vk.shared_bytes_per_block .. "\n",
+      child("XPULUA_VULKAN_SHARED_BYTES=4294967295", "print('shared', require('xpu').device('vulkan:0').shared_bytes_per_block)"))
+    for _, bad in ipairs { "x", "0", "-5", "4294967296" } do
+      assert.matches("refused: vulkan:0: XPULUA_VULKAN_SHARED_BYTES='" .. bad .. "': not a byte count 1 .. 4294967295",
+        child("XPULUA_VULKAN_SHARED_BYTES=" .. bad, body), 1, true)
+    end
+  end)
+end)
+
 describe("vulkan mat-vecs' f16 scales", function()
   -- F16 (matvec.glsl): the hardware's conversion where the device preserves f16 denormals
   -- (its modules ask for it), integer work elsewhere; decode.fixture's weights have

@@ -5,12 +5,9 @@
  * KV head's query heads: the scores q . k * scale (d in order), their max m, e = exp(s - m),
  * then l = the sum of e and acc[d] = the sum of e v[d] in position order; part gets (m, l,
  * acc). docs/ARITHMETIC.md, "Attention over the KV cache"; kernels/cpu/attention.c's order. */
-#include "attention.glsl"
+#include "attention_qk.glsl"
 
 layout(std430, set = 0, binding = 0) writeonly buffer Part { float part[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Q { float qs[]; };
-layout(std430, set = 0, binding = 2) readonly buffer K { uint ks[]; };
-layout(std430, set = 0, binding = 3) readonly buffer V { uint vs[]; };
 #ifdef POS_BUF
 /* the _pos forms: the position is pos[0]; the partials lie n_max a head */
 layout(std430, set = 0, binding = 4) readonly buffer Pos { uint ps[]; };
@@ -29,17 +26,6 @@ layout(push_constant) uniform Args {
 
 shared float sc[XPU_ATT_SCORES];
 shared float mx[XPU_ATT_MAX_GROUP];
-
-float dot_row(uint qb, uint kw, uint hd)
-{
-	precise float acc = 0.0;
-	for (uint d2 = 0u; d2 < hd / 2u; d2++) {
-		uint w = ks[kw + d2];
-		acc = acc + qs[qb + 2u * d2] * xpu_f16(w & 0xffffu);
-		acc = acc + qs[qb + 2u * d2 + 1u] * xpu_f16(w >> 16);
-	}
-	return acc;
-}
 
 void main()
 {

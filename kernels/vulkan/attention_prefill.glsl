@@ -6,12 +6,9 @@
  * - m'), e = exp(s - m'), l = l alpha then + e, acc[d] = acc[d] alpha then + e v[d], both in
  * position order; out = acc * (1 / l). kernels/cpu/attention.c's order. Each lane keeps its
  * (token, pair of d) accumulators across the tiles. */
-#include "attention.glsl"
+#include "attention_qk.glsl"
 
 layout(std430, set = 0, binding = 0) writeonly buffer Out { float outv[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Q { float qs[]; };
-layout(std430, set = 0, binding = 2) readonly buffer K { uint ks[]; };
-layout(std430, set = 0, binding = 3) readonly buffer V { uint vs[]; };
 layout(push_constant) uniform Args {
 	uint n_tok, n_head, n_kv_head, hd, slots, pos0, window;
 	float scale;
@@ -26,17 +23,6 @@ layout(push_constant) uniform Args {
 shared float sc[TQ * TK];
 shared float rm[TQ], rl[TQ], ra[TQ];
 shared uint rja[TQ], rjb[TQ];
-
-float dot_row(uint qb, uint kw, uint hd)
-{
-	precise float acc = 0.0;
-	for (uint d2 = 0u; d2 < hd / 2u; d2++) {
-		uint w = ks[kw + d2];
-		acc = acc + qs[qb + 2u * d2] * xpu_f16(w & 0xffffu);
-		acc = acc + qs[qb + 2u * d2 + 1u] * xpu_f16(w >> 16);
-	}
-	return acc;
-}
 
 void main()
 {

@@ -50,6 +50,23 @@ end
 
 function M.sync(d) d:default_stream():sync() end
 
+-- The devices named in `ids`, in that order, each { id, backend, dev, why, skip }: where one
+-- does not open, dev is nil, why its reason (without the "cuda:0: " in front) and skip the line
+-- a spec hands to pending: "skipped: no cuda:0 (cuda backend is not loadable: ...)".
+function M.devices(ids)
+  local list = {}
+  for i, id in ipairs(ids) do
+    local d, why = xpu.device(id)
+    local e = { id = id, backend = id:match "^%a+", dev = d }
+    if not d then
+      e.why = tostring(why):gsub("^%a+:%d+: ", "")
+      e.skip = ("skipped: no %s (%s)"):format(id, e.why)
+    end
+    list[i] = e
+  end
+  return list
+end
+
 -- A file's bytes, and bytes written to a file (returns the path).
 function M.slurp(path)
   local f = assert(io.open(path, "rb"))

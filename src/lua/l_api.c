@@ -683,6 +683,10 @@ static const struct api_entry reference_entries[] = {
 	  "causal GQA attention of one query over positions 0 .. pos, scale 1/sqrt(head_dim)" },
 	{ "models.reference.route", "reference.route(logits, k) -> ids, weights, probs",
 	  "the MoE router: softmax, the top k (ties: the lower index), their weights renormalised to sum 1" },
+	{ "models.compare.diff", "compare.diff(want, got) -> {rms, rms_rel, worst_rel, nan}",
+	  "two lists (or f32 strings) of one length: want's RMS, the difference's RMS and its largest magnitude over it, the NaN in got" },
+	{ "models.compare.run", "compare.run(path, session, ids) -> list of {path, position, token, rms, rms_rel, worst_rel, nan}",
+	  "the ids through models.reference and the session one token at a time (path \"step\"), then as one batched prefill (\"batch\", its last position)" },
 	{ NULL, NULL, NULL },
 };
 

@@ -2,6 +2,7 @@
  * capabilities and fingerprint; the VkDevice and its entry points. Uses vulkan_api.h. */
 #include "vulkan_api.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,25 @@ static uint32_t compute_units(const struct vk_info *vi)
 		       vi->amd.computeUnitsPerShaderArray;
 	if (vi->has_nv)
 		return vi->nv.shaderSMCount;
+	return 0;
+}
+
+/* XPULUA_VULKAN_SHARED_BYTES=N: the device taken to have at most N bytes of shared memory a
+ * group (its geometry and the pipelines' gate alike), so the gates that read the limit are
+ * tested on a device that has more (the mat-vec's, vulkan_pipe.c). Unset or empty: the
+ * driver's. */
+static int shared_limit(VkPhysicalDeviceLimits *l)
+{
+	const char *env = getenv("XPULUA_VULKAN_SHARED_BYTES");
+	if (!env || !*env)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(env, &end, 10);
+	if (*end || errno || v == 0 || v > UINT32_MAX || env[0] == '-')
+		return xpu_fail("XPULUA_VULKAN_SHARED_BYTES='%s': not a byte count 1 .. 4294967295", env);
+	if (v < l->maxComputeSharedMemorySize)
+		l->maxComputeSharedMemorySize = (uint32_t)v;
 	return 0;
 }
 
@@ -325,7 +345,9 @@ int xpu_vk_create_device(struct xpu_device *d, struct vk_dev *vd)
 	int rc = read_info(vd->pd, vi) || xpu_vk_compute_family(vd->pd, &vd->family, &vd->timestamp_bits);
 	if (rc == 0) {
 		fill_geometry(d, vd, vi);
-		rc = fill_caps(d, vi) || make_device(vd, vi, &dot4);
+		rc = shared_limit(&vd->limits);
+		d->geo.shared_bytes_per_block = vd->limits.maxComputeSharedMemorySize;
+		rc = rc || fill_caps(d, vi) || make_device(vd, vi, &dot4);
 		vd->f16_preserve = vi->floats.shaderDenormPreserveFloat16;
 	}
 	xpu_free(vi);
