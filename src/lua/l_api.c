@@ -505,10 +505,11 @@ static const struct api_entry kv_entries[] = {
 
 static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.rows", "select.rows(table) -> table",
-	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K>, argmax.f32, top_k.f32, compact.f32, "
+	  "registers get_rows.<f32|f16|q8_0|q4_0|q4_K|q6_K>, get_rows.<q8_0|q4_0|q4_K|q6_K>.resident, argmax.f32, "
+	  "top_k.f32, compact.f32, "
 	  "compact_groups.f32 and expert_map.i32" },
-	{ "xpu.layers.select.get_rows_query", "select.get_rows_query(format, n, n_rows, cols) -> Query",
-	  "n ids into a table of n_rows x cols in format" },
+	{ "xpu.layers.select.get_rows_query", "select.get_rows_query(format, n, n_rows, cols [, resident]) -> Query",
+	  "n ids into a table of n_rows x cols in format; resident: the table is resident rows (fact resident = 1)" },
 	{ "xpu.layers.select.argmax_query", "select.argmax_query(rows, cols) -> Query",
 	  "the first index of each row's maximum" },
 	{ "xpu.layers.select.top_k_query", "select.top_k_query(rows, n_expert, k [, norm]) -> Query",
@@ -520,6 +521,8 @@ static const struct api_entry layer_select_entries[] = {
 	{ "xpu.layers.select.expert_map_query", "select.expert_map_query(tokens, k, n_expert) -> Query",
 	  "counts, offsets and token lists per expert" },
 	{ "xpu.layers.select.row_bytes", "select.row_bytes(format, cols) -> bytes", "a table row's bytes" },
+	{ "xpu.layers.select.resident_row_bytes", "select.resident_row_bytes(format, cols) -> bytes",
+	  "a resident table row's bytes (xpu.quant.resident's layout: the get_rows.<fmt>.resident rows)" },
 	{ "xpu.layers.select.bench_case", "select.bench_case(kernel, dev, size) -> case",
 	  "a seeded decode or prefill case: query, operands, bytes, note" },
 	{ NULL, NULL, NULL },
@@ -634,6 +637,8 @@ static const struct api_entry model_entries[] = {
 	{ "models.decoder.f32", "decoder.f32(device, n) -> Buffer", "room for n f32 values" },
 	{ "models.decoder.q8k", "decoder.q8k(device, n) -> Buffer", "room for n activations as q8_K blocks" },
 	{ "models.decoder.layer_tensor", "decoder.layer_tensor(i, what) -> name", "\"blk.<i>.<what>.weight\"" },
+	{ "models.decoder.tied_resident", "decoder.tied_resident(GGUF, embedding tensor) -> boolean",
+	  "true where the model is tied and get_rows reads the embedding from the output matrix's resident rows" },
 	{ "models.decoder.tensor_or_error", "decoder.tensor_or_error(GGUF, name) -> tensor",
 	  "the tensor's record, or an error naming the file and the tensor" },
 	{ "models.decoder.Session.prefill", "s:prefill(ids)",
