@@ -253,16 +253,30 @@ static bool cpu_has_f16c(void)
 }
 #endif
 
-bool xpu_matvec_path_available(int path)
+/* Bit p set: path p runs here. CPUID is asked once: under a hypervisor each CPUID traps to
+ * it (microseconds), and the kernel bodies look their path up on every launch. */
+static unsigned paths_here(void)
 {
+	unsigned bits = 1u << XPU_MV_PORTABLE;
 #if defined(__x86_64__) || defined(__i386__)
 	bool avx2 = __builtin_cpu_supports("avx2") && cpu_has_f16c();
-	if (path == XPU_MV_AVX2)
-		return avx2;
-	if (path == XPU_MV_VNNI)
-		return avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+	if (avx2)
+		bits |= 1u << XPU_MV_AVX2;
+	if (avx2 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl"))
+		bits |= 1u << XPU_MV_VNNI;
 #endif
-	return path == XPU_MV_PORTABLE;
+	return bits;
+}
+
+bool xpu_matvec_path_available(int path)
+{
+	static atomic_uint known; /* paths_here() | 1u << 31 once asked */
+	unsigned k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		k = paths_here() | 1u << 31;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return path >= 0 && path < XPU_MV_PATHS && (k >> path & 1u);
 }
 
 const char *xpu_matvec_path_name(int path)
