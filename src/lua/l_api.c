@@ -452,7 +452,7 @@ static const struct api_entry workgroup_entries[] = {
 
 static const struct api_entry norm_entries[] = {
 	{ "xpu.layers.norm.rows", "norm.rows(table) -> table",
-	  "registers rms_norm.f32, rms_norm.f16, add_rms_norm.f32, rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
+	  "registers rms_norm.f32, rms_norm.f16, add_rms_norm.f32, rms_norm_q8k.f32, add_rms_norm_q8k.f32, layer_norm.f32 and softmax.f32" },
 	{ "xpu.layers.norm.query", "norm.query(kernel, rows, cols [, {dtype =, bias =, causal =}]) -> Query",
 	  "the query for one of the row-normalisation kernels over rows x cols (dtype f32, or f16 for rms_norm); bias true sets the fact has_bias 1" },
 	{ "xpu.layers.norm.bench_case", "norm.bench_case(kernel, dev, size) -> {query, operands, bytes, note}",
@@ -715,7 +715,7 @@ static const struct api_section sections[] = {
 	{ "xpu.workgroup", "The workgroup reduce and scan test kernels as route rows "
 	  "(`require \"xpu.workgroup\"`).", workgroup_entries, NULL },
 	{ "xpu.layers.norm", "The row-normalisation kernels (rms_norm, layer_norm, softmax and the fused "
-	  "add_rms_norm, rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
+	  "add_rms_norm, rms_norm_q8k, add_rms_norm_q8k) as route rows (`require \"xpu.layers.norm\"`).", norm_entries, NULL },
 	{ "xpu.layers.select", "The selection kernels (get_rows, argmax, top_k, compact, expert_map) "
 	  "as route rows (`require \"xpu.layers.select\"`).", layer_select_entries, NULL },
 	{ "xpu.layers.moe", "The mixture-of-experts layer kernels (matvec_f32, the router's f32 mat-vec for "
