@@ -2,11 +2,12 @@
 -- (prompt tokens per second, the prompt through the prefill GEMM and attention) and tg<N>
 -- (generated tokens per second, one decode step a token from an empty cache), each over -r
 -- repetitions with mean and stddev; then one decode step split by kernel family (a sync after
--- each family: that pass is for the split only), the weight bytes a token reads against the
+-- each family: that pass is for the split only) with the launches a step runs (per layer and
+-- in all), the weight bytes a token reads against the
 -- read ceiling measured in the same run, and device memory against weights + KV cache.
 -- With --greedy N it generates N tokens from --prompt-ids and prints their ids instead.
 --   xpulua scripts/run-model.lua MODEL.gguf [--device cuda:0] [-p 512] [-n 128] [-r 5]
---          [--prompt-ids 1,2,3 --greedy N] [--ctx N] [--batch N] [-o table|jsonl|csv]
+--          [--prompt-ids 1,2,3 --greedy N] [--ctx N] [--batch N] [--unfused] [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
 local cli = require "xpu.cli"
@@ -27,6 +28,7 @@ local opts = cli.parse(arg, {
     { "prompt-ids", "string", nil, "the prompt of --greedy as token ids", value = "1,2,3", key = "prompt_ids" },
     { "greedy", "int", nil, "generate this many tokens greedily and print their ids", unit = "tokens" },
     { "seed", "int", 1, "seed of the pp / tg prompt ids", unit = "seed", min = 0 },
+    { "unfused", "flag", nil, "the unfused step: each projection its own mat-vec, each add and norm its own launch" },
   },
   args = { { "MODEL", "the GGUF file", required = true } },
   output = true,
@@ -51,7 +53,7 @@ if opts.greedy and not prompt then cli.fail(NAME, "--greedy needs --prompt-ids")
 
 local free0 = d:free_memory_bytes()
 local t0 = xpu.now()
-local ok, m = pcall(load_model, opts.model, d)
+local ok, m = pcall(load_model, opts.model, d, { fuse = not opts.unfused })
 if not ok then cli.die(NAME, "%s", tostring(m)) end
 report.log("%s: %s on %s, %d layers, %.2f GiB of weights, loaded in %.1f s", NAME, m.h.arch, d.id, m.h.n_layer,
   m.weight_bytes / 2 ^ 30, xpu.now() - t0)
@@ -153,7 +155,9 @@ if opts.gen > 0 then
   local split = s.split
   s.split = nil
   local fams, timed = { "matmul", "attention", "norms", "other" }, 0
-  local rec = { test = "split", steps = steps, step_us = wall * 1e6 }
+  local launches = s:launches_per_token()
+  local rec = { test = "split", steps = steps, step_us = wall * 1e6, launches_per_token = launches.total,
+                launches_per_layer = launches.per_layer, fused = m.fused }
   for _, f in ipairs(fams) do
     local us = (split[f] or 0) / steps * 1e6
     rec[f .. "_us"], timed = us, timed + us
@@ -163,7 +167,8 @@ if opts.gen > 0 then
   local parts = {}
   for _, f in ipairs(fams) do parts[#parts + 1] = ("%s %.0f"):format(f, rec[f .. "_us"]) end
   rows[#rows + 1] = { "split", 1, ("%.0f us/step"):format(wall * 1e6),
-                      table.concat(parts, ", ") .. (", launch/gaps %.0f us (synced pass)"):format(rec.launch_gaps_us) }
+                      table.concat(parts, ", ") .. (", launch/gaps %.0f us (synced pass); %d launches a token, %.4g a layer (%s)")
+                        :format(rec.launch_gaps_us, launches.total, launches.per_layer, m.fused and "fused" or "unfused") }
 end
 
 local resident = m.weight_bytes + s.kv_bytes

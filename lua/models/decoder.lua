@@ -377,23 +377,28 @@ function Session:timer()
   end
 end
 
--- Runs the entries of a list in order, timing each run of one family as one (self.split).
+-- Runs the entries of a list in order, timing each run of one family as one (self.split);
+-- returns how many ran.
 function Session:run_list(list, a, n, p0, i)
-  local sync, t0 = self:timer(), xpu.now()
+  local sync, t0, ran = self:timer(), xpu.now(), 0
   for k, e in ipairs(list) do
     if e.attend then run(self:attend(i, a, n, p0)) elseif e.fn then e.fn() else run(e) end
+    ran = ran + 1
     local nxt = list[k + 1]
     if not nxt or nxt.fam ~= e.fam then
       sync(e.fam, t0)
       t0 = xpu.now()
     end
   end
+  return ran
 end
 
--- One pass of every layer over the activations a (n tokens from position p0).
+-- One pass of every layer over the activations a (n tokens from position p0); returns the
+-- calls run before layer 0 and in each layer ({ pre = , [0] = , ... }).
 function Session:layers(a, calls, n, p0)
-  self:run_list(calls.pre, a, n, p0)
-  for i = 0, self.m.h.n_layer - 1 do self:run_list(calls[i], a, n, p0, i) end
+  local ran = { pre = self:run_list(calls.pre, a, n, p0) }
+  for i = 0, self.m.h.n_layer - 1 do ran[i] = self:run_list(calls[i], a, n, p0, i) end
+  return ran
 end
 
 -- The head over the last token: the output norm of x_row (f32, n_embd) unless the last
@@ -414,7 +419,7 @@ function Session:head(x_row, xq_row)
     self.head_calls[key] = c
   end
   for _, e in ipairs(c) do run(e) end
-  return c
+  return #c
 end
 
 -- The embeddings of the ids in buffer `ids` (n of them) into a.x.
@@ -492,25 +497,24 @@ function Session:step()
   local a = self.one
   self.stream:copy(a.pos, self.positions:slice(4 * self.pos, 4))
   self:embed(a, self.id, 1)
-  self:layers(a, self.decode, 1, self.pos)
-  self:head(a.x, a.xq)
-  self.pos = self.pos + 1
+  local ran = self:layers(a, self.decode, 1, self.pos)
+  ran.head = self:head(a.x, a.xq)
+  self.ran, self.pos = ran, self.pos + 1
 end
 
--- The bound calls one decode step runs (each one launch of its row, or the pack's kernel):
--- { total, embed (the get_rows and what runs before layer 0), layers = { [0] = n, ... },
--- per_layer (the layers' mean), head }.
+-- The bound calls the last decode step ran (each one launch of its row, or the pack's kernel),
+-- counted as they ran: { total, embed (the get_rows and what runs before layer 0), layers =
+-- { [0] = n, ... }, per_layer (the layers' mean), head }. An error before the first step.
 function Session:launches_per_token()
-  local h, calls = self.m.h, self.decode
-  local r = { embed = 1 + #calls.pre, layers = {} }
+  local ran = self.ran or error("session:launches_per_token: no decode step has run", 2)
+  local n_layer = self.m.h.n_layer
+  local r = { embed = 1 + ran.pre, layers = {}, head = ran.head }
   local sum = 0
-  for i = 0, h.n_layer - 1 do
-    r.layers[i] = #calls[i]
-    sum = sum + #calls[i]
+  for i = 0, n_layer - 1 do
+    r.layers[i] = ran[i]
+    sum = sum + ran[i]
   end
-  r.per_layer = sum / h.n_layer
-  r.head = self:tail_fused() and 2 or 3
-  r.total = r.embed + sum + r.head
+  r.per_layer, r.total = sum / n_layer, r.embed + sum + r.head
   return r
 end
 
