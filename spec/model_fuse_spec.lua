@@ -4,7 +4,8 @@
 -- same; the launches a step runs, counted as they run (17 a dense llama layer unfused, 11
 -- fused where q, k and v share a format); the weights resident once (a fused matrix binds its
 -- parts' rows, the parts are not bound beside it); a fused matrix no row serves refused by its
--- name and its tensors' names. A device that is absent is reported skipped with the reason.
+-- name and its tensors' names; models.fuse.group's choice of what to join. A device that is
+-- absent is reported skipped with the reason.
 local xpu = require "xpu"
 local load_model = require "models.load"
 
@@ -157,6 +158,41 @@ for _, mt in ipairs(MODELS) do
     end)
   end)
 end
+
+describe("models.fuse.group", function()
+  local fuse = require "models.fuse"
+  local function list(fmt, rows, vfmt)
+    local t = {}
+    for k, p in ipairs { "attn_q", "attn_k", "attn_v", "attn_output" } do
+      t[k] = { name = ("blk.0.%s.weight"):format(p), format = k == 3 and vfmt or fmt, cols = 256, rows = rows[k] }
+    end
+    return t
+  end
+  local function names(l)
+    local t = {}
+    for k, w in ipairs(l) do t[k] = w.name end
+    return t
+  end
+
+  it("joins q, k and v of one format where each part starts at a multiple of 16 bytes", function()
+    local out = fuse.group(list("q6_K", { 16, 8, 8, 16 }, "q6_K"), { n_layer = 1 }, { fuse.ATTN })
+    assert.same({ "blk.0.attn_qkv", "blk.0.attn_output.weight" }, names(out))
+    assert.equal(32, out[1].rows)
+    assert.equal("fused matrix 'blk.0.attn_qkv' (tensors 'blk.0.attn_q.weight', 'blk.0.attn_k.weight', "
+      .. "'blk.0.attn_v.weight')", out[1].label)
+    local parts = fuse.parts(out[1])
+    assert.same({ 0, 16 * 212, 24 * 212 }, { parts[1].offset, parts[2].offset, parts[3].offset })
+    assert.same({ 16 * 212, 8 * 212, 8 * 212 }, { parts[1].bytes, parts[2].bytes, parts[3].bytes })
+  end)
+
+  it("keeps them apart where a format differs, a part would start off 16 bytes, or the format is not served", function()
+    local apart = { "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight" }
+    assert.same(apart, names(fuse.group(list("q4_K", { 16, 8, 8, 16 }, "q6_K"), { n_layer = 1 }, { fuse.ATTN })))
+    -- a q6_K row is 212 resident bytes: k would start at 3 x 212 = 636
+    assert.same(apart, names(fuse.group(list("q6_K", { 3, 8, 8, 16 }, "q6_K"), { n_layer = 1 }, { fuse.ATTN })))
+    assert.same(apart, names(fuse.group(list("f32", { 16, 8, 8, 16 }, "f32"), { n_layer = 1 }, { fuse.ATTN })))
+  end)
+end)
 
 describe("the fused step's refusals", function()
   local cpu = xpu.device "cpu:0"

@@ -1,13 +1,14 @@
 -- models.fuse — the fused decode step's pieces for models.decoder (opts.fuse, on unless false):
 --   group(list, h, groups)     a layer's projections that read the same activation (attn_q |
 --                              attn_k | attn_v; a family's ffn_gate | ffn_up) as ONE matrix,
---                              where the parts share the format and cols
+--                              where the parts share a served format and cols
 --   bind(g, dev, w)            that matrix resident: the parts' GGUF rows one after another
 --   parts(w)                   the parts' row ranges in it (prefill runs a GEMM a part)
 -- The decoder's other fusions: add_rms_norm_q8k (the residual add and the next norm's q8_K
 -- pack in one launch, Session:add_norm) and RoPE over q and k adjacent in one buffer.
 -- A resident row is whole bytes (xpu.quant.row_bytes), so a part's rows are one slice of the
--- fused buffer: a prefill GEMM over that slice is the call the part's own matrix would get.
+-- fused buffer (fused only where each starts at a multiple of 16 bytes): a prefill GEMM over
+-- that slice is the call the part's own matrix would get.
 local xpu = require "xpu"
 
 local M = {}
@@ -18,9 +19,26 @@ local function layer_tensor(i, what) return ("blk.%d.%s.weight"):format(i, what)
 M.ATTN = { name = "attn_qkv", parts = { "attn_q", "attn_k", "attn_v" } }
 function M.name(i, group) return ("blk.%d.%s"):format(i, group.name) end
 
+-- Bytes of a resident row of w's format and width, or nil where the format is not served (its
+-- tensors then stay apart, and the audit refuses each by its own name).
+local function row_bytes(w)
+  local ok, info = pcall(xpu.quant.info, w.format)
+  if not ok or w.cols % info.block_elems ~= 0 then return nil end
+  return xpu.quant.row_bytes(w.format, w.cols // info.block_elems)
+end
+
+-- Whether the parts can be one matrix: one format and width, no expert banks, and every part
+-- starting at a multiple of 16 bytes (a slice a kernel may read in 16-byte vectors).
 local function fusable(ws)
   for k = 2, #ws do
     if ws[k].format ~= ws[1].format or ws[k].cols ~= ws[1].cols or ws[k].experts or ws[1].experts then return false end
+  end
+  local rb = row_bytes(ws[1])
+  if not rb then return false end
+  local row = 0
+  for _, w in ipairs(ws) do
+    if row * rb % 16 ~= 0 then return false end
+    row = row + w.rows
   end
   return true
 end
@@ -35,8 +53,8 @@ local function fused_entry(i, group, ws)
            label = ("fused matrix '%s' (tensors %s)"):format(M.name(i, group), table.concat(names, ", ")) }
 end
 
--- list with each layer's group parts that share format and cols replaced by one fused entry
--- (where the first part stood); parts of other formats stay as they are.
+-- list with each layer's group parts that can be one matrix (fusable) replaced by one fused
+-- entry (where the first part stood); other parts stay as they are.
 function M.group(list, h, groups)
   local at = {}
   for k, w in ipairs(list) do at[w.name] = k end
@@ -70,11 +88,10 @@ end
 -- Each part's { name, of = the fused matrix's name, offset (bytes), bytes, rows } in the fused
 -- buffer.
 function M.parts(w)
-  local bpr = w.cols // xpu.quant.info(w.format).block_elems
-  local row_bytes = xpu.quant.row_bytes(w.format, bpr)
+  local rb = row_bytes(w)
   local out, row = {}, 0
   for _, p in ipairs(w.parts) do
-    out[#out + 1] = { name = p.name, of = w.name, offset = row * row_bytes, bytes = p.rows * row_bytes, rows = p.rows }
+    out[#out + 1] = { name = p.name, of = w.name, offset = row * rb, bytes = p.rows * rb, rows = p.rows }
     row = row + p.rows
   end
   return out
