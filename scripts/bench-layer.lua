@@ -17,7 +17,7 @@ local cli = require "xpu.cli"
 local NAME = "bench-layer"
 -- kernel -> family, in the order they are timed
 local FAMILIES = {
-  { "norm", { "rms_norm", "layer_norm", "softmax", "add_rms_norm", "rms_norm_q8k" } },
+  { "norm", { "rms_norm", "layer_norm", "softmax", "add_rms_norm", "rms_norm_q8k", "add_rms_norm_q8k" } },
   { "elementwise", { "add", "mul", "swiglu", "geglu", "rope", "swiglu_q8k" } },
   { "select", { "get_rows", "argmax", "top_k", "compact", "expert_map" } },
   { "moe", { "matvec_f32", "moe_combine" } },

@@ -2,13 +2,14 @@
 -- (prompt tokens per second, the prompt through the prefill GEMM and attention) and tg<N>
 -- (generated tokens per second, one decode step a token from an empty cache), each over -r
 -- repetitions with mean and stddev; then one decode step split by kernel family (a sync after
--- each family: that pass is for the split only), the weight bytes a token reads against the
+-- each family: that pass is for the split only) with the launches a step runs (per layer and
+-- in all), the weight bytes a token reads against the
 -- read ceiling measured in the same run, and device memory against weights + KV cache.
 -- With --greedy N it generates N tokens from --prompt-ids and prints their ids instead; with
 -- --compare-reference it steps the prompt one token at a time beside models.reference (the
 -- plain f32 CPU forward) and prints each position's logits difference (tiny models only).
 --   xpulua scripts/run-model.lua MODEL.gguf [--device cuda:0] [-p 512] [-n 128] [-r 5]
---          [--prompt-ids 1,2,3 --greedy N | --compare-reference] [--ctx N] [--batch N]
+--          [--prompt-ids 1,2,3 --greedy N | --compare-reference] [--ctx N] [--batch N] [--unfused]
 --          [-o table|jsonl|csv]
 local xpu = require "xpu"
 local report = require "xpu.report"
@@ -36,6 +37,7 @@ local opts = cli.parse(arg, {
       .. "beside models.reference and print each position's logits difference", key = "compare_reference" },
     { "reference-mib", "int", 256, "the largest model --compare-reference runs: its weights as f32 in MiB",
       unit = "MiB", key = "reference_mib" },
+    { "unfused", "flag", nil, "the unfused step: each projection its own mat-vec, each add and norm its own launch" },
   },
   args = { { "MODEL", "the GGUF file", required = true } },
   output = true,
@@ -78,7 +80,7 @@ end
 
 local free0, buffers0 = d:free_memory_bytes(), d:buffer_bytes()
 local t0 = xpu.now()
-local ok, m = pcall(load_model, opts.model, d)
+local ok, m = pcall(load_model, opts.model, d, { fuse = not opts.unfused })
 if not ok then cli.die(NAME, "%s", tostring(m)) end
 report.log("%s: %s on %s, %d layers, %.2f GiB of weights, loaded in %.1f s", NAME, m.h.arch, d.id, m.h.n_layer,
   m.weight_bytes / 2 ^ 30, xpu.now() - t0)
@@ -204,7 +206,9 @@ if opts.gen > 0 then
   local split = s.split
   s.split = nil
   local fams, timed = { "matmul", "attention", "norms", "other" }, 0
-  local rec = { test = "split", steps = steps, step_us = wall * 1e6 }
+  local launches = s:launches_per_token()
+  local rec = { test = "split", steps = steps, step_us = wall * 1e6, launches_per_token = launches.total,
+                launches_per_layer = launches.per_layer, fused = m.fused }
   for _, f in ipairs(fams) do
     local us = (split[f] or 0) / steps * 1e6
     rec[f .. "_us"], timed = us, timed + us
@@ -214,7 +218,8 @@ if opts.gen > 0 then
   local parts = {}
   for _, f in ipairs(fams) do parts[#parts + 1] = ("%s %.0f"):format(f, rec[f .. "_us"]) end
   rows[#rows + 1] = { "split", 1, ("%.0f us/step"):format(wall * 1e6),
-                      table.concat(parts, ", ") .. (", launch/gaps %.0f us (synced pass)"):format(rec.launch_gaps_us) }
+                      table.concat(parts, ", ") .. (", launch/gaps %.0f us (synced pass); %d launches a token, %.4g a layer (%s)")
+                        :format(rec.launch_gaps_us, launches.total, launches.per_layer, m.fused and "fused" or "unfused") }
 end
 
 -- After the runs, so the prompt batches' activations count: the buffers this process holds

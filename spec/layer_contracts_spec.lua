@@ -18,7 +18,8 @@ for _, file in ipairs(FILES) do
 end
 
 local FAMILY = {
-  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", layer_norm = "norm", layer_norm_bias = "norm",
+  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", add_rms_norm_q8k = "norm", layer_norm = "norm",
+  layer_norm_bias = "norm",
   softmax = "norm",
   get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",
   expert_map = "select", matvec_f32 = "moe", moe_combine = "moe",
@@ -79,12 +80,14 @@ local CASES = {
     outputs = { out = 2 * 257 * 4, sum = 2 * 257 * 4 },
   }),
   rms_norm_q8k = norm_case("rms_norm_q8k", 2, 512, { outputs = { xq = 2 * 2 * 320 } }),
+  add_rms_norm_q8k = norm_case("add_rms_norm_q8k", 2, 512, { outputs = { xq = 2 * 2 * 320, sum = 2 * 512 * 4 } }),
   layer_norm = norm_case("layer_norm", 3, 100),
   softmax = norm_case("softmax", 4, 77, { params = { scale = 0.5, causal = 1, pos0 = 5 }, scalars = { scale = 0.5, pos0 = 5 },
     query = function(N) return N.query("softmax", 4, 77, { causal = true }) end }),
 }
 CASES.add_rms_norm.inputs.residual = { dtype = "f32", shape = { 2, 257 }, bytes = floats(2 * 257, 9) }
 CASES.add_rms_norm.inputs.x.shape, CASES.add_rms_norm.inputs.x.bytes = { 2, 257 }, floats(2 * 257, 3)
+CASES.add_rms_norm_q8k.inputs.residual = { dtype = "f32", shape = { 2, 512 }, bytes = floats(2 * 512, 10) }
 CASES.softmax.inputs.weight = nil
 CASES.layer_norm_bias = norm_case("layer_norm", 3, 100, { query = function(N) return N.query("layer_norm", 3, 100, { bias = true }) end })
 CASES.layer_norm_bias.inputs.bias = { dtype = "f32", shape = { 100 }, bytes = floats(100, 8) }
@@ -332,6 +335,8 @@ local BAD = {
   ["workgroup_scan:i64"] = { "x", "f32", function(_, p) p.op = 3 end, "accept.op_params.fields.op.constraint: op <= 2 fails" },
   add_rms_norm = { "residual", "f16", function(i) i.residual.shape = { 2, 256 } end,
                    "accept.inputs[1].shape_constraint: dim[0] == x.dim[0] and dim[1] == x.dim[1] fails" },
+  add_rms_norm_q8k = { "residual", "f16", function(i) i.residual.shape = { 2, 256 } end,
+                       "accept.inputs[1].shape_constraint: dim[0] == x.dim[0] and dim[1] == x.dim[1] fails" },
   rms_norm_q8k = { "x", "bf16", function(i) i.x.shape = { 2, 500 }; i.weight.shape = { 500 } end,
                    "accept.op_params.fields.cols.constraint: cols % 256 == 0 fails" },
   layer_norm = { "weight", "f16", function(i) i.weight.shape = { 99 } end, "accept.inputs[1].shape_constraint: dim[0] == x.dim[1] fails" },

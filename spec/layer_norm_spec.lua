@@ -1,5 +1,5 @@
 -- layer_norm_spec.lua — the row-normalisation kernels (rms_norm, add_rms_norm, rms_norm_q8k,
--- layer_norm, softmax) through the rows of routes.layer_norm: the CPU body against an oracle
+-- add_rms_norm_q8k, layer_norm, softmax) through the rows of routes.layer_norm: the CPU body against an oracle
 -- written here in Lua (rms_norm and layer_norm also against an f32 simulation of the stated
 -- order, bit for bit; every kernel against doubles within a stated tolerance), then every
 -- device present against the CPU with == (bits; NaN counted) at widths 1 .. 5000 and several
@@ -163,6 +163,53 @@ local function within(got_s, want, scale, tol, what)
   end
 end
 
+-- add_rms_norm_q8k on d against cpu:0 and against the unfused chain on d (the f32 add through
+-- routes.layer_elementwise, then rms_norm_q8k), outputs poisoned, sum written over x as the
+-- decoder writes it; a zero block, a NaN row and a tiny row among the values. Returns nothing;
+-- raises on the first difference.
+local ew_routes, ew = require "routes.layer_elementwise", require "xpu.layers.elementwise"
+local function same_fused_chain(d, id)
+  for _, cols in ipairs { 256, 512, 4096, 5120 } do
+    local rows = 4
+    local x, res, w = values(rows * cols, cols + 31), values(rows * cols, cols + 32), weights(cols, 10)
+    for i = 1, 256 do x[cols + i], res[cols + i] = 0.0, 0.0 end  -- row 1's first block: all zero
+    res[2 * cols + 7] = 0 / 0                                       -- row 2: NaN everywhere
+    for i = 1, cols do
+      x[3 * cols + i], res[3 * cols + i] = f32(x[3 * cols + i] * 2.0 ^ -120), f32(res[3 * cols + i] * 2.0 ^ -121)
+    end
+    local what = ("%s add_rms_norm_q8k %d x %d"):format(id, rows, cols)
+    local blocks = rows * cols // 256
+    local function fused(dev)
+      local ops = { x = dev:buffer(pack(x)), residual = dev:buffer(pack(res)), weight = dev:buffer(pack(w)),
+                    xq = dev:buffer(("\255"):rep(blocks * 320)) }
+      ops.sum = ops.x
+      local c = xpu.call { query = norm.query("add_rms_norm_q8k", rows, cols), device = dev, operands = ops }
+      local row = routes:bind(c)
+      local k = dev:kernel "add_rms_norm_q8k"
+      local before = k.launches
+      row:dispatch(c)
+      fx.sync(dev)
+      assert.equal(before + 1, k.launches, what .. ": one launch")
+      return ops.xq:download(), ops.x:download()
+    end
+    local want_q, want_sum = fused(cpu)
+    local got_q, got_sum = fused(d)
+    assert.equal(1, same(want_sum, got_sum, what .. " sum"), what .. ": NaN count of the sum")
+    assert.equal(want_q, got_q, what .. ": xq == cpu:0")
+    -- the unfused chain on d: add into a poisoned buffer, then rms_norm_q8k of it
+    local sum = d:buffer(POISON:rep(rows * cols))
+    local ops = { out = sum, a = d:buffer(pack(x)), b = d:buffer(pack(res)) }
+    local c = xpu.call { query = ew.binary("add", "f32", rows, cols), device = d, operands = ops }
+    ew_routes:bind(c):dispatch(c)
+    fx.sync(d)
+    assert.equal(sum:download(), got_sum, what .. ": sum == the add")
+    local chain = run(d, "rms_norm_q8k", rows, cols, { x = sum:download(), weight = w }, { xq = blocks * 320 }).xq
+    assert.equal(chain, got_q, what .. ": xq == rms_norm_q8k of the add")
+    assert.is_false(got_q == ("\0"):rep(#got_q), what .. ": all zeros")
+    assert.is_false(got_q:find(("\255"):rep(320), 1, true) ~= nil, what .. ": a poisoned block is left")
+  end
+end
+
 -- ---- the CPU against the oracles ------------------------------------------------------------
 
 describe("layer norm kernels on cpu:0 == the Lua oracles", function()
@@ -285,6 +332,10 @@ describe("layer norm kernels on cpu:0 == the Lua oracles", function()
       local got = run(cpu, "rms_norm_q8k", rows, cols, { x = x, weight = w }, { xq = rows * cols // 256 * 320 }).xq
       assert.equal(xpu.quant.q8k_pack(rms(cpu, rows, cols, x, w)), got, "rms_norm_q8k " .. cols)
     end
+  end)
+
+  it("add_rms_norm_q8k: == the f32 add then rms_norm_q8k, sum written over x", function()
+    same_fused_chain(cpu, "cpu:0")
   end)
 
   it("norm_steps: sqrt, 1 / x and x / d equal the doubles' rounded to f32", function()
@@ -456,6 +507,10 @@ for _, entry in ipairs(devices) do
         assert.equal(xq:download(), got, what .. ": == rms_norm then q8k_pack")
       end
     end)
+
+    dev_it("add_rms_norm_q8k == cpu:0 and == add then rms_norm_q8k on the device, sum in place", function(d)
+      same_fused_chain(d, entry.id)
+    end)
   end)
 end
 
@@ -500,6 +555,24 @@ describe("routes.layer_norm", function()
       { why.row, why.clause, why.gate })
   end)
 
+  it("add_rms_norm_q8k.f32 does not fire for cols that are not whole q8_K blocks", function()
+    local why = routes:why_not_admissible(norm.query("add_rms_norm_q8k", 2, 4100))
+    assert.same({ "add_rms_norm_q8k.f32", "Shape", "cols 4100 is not a multiple of 256 (q8_K blocks)" },
+      { why.row, why.clause, why.gate })
+  end)
+
+  it("add_rms_norm_q8k.f32's ready half names a missing or short operand", function()
+    local q = norm.query("add_rms_norm_q8k", 2, 256)
+    local row, vec, xq = cpu:buffer(2 * 256 * 4), cpu:buffer(256 * 4), cpu:buffer(2 * 320)
+    local c = xpu.call { query = q, device = cpu, operands = { xq = xq, x = row, residual = row, weight = vec } }
+    assert.same({ "add_rms_norm_q8k.f32", "Ready", "operand 'sum' is missing" },
+      { routes:why_not_picked(c).row, routes:why_not_picked(c).clause, routes:why_not_picked(c).gate })
+    c = xpu.call { query = q, device = cpu, operands = { xq = cpu:buffer(320), sum = row, x = row, residual = row, weight = vec } }
+    assert.equal("operand 'xq' holds 320 bytes; rows 2 x cols 256 need 640", routes:why_not_picked(c).gate)
+    c = xpu.call { query = q, device = cpu, operands = { xq = xq, sum = row, x = row, residual = row, weight = vec } }
+    assert.equal("add_rms_norm_q8k.f32", routes:pick(c).name)
+  end)
+
   it("layer_norm.f32 and softmax.f32 refuse a flag that is not 0 or 1", function()
     local q = xpu.query { regime = "layer_norm", format = "f32", rows = 1, cols = 8, has_bias = 2 }
     assert.equal("has_bias 2 is not 0 or 1", routes:why_not_admissible(q).gate)
@@ -539,6 +612,7 @@ describe("routes.layer_norm", function()
     refused("softmax", "argument 'causal': 5 is not 0 or 1", b, b, 1, 64, 5, 0, 1.0)
     refused("softmax", "argument 'scale': inf is not a finite number", b, b, 1, 64, 0, 0, 1 / 0)
     refused("add_rms_norm", "argument 4 'residual'", b, b, b, s, s, 1, 64, 1e-6)
+    refused("add_rms_norm_q8k", "argument 'cols': 64 is not a multiple of 256 %(q8_K blocks%)", b, b, b, b, b, 1, 64, 1e-6)
     local ok, err = pcall(k.launch, k, nil, { 1 }, { 128 }, b, b, b, 1, 64, 1e-6, 0)
     assert.is_false(ok)
     assert.matches("built for a block of 256 threads, launched with 128", err)
@@ -567,7 +641,8 @@ describe("routes.layer_norm", function()
         assert.equal(4096, case.query.cols)
         local row, vec = rows * 4096 * 4, 4096 * 4
         local want = ({ rms_norm = 2 * row + vec, add_rms_norm = 4 * row + vec, layer_norm = 2 * row + 2 * vec,
-                        rms_norm_q8k = row + vec + rows * 16 * 320, softmax = 2 * row })[k]
+                        rms_norm_q8k = row + vec + rows * 16 * 320, add_rms_norm_q8k = 3 * row + vec + rows * 16 * 320,
+                        softmax = 2 * row })[k]
         assert.equal(want, case.bytes, k .. " " .. size)
         assert.equal(("%dx4096 f32"):format(rows), case.note)
         local c = xpu.call { query = case.query, device = cpu, operands = case.operands }

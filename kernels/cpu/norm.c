@@ -147,6 +147,32 @@ static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 	}
 }
 
+/* ---- add_rms_norm_q8k: xq sum x residual weight rows cols eps ------------------------------ */
+
+/* sum = x + residual, written first and read back (sum may be x or residual), then
+ * rms_norm_q8k of sum into xq: add followed by rms_norm_q8k, the same steps in the same order. */
+static void add_rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	uint8_t *xq = karg_ptr(a, 0);
+	float *sum = karg_ptr(a, 1);
+	const float *x = karg_ptr(a, 2), *res = karg_ptr(a, 3), *w = karg_ptr(a, 4);
+	const uint64_t rows = a[5].u, n = a[6].u, blocks = n / XPU_Q8K_ELEMS;
+	float v[XPU_Q8K_ELEMS];
+	for (uint64_t r = g0; r < g1 && r < rows; r++) {
+		float *h = sum + r * n;
+		for (uint64_t i = 0; i < n; i++)
+			h[i] = x[r * n + i] + res[r * n + i];
+		float rinv = rms_factor(h, XPU_NORM_F32, (uint32_t)n, a[7].f);
+		for (uint64_t b = 0; b < blocks; b++) {
+			for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
+				uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;
+				v[j] = (h[i] * rinv) * w[i];
+			}
+			xpu_q8k_pack_block(v, xq + (r * blocks + b) * XPU_Q8K_BYTES);
+		}
+	}
+}
+
 /* ---- layer_norm: out x weight bias rows cols has_bias eps ---------------------------------- */
 
 /* mean = S / n over the lanes' sums; var = S2 / n over the lanes' sums of (x - mean)^2. */
@@ -227,6 +253,7 @@ const struct xpu_cpu_entry xpu_cpu_entries_norm[] = {
 	{ "rms_norm", rms_norm },
 	{ "add_rms_norm", add_rms_norm },
 	{ "rms_norm_q8k", rms_norm_q8k },
+	{ "add_rms_norm_q8k", add_rms_norm_q8k },
 	{ "layer_norm", layer_norm },
 	{ "softmax", softmax },
 	{ "norm_steps", norm_steps },

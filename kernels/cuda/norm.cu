@@ -1,5 +1,6 @@
 /* norm.cu — CUDA bodies of the row-normalisation kernels (src/ops/layer/norm.c): rms_norm,
- * add_rms_norm, rms_norm_q8k, layer_norm, softmax, and the check kernel norm_steps. Group g
+ * add_rms_norm, rms_norm_q8k, add_rms_norm_q8k, layer_norm, softmax, and the check kernel
+ * norm_steps. Group g
  * takes row g with XPU_NORM_BLOCK lanes, lane t accumulating elements t, t + BLOCK, ... in
  * order, then workgroup.cuh's reduce: the order of kernels/cpu/norm.c, so the results equal it
  * bit for bit (docs/ARITHMETIC.md, "Row normalisation"). The lane loops are unrolled so the
@@ -191,18 +192,18 @@ static __device__ __forceinline__ int32_t norm_block_amax(const int32_t (*part)[
 	return m;
 }
 
-/* rms_norm_q8k from registers, every block's amax in one exchange: each wave takes the max of
- * its lanes for every block, one barrier, then each lane the max over the waves. Lane t holds
- * element t of each block, as in the loop, so v, amax, iscale and q are the loop's. */
-static __device__ __forceinline__ void rms_norm_q8k_regs(uint8_t *xq, const float *xr, const float *weight,
-							 uint32_t cols, float eps)
+/* rms_norm_q8k from registers (v: the row's values as norm_regs loads them), every block's
+ * amax in one exchange: each wave takes the max of its lanes for every block, one barrier,
+ * then each lane the max over the waves. Lane t holds element t of each block, as in the
+ * loop, so v, amax, iscale and q are the loop's. */
+static __device__ __forceinline__ void norm_q8k_regs(uint8_t *xq, float v[NORM_R], const float *weight,
+						     uint32_t cols, float eps)
 {
 	__shared__ int32_t part[NORM_B / 32][NORM_R];
 	__shared__ int8_t qs[NORM_R * 256];
 	const uint32_t t = threadIdx.x, blocks = cols / 256;
-	float v[NORM_R], w[NORM_R];
+	float w[NORM_R];
 	int32_t a[NORM_R];
-	norm_regs(v, xr, cols);
 	norm_regs(w, weight, cols);
 	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(norm_regs_sumsq(v, cols)), cols, eps);
 #pragma unroll
@@ -235,25 +236,16 @@ static __device__ __forceinline__ void rms_norm_q8k_regs(uint8_t *xq, const floa
 	}
 }
 
-/* rms_norm's values, each 256 packed as q8k_pack packs them (lane t holds element t of each
- * block; amax the workgroup max of |v| as bits, NaN left out). */
-extern "C" __global__ void __launch_bounds__(NORM_B)
-rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, unsigned cols, float eps)
+/* The row xr's blocks packed into xq (the row's first block), one block at a time: lane t
+ * normalises element t of the block by rinv and the weight. */
+static __device__ __forceinline__ void norm_q8k_blocks(uint8_t *xq, const float *xr, const float *weight,
+						       uint32_t blocks, float rinv)
 {
 	__shared__ int8_t qs[NORM_B];
-	const uint64_t g = xpu_group();
-	if (g >= rows)
-		return;
-	const uint32_t t = threadIdx.x, blocks = cols / 256;
-	const float *xr = x + g * cols;
-	if (cols <= NORM_B * NORM_R) {
-		rms_norm_q8k_regs(xq + g * blocks * 320, xr, weight, cols, eps);
-		return;
-	}
-	const float rinv = norm_rms_factor(xr, cols, eps);
+	const uint32_t t = threadIdx.x;
 	for (uint32_t b = 0; b < blocks; b++) {
 		const uint32_t i = b * 256 + t;
-		uint32_t *o = (uint32_t *)(xq + (g * blocks + b) * 320);
+		uint32_t *o = (uint32_t *)(xq + b * 320);
 		const float v = xpu_mul(xpu_mul(xr[i], rinv), weight[i]);
 		const uint32_t a = __float_as_uint(v) & 0x7fffffffu;
 		const int32_t amax = xpu_workgroup_reduce<XPU_WG_MAX>((int32_t)(a > 0x7f800000u ? 0u : a));
@@ -269,6 +261,62 @@ rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, un
 			o[t] = norm_q8k_word(qs, t, __int_as_float(amax));
 		/* the next block's reduce ends every read of qs before qs is written again */
 	}
+}
+
+/* rms_norm's values, each 256 packed as q8k_pack packs them (lane t holds element t of each
+ * block; amax the workgroup max of |v| as bits, NaN left out). */
+extern "C" __global__ void __launch_bounds__(NORM_B)
+rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, unsigned cols, float eps)
+{
+	const uint64_t g = xpu_group();
+	if (g >= rows)
+		return;
+	const uint32_t blocks = cols / 256;
+	const float *xr = x + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		float v[NORM_R];
+		norm_regs(v, xr, cols);
+		norm_q8k_regs(xq + g * blocks * 320, v, weight, cols, eps);
+		return;
+	}
+	norm_q8k_blocks(xq + g * blocks * 320, xr, weight, blocks, norm_rms_factor(xr, cols, eps));
+}
+
+/* sum = x + residual (add_rms_norm's pass: each lane reads back only the sums it wrote, so sum
+ * may be x or residual), then rms_norm_q8k of the sum: the bytes of add then rms_norm_q8k. */
+extern "C" __global__ void __launch_bounds__(NORM_B)
+add_rms_norm_q8k(uint8_t *xq, float *sum, const float *x, const float *residual, const float *weight,
+		 unsigned rows, unsigned cols, float eps)
+{
+	const uint64_t g = xpu_group();
+	if (g >= rows)
+		return;
+	const uint32_t blocks = cols / 256;
+	float *h = sum + g * cols;
+	const float *xr = x + g * cols, *rr = residual + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		float a[NORM_R], b[NORM_R];
+		norm_regs(a, xr, cols);
+		norm_regs(b, rr, cols);
+#pragma unroll
+		for (int r = 0; r < NORM_R; r++) {
+			const uint32_t i = threadIdx.x + r * NORM_B;
+			a[r] = xpu_add(a[r], b[r]);
+			if (i < cols)
+				h[i] = a[r];
+		}
+		norm_q8k_regs(xq + g * blocks * 320, a, weight, cols, eps);
+		return;
+	}
+	float acc = 0.0f;
+#pragma unroll 8
+	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
+		const float v = xpu_add(xr[i], rr[i]);
+		h[i] = v;
+		acc = xpu_add(acc, xpu_mul(v, v));
+	}
+	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), cols, eps);
+	norm_q8k_blocks(xq + g * blocks * 320, h, weight, blocks, rinv);
 }
 
 static __device__ __forceinline__ void layer_norm_regs(float *o, const float *xr, const float *weight,

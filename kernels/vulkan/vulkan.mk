@@ -30,7 +30,7 @@ VK_FLAGS := --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan $(GLS
 # then folds the bare multiply-add into an Fma, which the source never shows: keep float
 # arithmetic out of [[unroll]] loops.
 VK_NC_SHAPE := cumsum cumsum_vec4 pad_backward pad_backward_rows
-VK_NC_SHAPE += rms_norm add_rms_norm rms_norm_q8k layer_norm softmax norm_steps
+VK_NC_SHAPE += rms_norm add_rms_norm rms_norm_q8k add_rms_norm_q8k layer_norm softmax norm_steps
 VK_NC_SHAPE += attention_decode attention_decode_hd64 attention_decode_hd128 attention_combine
 VK_NC_SHAPE += attention_decode_pos attention_decode_pos_hd64 attention_decode_pos_hd128 attention_combine_pos
 VK_NC_SHAPE += attention_prefill attention_prefill_hd64 attention_prefill_hd128

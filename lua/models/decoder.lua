@@ -3,7 +3,9 @@
 -- kernel picked by a route table. A family names its FFN's tensors and builds and runs its FFN
 -- calls; everything else is here:
 --   open(g, device, family, opts)  audit every tensor against the tables (a tensor no row
---                              serves is an error naming it), then bind each once (resident)
+--                              serves is an error naming it), then bind each once (resident);
+--                              opts.fuse = false keeps the unfused step (models.fuse says what
+--                              the fused one joins)
 --   m:session{ctx =, batch =}  the KV cache (f16, [n_kv_head, slots, head_dim] per layer),
 --                              the activations, and the bound calls of the step
 --   s:prefill(ids)             the prompt through the prefill GEMM and prefill attention, in
@@ -11,6 +13,7 @@
 --   s:step()                   one decode token: the id the last step left, through every layer
 --                              to the argmax, on the device; no host round trip inside it
 --   s:logits()                 the last position's logits (f32s), for the specs
+--   s:launches_per_token()     the bound calls a decode step runs, by stage and layer
 -- The Lua side decides which rows run; the launches are the rows' C launchers.
 local xpu = require "xpu"
 local hparams = require "models.hparams"
@@ -20,6 +23,7 @@ local norm = require "xpu.layers.norm"
 local select = require "xpu.layers.select"
 local gemm = require "xpu.layers.gemm"
 local kv = require "xpu.layers.kv"
+local fuse = require "models.fuse"
 
 local M = {}
 M.__index = M
@@ -75,22 +79,25 @@ local function audit(g, h, dev, rt, list)
     local c = xpu.call { query = q, device = dev, receiver = { bound = true, resident = true } }
     local row = t:pick(c)
     if not row then
-      error(("%s: tensor '%s' (%s): no %s row serves it on %s: %s"):format(g.path, name, q.format, regime, dev.id,
+      local what = name:find "^fused" and name or ("tensor '%s'"):format(name)
+      error(("%s: %s (%s): no %s row serves it on %s: %s"):format(g.path, what, q.format, regime, dev.id,
         tostring(t:why_not_picked(c))), 3)
     end
     return row
   end
   local rows = {}
   for _, w in ipairs(list) do
+    local name = w.label or w.name
     if w.experts then
       local q = xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows, experts = w.experts,
                             used = h.n_expert_used }
-      rows[w.name] = check(rt.decode, q, w.name, "decode")
-      check(rt.prefill, gemm.id_query(w.format, 64, w.rows, w.cols, w.experts, h.n_expert_used), w.name, "prefill")
+      rows[w.name] = check(rt.decode, q, name, "decode")
+      check(rt.prefill, gemm.id_query(w.format, 64, w.rows, w.cols, w.experts, h.n_expert_used), name, "prefill")
     else
       local q = xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows }
-      rows[w.name] = check(rt.decode, q, w.name, "decode")
-      check(rt.prefill, gemm.query(w.format, 64, w.rows, w.cols), w.name, "prefill")
+      rows[w.name] = check(rt.decode, q, name, "decode")
+      -- a fused matrix's prefill runs a GEMM over each part's rows
+      for _, p in ipairs(w.parts or { w }) do check(rt.prefill, gemm.query(w.format, 64, p.rows, w.cols), name, "prefill") end
     end
   end
   local e = tensor_or_error(g, "token_embd.weight")
@@ -117,28 +124,43 @@ local function bind_matrix(g, dev, w)
   return dev:buffer(xpu.quant.resident(w.format, g:data(w.name), bpr))
 end
 
+-- Every matrix of list bound once on m.dev: a fused one's parts only inside it (m.part: where
+-- each part's rows lie). weight_bytes: every matrix (open adds the vectors and the embedding);
+-- token_bytes: what one decode token reads of them (an expert bank's used share).
+local function bind_all(m, list)
+  m.weight_bytes, m.token_bytes = 0, 0
+  for _, w in ipairs(list) do
+    m.fmt[w.name] = w
+    if w.parts then
+      m.w[w.name] = fuse.bind(m.g, m.dev, w)
+      for _, p in ipairs(fuse.parts(w)) do m.part[p.name] = p end
+    else
+      m.w[w.name] = bind_matrix(m.g, m.dev, w)
+    end
+    for _, t in ipairs(w.parts or { w }) do
+      local bytes = m.g:tensor(t.name).bytes
+      m.weight_bytes = m.weight_bytes + bytes
+      m.token_bytes = m.token_bytes + (w.experts and bytes * m.h.n_expert_used // w.experts or bytes)
+    end
+  end
+end
+
 -- Opens GGUF object g on dev for family (models.llama's or models.qwen3moe's table):
 -- hyperparameters, the audit, then every tensor bound once. opts.routes: route tables to use
--- instead of the defaults (for specs).
+-- instead of the defaults (for specs); opts.fuse = false: the unfused step (each projection
+-- its own matrix, every add and norm its own launch).
 function M.open(g, dev, family, opts)
   opts = opts or {}
   local h = hparams.read(g)
   if h.arch ~= family.arch then error(("%s: architecture %s is not %s"):format(g.path, h.arch, family.arch), 3) end
   local rt = opts.routes or tables(family)
   for k, t in pairs(family.routes or {}) do rt[k] = rt[k] or require(t) end
+  local fused = opts.fuse ~= false
   local list = weights(g, h, family)
+  if fused then list = fuse.group(list, h, { fuse.ATTN, family.fuse_ffn }) end
   local m = setmetatable({ g = g, h = h, dev = dev, rt = rt, family = family, rows = audit(g, h, dev, rt, list), w = {},
-                           fmt = {} }, M)
-  -- weight_bytes: every tensor bound (matrices here, the vectors and the embedding below);
-  -- token_bytes: what one decode token reads of the matrices (an expert
-  -- bank's used share)
-  m.weight_bytes, m.token_bytes = 0, 0
-  for _, w in ipairs(list) do
-    m.w[w.name], m.fmt[w.name] = bind_matrix(g, dev, w), w
-    local bytes = g:tensor(w.name).bytes
-    m.weight_bytes = m.weight_bytes + bytes
-    m.token_bytes = m.token_bytes + (w.experts and bytes * h.n_expert_used // w.experts or bytes)
-  end
+                           fmt = {}, part = {}, fused = fused }, M)
+  bind_all(m, list)
   if family.audit then family.audit(m) end
   -- the vectors and the embedding count in weight_bytes too: every byte bound, once
   local function bind_vector(name)
@@ -178,17 +200,26 @@ end
 local function run(b) b.row:dispatch(b.call) end
 M.bound, M.run = bound, run
 
--- The activations of a batch of n tokens.
+-- The activations of a batch of n tokens. q | k | v lie in one buffer (qkv), as do the roped
+-- qr | kr (qkr) and qwen's normed qn | kn (qkn): for one token each pair is the [heads,
+-- head_dim] rows of one launch (a fused mat-vec's output, one RoPE over n_head + n_kv_head
+-- heads); for a batch, [n, heads, head_dim] blocks one after another.
 local function activations(m, n)
   local a = m.family.activations(m, n)
   local h, d = m.h, m.dev
   local qd, kd = h.n_head * h.head_dim, h.n_kv_head * h.head_dim
   local base = {
-    n = n, x = f32(d, n * h.n_embd), xq = q8k(d, n * h.n_embd), q = f32(d, n * qd), k = f32(d, n * kd),
-    v = f32(d, n * kd), qr = f32(d, n * qd), kr = f32(d, n * kd), att = f32(d, n * qd), aq = q8k(d, n * qd),
-    t = f32(d, n * h.n_embd), pos = d:buffer(4 * n),
+    n = n, x = f32(d, n * h.n_embd), xq = q8k(d, n * h.n_embd), qkv = f32(d, n * (qd + 2 * kd)),
+    qkr = f32(d, n * (qd + kd)), att = f32(d, n * qd), aq = q8k(d, n * qd), t = f32(d, n * h.n_embd), pos = d:buffer(4 * n),
   }
-  if m.family.qk_norm then base.qn, base.kn = f32(d, n * qd), f32(d, n * kd) end
+  base.q, base.k, base.v = base.qkv:slice(0, 4 * n * qd), base.qkv:slice(4 * n * qd, 4 * n * kd),
+    base.qkv:slice(4 * n * (qd + kd), 4 * n * kd)
+  base.qk = base.qkv:slice(0, 4 * n * (qd + kd))
+  base.qr, base.kr = base.qkr:slice(0, 4 * n * qd), base.qkr:slice(4 * n * qd, 4 * n * kd)
+  if m.family.qk_norm then
+    base.qkn = f32(d, n * (qd + kd))
+    base.qn, base.kn = base.qkn:slice(0, 4 * n * qd), base.qkn:slice(4 * n * qd, 4 * n * kd)
+  end
   for k, v in pairs(base) do a[k] = v end
   return a
 end
@@ -227,52 +258,121 @@ function M:session(opts)
   return s
 end
 
--- The mat-vec (decode, one token) or GEMM (prefill, n tokens) of weight `name` into y from xq.
+-- The mat-vec (decode, one token) or GEMM (prefill, n tokens) of weight `name` into y from xq:
+-- a matrix bound on its own, a fused one, or a part of a fused one (prefill: a GEMM over the
+-- part's rows, a slice of the fused buffer).
 function Session:matmul(name, y, xq, n)
   local m = self.m
-  local w = m.fmt[name]
+  local w, buf = m.fmt[name], m.w[name]
+  if not w then
+    local p = m.part[name] or error(("session: no matrix '%s'"):format(name), 2)
+    w = { format = m.fmt[p.of].format, cols = m.fmt[p.of].cols, rows = p.rows }
+    buf = m.w[p.of]:slice(p.offset, p.bytes)
+  end
   if n == 1 then
     return bound(m.rt.decode, m.dev, xpu.query { regime = "decode", format = w.format, in_dim = w.cols, out_dim = w.rows },
-      { y = y, w = m.w[name], x = xq })
+      { y = y, w = buf, x = xq })
   end
   return bound(m.rt.prefill, m.dev, gemm.query(w.format, n, w.rows, w.cols, gemm.partition(m.dev, w.format)),
-    { y = y, w = m.w[name], x = xq })
+    { y = y, w = buf, x = xq })
 end
 
--- The bound calls of every layer's step over the activations a of n tokens: the attention
--- half here (for one token, attention too: it reads its position from a.pos), the FFN half
--- the family's (family.ffn_calls).
+-- Appends to list a step entry: a bound call (or { fn = }, { attend = true }) and its kernel
+-- family for the split (matmul, attention, norms, other).
+local function push(list, b, fam)
+  b.fam = fam
+  list[#list + 1] = b
+end
+M.push = push
+
+-- The projections of layer i's group (models.fuse.ATTN, a family's fuse_ffn) from xq: one
+-- mat-vec into whole (the parts' outputs adjacent in it) where the group is one matrix and n
+-- is 1; else a mat-vec or GEMM a part into outs.
+function Session:project(list, i, group, outs, whole, xq, n)
+  local fused = fuse.name(i, group)
+  if n == 1 and self.m.fmt[fused] then return push(list, self:matmul(fused, whole, xq, 1), "matmul") end
+  for k, p in ipairs(group.parts) do push(list, self:matmul(layer_tensor(i, p), outs[k], xq, n), "matmul") end
+end
+
+-- add_rms_norm_q8k over the n rows of a.x: a.x = a.x + a.t (the residual stream, in place),
+-- then the q8_K pack of rms_norm(a.x) * weight into a.xq. One launch for the add and the norm.
+function Session:add_norm(a, n, weight)
+  local m = self.m
+  return bound(m.rt.norm, m.dev, norm.query("add_rms_norm_q8k", n, m.h.n_embd),
+    { xq = a.xq, sum = a.x, x = a.x, residual = a.t, weight = weight, eps = m.h.eps })
+end
+
+-- The norm weight after layer i: the next layer's attn_norm, or the output norm.
+function Session:next_norm(i)
+  local m = self.m
+  return i + 1 < m.h.n_layer and m.w[layer_tensor(i + 1, "attn_norm")] or m.w["output_norm.weight"]
+end
+
+-- Whether the FFN's last add takes the next norm in (fused, and the family's FFN ends in a
+-- plain add): then each layer leaves a.xq normed for the next, and the head reads it.
+function Session:tail_fused() return self.m.fused and self.m.family.fused_tail end
+
+-- RoPE of layer calls into list: q and k in one launch over n_head + n_kv_head heads where
+-- they are adjacent (fused, one token), else one launch each.
+function Session:rope(list, a, n, qx, kx, qkx)
+  local m, h = self.m, self.m.h
+  local opts = { mode = m.family.rope_mode, n_dims = h.rope_dims }
+  local function rope(heads, out, x)
+    return bound(m.rt.ew, m.dev, ew.rope("f32", n, heads, h.head_dim, opts), { out = out, x = x, pos = a.pos, freq_base = h.rope_base })
+  end
+  if m.fused and n == 1 then return push(list, rope(h.n_head + h.n_kv_head, a.qkr, qkx), "other") end
+  push(list, rope(h.n_head, a.qr, qx), "other")
+  push(list, rope(h.n_kv_head, a.kr, kx), "other")
+end
+
+-- The attention half of layer i over the activations a of n tokens into list: norm1 (where the
+-- layer before has not left it done), q k v, QK-norm, RoPE, the cache write, attention (for
+-- one token bound here, reading its position from a.pos; for a batch bound per batch), the
+-- pack, the output projection.
+function Session:attention_calls(list, a, n, i)
+  local m, h, d = self.m, self.m.h, self.m.dev
+  local L, c, eps = function(w) return layer_tensor(i, w) end, self.cache[i], h.eps
+  if not self:tail_fused() then
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L "attn_norm"], eps = eps }), "norms")
+  end
+  self:project(list, i, fuse.ATTN, { a.q, a.k, a.v }, a.qkv, a.xq, n)
+  local qx, kx, qkx = a.q, a.k, a.qk
+  if m.family.qk_norm then
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm", n * h.n_head, h.head_dim), { out = a.qn, x = a.q, weight = m.w[L "attn_q_norm"], eps = eps }), "norms")
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm", n * h.n_kv_head, h.head_dim), { out = a.kn, x = a.k, weight = m.w[L "attn_k_norm"], eps = eps }), "norms")
+    qx, kx, qkx = a.qn, a.kn, a.qkn
+  end
+  self:rope(list, a, n, qx, kx, qkx)
+  push(list, bound(m.rt.kv, d, kv.query { tokens = n, n_kv_head = h.n_kv_head, head_dim = h.head_dim, slots = self.ctx },
+    { kc = c.k, vc = c.v, k = a.kr, v = a.v, pos = a.pos }), "other")
+  if n == 1 then
+    push(list, bound(m.rt.attention, d, self.att_q, { out = a.att, part = self.part, q = a.qr, k = c.k, v = c.v, pos = a.pos }), "attention")
+  else
+    push(list, { attend = true }, "attention")
+  end
+  local p = { kernel = d:kernel "q8k_pack", xq = a.aq, x = a.att, n = n * h.n_head * h.head_dim }
+  push(list, { fn = function() p.kernel:launch(nil, p.n // 256, 256, p.xq, p.x, p.n) end }, "other")
+  push(list, self:matmul(L "attn_output", a.t, a.aq, n), "matmul")
+end
+
+-- The bound calls of every layer's step over the activations a of n tokens: list[i] the
+-- entries of layer i in order (the attention half here, the FFN the family's:
+-- family.ffn_calls), list.pre what runs before layer 0 (its norm1, where each layer's tail
+-- does the next one's).
 function Session:calls(a, n)
-  local m, h, d, fam = self.m, self.m.h, self.m.dev, self.m.family
-  local eps, list = h.eps, {}
-  local rope_opts = { mode = fam.rope_mode, n_dims = h.rope_dims }
-  local qx, kx = a.q, a.k
-  if fam.qk_norm then qx, kx = a.qn, a.kn end
+  local m, h, d = self.m, self.m.h, self.m.dev
+  local list = { pre = {} }
+  if self:tail_fused() then
+    push(list.pre, bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd),
+      { xq = a.xq, x = a.x, weight = m.w[layer_tensor(0, "attn_norm")], eps = h.eps }), "norms")
+  end
   for i = 0, h.n_layer - 1 do
-    local L, c = function(w) return layer_tensor(i, w) end, self.cache[i]
-    local l = {
-      norm1 = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L "attn_norm"], eps = eps }),
-      q = self:matmul(L "attn_q", a.q, a.xq, n),
-      k = self:matmul(L "attn_k", a.k, a.xq, n),
-      v = self:matmul(L "attn_v", a.v, a.xq, n),
-      rope_q = bound(m.rt.ew, d, ew.rope("f32", n, h.n_head, h.head_dim, rope_opts),
-        { out = a.qr, x = qx, pos = a.pos, freq_base = h.rope_base }),
-      rope_k = bound(m.rt.ew, d, ew.rope("f32", n, h.n_kv_head, h.head_dim, rope_opts),
-        { out = a.kr, x = kx, pos = a.pos, freq_base = h.rope_base }),
-      store = bound(m.rt.kv, d, kv.query { tokens = n, n_kv_head = h.n_kv_head, head_dim = h.head_dim, slots = self.ctx },
-        { kc = c.k, vc = c.v, k = a.kr, v = a.v, pos = a.pos }),
-      pack = { kernel = d:kernel "q8k_pack", xq = a.aq, x = a.att, n = n * h.n_head * h.head_dim },
-      o = self:matmul(L "attn_output", a.t, a.aq, n),
-      add1 = bound(m.rt.ew, d, ew.binary("add", "f32", n, h.n_embd), { out = a.x, a = a.x, b = a.t }),
-    }
-    if fam.qk_norm then
-      l.qnorm = bound(m.rt.norm, d, norm.query("rms_norm", n * h.n_head, h.head_dim), { out = a.qn, x = a.q, weight = m.w[L "attn_q_norm"], eps = eps })
-      l.knorm = bound(m.rt.norm, d, norm.query("rms_norm", n * h.n_kv_head, h.head_dim), { out = a.kn, x = a.k, weight = m.w[L "attn_k_norm"], eps = eps })
+    local l = {}
+    self:attention_calls(l, a, n, i)
+    if not m.fused then
+      push(l, bound(m.rt.ew, d, ew.binary("add", "f32", n, h.n_embd), { out = a.x, a = a.x, b = a.t }), "other")
     end
-    if n == 1 then
-      l.attend = bound(m.rt.attention, d, self.att_q, { out = a.att, part = self.part, q = a.qr, k = c.k, v = c.v, pos = a.pos })
-    end
-    l.ffn = fam.ffn_calls(self, a, n, i)
+    m.family.ffn_calls(self, l, a, n, i)
     list[i] = l
   end
   return list
@@ -287,8 +387,6 @@ function Session:attend(i, a, n, p0)
   return bound(m.rt.attention, m.dev, q, { out = a.att, q = a.qr, k = c.k, v = c.v, pos0 = p0 })
 end
 
-local function pack(p) p.kernel:launch(nil, p.n // 256, 256, p.xq, p.x, p.n) end
-
 -- A timer for self.split (a table: seconds by kernel family, a sync after each family, for
 -- reports only), or a no-op.
 function Session:timer()
@@ -301,39 +399,49 @@ function Session:timer()
   end
 end
 
--- One pass of every layer over the activations a (n tokens from position p0).
-function Session:layers(a, calls, n, p0)
-  local sync, ffn = self:timer(), self.m.family.ffn_run
-  for i = 0, self.m.h.n_layer - 1 do
-    local c, t0 = calls[i], xpu.now()
-    run(c.norm1); sync("norms", t0); t0 = xpu.now()
-    run(c.q); run(c.k); run(c.v); sync("matmul", t0); t0 = xpu.now()
-    if c.qnorm then run(c.qnorm); run(c.knorm); sync("norms", t0); t0 = xpu.now() end
-    run(c.rope_q); run(c.rope_k); run(c.store); sync("other", t0); t0 = xpu.now()
-    run(c.attend or self:attend(i, a, n, p0)); sync("attention", t0); t0 = xpu.now()
-    pack(c.pack); sync("other", t0); t0 = xpu.now()
-    run(c.o); sync("matmul", t0); t0 = xpu.now()
-    run(c.add1); sync("other", t0)
-    ffn(self, c.ffn, sync)
+-- Runs the entries of a list in order, timing each run of one family as one (self.split);
+-- returns how many ran.
+function Session:run_list(list, a, n, p0, i)
+  local sync, t0, ran = self:timer(), xpu.now(), 0
+  for k, e in ipairs(list) do
+    if e.attend then run(self:attend(i, a, n, p0)) elseif e.fn then e.fn() else run(e) end
+    ran = ran + 1
+    local nxt = list[k + 1]
+    if not nxt or nxt.fam ~= e.fam then
+      sync(e.fam, t0)
+      t0 = xpu.now()
+    end
   end
+  return ran
 end
 
--- The head over the last token of x (f32 rows of n_embd): output norm, the output mat-vec,
--- argmax into the session's id buffer.
-function Session:head(x_row)
+-- One pass of every layer over the activations a (n tokens from position p0); returns the
+-- calls run before layer 0 and in each layer ({ pre = , [0] = , ... }).
+function Session:layers(a, calls, n, p0)
+  local ran = { pre = self:run_list(calls.pre, a, n, p0) }
+  for i = 0, self.m.h.n_layer - 1 do ran[i] = self:run_list(calls[i], a, n, p0, i) end
+  return ran
+end
+
+-- The head over the last token: the output norm of x_row (f32, n_embd) unless the last
+-- layer's tail left it packed in xq_row, the output mat-vec, argmax into the session's id
+-- buffer.
+function Session:head(x_row, xq_row)
   local m, h, d = self.m, self.m.h, self.m.dev
   self.head_calls = self.head_calls or setmetatable({}, { __mode = "k" })
-  local key = x_row
+  local key = self:tail_fused() and xq_row or x_row
   local c = self.head_calls[key]
   if not c then
-    c = {
-      norm = bound(m.rt.norm, d, norm.query("rms_norm_q8k", 1, h.n_embd), { xq = self.lq, x = x_row, weight = m.w["output_norm.weight"], eps = h.eps }),
-      out = self:matmul(m.output, self.logit_buf, self.lq, 1),
-      argmax = bound(m.rt.select, d, select.argmax_query(1, h.n_vocab), { out = self.id, x = self.logit_buf }),
-    }
+    c = {}
+    if not self:tail_fused() then
+      push(c, bound(m.rt.norm, d, norm.query("rms_norm_q8k", 1, h.n_embd), { xq = self.lq, x = x_row, weight = m.w["output_norm.weight"], eps = h.eps }), "norms")
+    end
+    push(c, self:matmul(m.output, self.logit_buf, self:tail_fused() and xq_row or self.lq, 1), "matmul")
+    push(c, bound(m.rt.select, d, select.argmax_query(1, h.n_vocab), { out = self.id, x = self.logit_buf }), "other")
     self.head_calls[key] = c
   end
-  run(c.norm); run(c.out); run(c.argmax)
+  for _, e in ipairs(c) do run(e) end
+  return #c
 end
 
 -- The embeddings of the ids in buffer `ids` (n of them) into a.x.
@@ -355,6 +463,14 @@ local function check_room(s, n)
   if s.pos + n > s.ctx then
     error(("session: %d more tokens at position %d run past the cache of %d"):format(n, s.pos, s.ctx), 3)
   end
+end
+
+-- The last of a's n rows: x (f32) and xq (q8_K), slices kept with a.
+local function last_rows(a, n, n_embd)
+  if n == 1 then return a.x, a.xq end
+  a.last = a.last or a.x:slice(4 * n_embd * (n - 1), 4 * n_embd)
+  a.last_q = a.last_q or a.xq:slice(n_embd // 256 * Q8K * (n - 1), n_embd // 256 * Q8K)
+  return a.last, a.last_q
 end
 
 -- The prompt (a list of token ids) in batches of up to self.batch tokens; the next token's id
@@ -381,8 +497,7 @@ function Session:prefill(ids)
     self.stream:copy(a.pos, self.positions:slice(4 * self.pos, 4 * n))
     self:embed(a, idbuf, n)
     self:layers(a, n == 1 and self.decode or a.calls, n, self.pos)
-    if n > 1 then a.last = a.last or a.x:slice(4 * h.n_embd * (n - 1), 4 * h.n_embd) end
-    self:head(n == 1 and a.x or a.last)
+    self:head(last_rows(a, n, h.n_embd))
     self.pos, first = self.pos + n, first + n
   end
 end
@@ -405,9 +520,25 @@ function Session:step()
   local a = self.one
   self.stream:copy(a.pos, self.positions:slice(4 * self.pos, 4))
   self:embed(a, self.id, 1)
-  self:layers(a, self.decode, 1, self.pos)
-  self:head(a.x)
-  self.pos = self.pos + 1
+  local ran = self:layers(a, self.decode, 1, self.pos)
+  ran.head = self:head(a.x, a.xq)
+  self.ran, self.pos = ran, self.pos + 1
+end
+
+-- The bound calls the last decode step ran (each one launch of its row, or the pack's kernel),
+-- counted as they ran: { total, embed (the get_rows and what runs before layer 0), layers =
+-- { [0] = n, ... }, per_layer (the layers' mean), head }. An error before the first step.
+function Session:launches_per_token()
+  local ran = self.ran or error("session:launches_per_token: no decode step has run", 2)
+  local n_layer = self.m.h.n_layer
+  local r = { embed = 1 + ran.pre, layers = {}, head = ran.head }
+  local sum = 0
+  for i = 0, n_layer - 1 do
+    r.layers[i] = ran[i]
+    sum = sum + ran[i]
+  end
+  r.per_layer, r.total = sum / n_layer, r.embed + sum + r.head
+  return r
 end
 
 -- Back to position 0 (the cache is overwritten as the positions come again).

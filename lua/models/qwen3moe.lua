@@ -16,7 +16,7 @@ local moe = require "xpu.layers.moe"
 
 local M = {}
 
-local bound, run, L = decoder.bound, decoder.run, decoder.layer_tensor
+local bound, push, L = decoder.bound, decoder.push, decoder.layer_tensor
 local f32, q8k = decoder.f32, decoder.q8k
 
 local FAMILY = {
@@ -56,37 +56,29 @@ local function bank(s, a, n, i, name, y, x, per_slot)
       list_slots = a.list_slots })
 end
 
--- The FFN calls of layer i over the activations a of n tokens.
-function FAMILY.ffn_calls(s, a, n, i)
+-- The FFN calls of layer i over the activations a of n tokens into list. Fused (models.decoder's
+-- opts.fuse): the attention's residual add and ffn_norm's q8_K pack are one launch; the
+-- combine adds the residual itself, so the next norm stays its own.
+function FAMILY.ffn_calls(s, list, a, n, i)
   local m, h, d = s.m, s.m.h, s.m.dev
   local k = h.n_expert_used
-  local c = {
-    norm = bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }),
-    norm_f = bound(m.rt.norm, d, norm.query("rms_norm", n, h.n_embd), { out = a.xn, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }),
-    router = bound(m.rt.moe, d, moe.matvec_query(n, h.n_expert, h.n_embd), { y = a.router, w = m.w[L(i, "ffn_gate_inp")], x = a.xn }),
-    top_k = bound(m.rt.select, d, select.top_k_query(n, h.n_expert, k, "k"), { ids = a.sel, weights = a.sel_w, x = a.router }),
-    gate = bank(s, a, n, i, "ffn_gate_exps", a.gate, a.xq, false),
-    up = bank(s, a, n, i, "ffn_up_exps", a.up, a.xq, false),
-    glu = bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n * k, h.n_ff_exp), { xq = a.hq, g = a.gate, u = a.up }),
-    down = bank(s, a, n, i, "ffn_down_exps", a.down, a.hq, true),
-    combine = bound(m.rt.moe, d, moe.combine_query(n, k, h.n_embd), { out = a.x, x = a.x, y = a.down, w = a.sel_w }),
-  }
-  if n > 1 then
-    c.map = bound(m.rt.select, d, select.expert_map_query(n, k, h.n_expert),
-      { counts = a.counts, offsets = a.offsets, tokens = a.list_tokens, slots = a.list_slots, ids = a.sel })
+  if m.fused then
+    push(list, s:add_norm(a, n, m.w[L(i, "ffn_norm")]), "norms")
+  else
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }), "norms")
   end
-  return c
-end
-
-function FAMILY.ffn_run(_, c, sync)
-  local t0 = xpu.now()
-  run(c.norm); run(c.norm_f); sync("norms", t0); t0 = xpu.now()
-  run(c.router); sync("matmul", t0); t0 = xpu.now()
-  run(c.top_k); if c.map then run(c.map) end; sync("other", t0); t0 = xpu.now()
-  run(c.gate); run(c.up); sync("matmul", t0); t0 = xpu.now()
-  run(c.glu); sync("other", t0); t0 = xpu.now()
-  run(c.down); sync("matmul", t0); t0 = xpu.now()
-  run(c.combine); sync("other", t0)
+  push(list, bound(m.rt.norm, d, norm.query("rms_norm", n, h.n_embd), { out = a.xn, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }), "norms")
+  push(list, bound(m.rt.moe, d, moe.matvec_query(n, h.n_expert, h.n_embd), { y = a.router, w = m.w[L(i, "ffn_gate_inp")], x = a.xn }), "matmul")
+  push(list, bound(m.rt.select, d, select.top_k_query(n, h.n_expert, k, "k"), { ids = a.sel, weights = a.sel_w, x = a.router }), "other")
+  if n > 1 then
+    push(list, bound(m.rt.select, d, select.expert_map_query(n, k, h.n_expert),
+      { counts = a.counts, offsets = a.offsets, tokens = a.list_tokens, slots = a.list_slots, ids = a.sel }), "other")
+  end
+  push(list, bank(s, a, n, i, "ffn_gate_exps", a.gate, a.xq, false), "matmul")
+  push(list, bank(s, a, n, i, "ffn_up_exps", a.up, a.xq, false), "matmul")
+  push(list, bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n * k, h.n_ff_exp), { xq = a.hq, g = a.gate, u = a.up }), "other")
+  push(list, bank(s, a, n, i, "ffn_down_exps", a.down, a.hq, true), "matmul")
+  push(list, bound(m.rt.moe, d, moe.combine_query(n, k, h.n_embd), { out = a.x, x = a.x, y = a.down, w = a.sel_w }), "other")
 end
 
 -- The router of every layer: an f32 [n_expert x n_embd] matrix, served by routes.layer_moe's

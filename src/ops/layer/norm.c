@@ -1,6 +1,6 @@
 /* src/ops/layer/norm.c — signatures and extents of the row-normalisation kernels: rms_norm,
- * add_rms_norm (the residual add fused in), rms_norm_q8k (the q8_K pack fused in), layer_norm,
- * softmax, and norm_steps (their correctly rounded steps, a check kernel). One workgroup of
+ * add_rms_norm (the residual add fused in), rms_norm_q8k (the q8_K pack fused in),
+ * add_rms_norm_q8k (both fused in), layer_norm, softmax, and norm_steps (their correctly rounded steps, a check kernel). One workgroup of
  * XPU_NORM_BLOCK lanes a row (kernels/norm.h); the order of every float operation is
  * docs/ARITHMETIC.md's "Row normalisation". Launchers: src/ops/layer/norm_launch.c. */
 #include "ops/table.h"
@@ -13,6 +13,7 @@
 int xpu_launch_rms_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_add_rms_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_add_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_softmax(struct xpu_kernel *k, const struct xpu_call *c);
 
@@ -79,6 +80,21 @@ static int rms_norm_q8k_extent(const struct xpu_karg *a, uint64_t need[])
 	return 0;
 }
 
+/* xq sum x residual weight rows cols eps: sum, x and residual rows * cols f32s */
+static int add_rms_norm_q8k_extent(const struct xpu_karg *a, uint64_t need[])
+{
+	uint64_t rows = a[5].u, cols = a[6].u;
+	if (check_cols(cols) || check_eps(a[7].f))
+		return -1;
+	if (cols % XPU_Q8K_ELEMS)
+		return xpu_fail("argument 'cols': %llu is not a multiple of %d (q8_K blocks)", (unsigned long long)cols,
+				XPU_Q8K_ELEMS);
+	need[0] = rows * (cols / XPU_Q8K_ELEMS) * XPU_Q8K_BYTES;
+	need[1] = need[2] = need[3] = rows * cols * 4;
+	need[4] = cols * 4;
+	return 0;
+}
+
 /* out x weight bias rows cols has_bias eps: bias is read only where has_bias is 1 */
 static int layer_norm_extent(const struct xpu_karg *a, uint64_t need[])
 {
@@ -119,6 +135,9 @@ const struct xpu_kernel_def xpu_kernel_defs_norm[] = {
 	  .extent = add_rms_norm_extent, .launch = xpu_launch_add_rms_norm, .block = XPU_NORM_BLOCK },
 	{ .name = "rms_norm_q8k", .signature = "xq:buf@4! x:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",
 	  .extent = rms_norm_q8k_extent, .launch = xpu_launch_rms_norm_q8k, .block = XPU_NORM_BLOCK },
+	{ .name = "add_rms_norm_q8k",
+	  .signature = "xq:buf@4! sum:buf@4! x:buf@4 residual:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",
+	  .extent = add_rms_norm_q8k_extent, .launch = xpu_launch_add_rms_norm_q8k, .block = XPU_NORM_BLOCK },
 	{ .name = "layer_norm",
 	  .signature = "out:buf@4! x:buf@4 weight:buf@4 bias:buf@4 rows:u32 cols:u32 has_bias:u32 eps:f32",
 	  .extent = layer_norm_extent, .launch = xpu_launch_layer_norm, .block = XPU_NORM_BLOCK },
