@@ -145,6 +145,27 @@ describe("memory", function()
       if mt[3] then assert.equal(m.w["token_embd.weight"], m.embd.buf, "one table") end
     end
   end)
+
+  it("a prompt batch's attention and FFN buffers share one scratch: the larger half, not both", function()
+    local cpu = xpu.device "cpu:0"
+    local m = load_model(file("tiny-llama", "q8_0"), cpu)
+    local s = m:session { ctx = 128, batch = 64 }
+    local ids = {}
+    for i = 1, 64 do ids[i] = i end
+    collectgarbage()
+    local before = cpu:buffer_bytes()
+    s:prefill(ids)
+    -- tiny-llama, 64 tokens: q|k|v 131072 + roped q|k 98304 + attention out 65536 + its q8_K
+    -- 20480 bytes against gate|up 262144 + SwiGLU's q8_K 40960; the residual stream, its q8_K,
+    -- the attention's projection and the positions and ids live beside them
+    local attn, ffn, through = 131072 + 98304 + 65536 + 20480, 262144 + 40960, 65536 + 20480 + 65536 + 256 + 256
+    assert.equal(math.max(attn, ffn), s.batches[64].scratch.bytes)
+    assert.equal(through + math.max(attn, ffn), cpu:buffer_bytes() - before)
+    -- and the batch's logits are the same as one token at a time (test above): here, its ids
+    local again = m:session { ctx = 128, batch = 1 }
+    again:prefill(ids)
+    assert.equal(again:next_id(), s:next_id())
+  end)
 end)
 
 describe("models.compare and run-model --compare-reference", function()

@@ -204,23 +204,70 @@ M.bound, M.run = bound, run
 -- qr | kr (qkr) and qwen's normed qn | kn (qkn): for one token each pair is the [heads,
 -- head_dim] rows of one launch (a fused mat-vec's output, one RoPE over n_head + n_kv_head
 -- heads); for a batch, [n, heads, head_dim] blocks one after another.
-local function activations(m, n)
-  local a = m.family.activations(m, n)
-  local h, d = m.h, m.dev
+-- The attention half's own buffers (dead once the FFN starts), from allocator d.
+local function attention_buffers(m, n, d)
+  local h = m.h
   local qd, kd = h.n_head * h.head_dim, h.n_kv_head * h.head_dim
-  local base = {
-    n = n, x = f32(d, n * h.n_embd), xq = q8k(d, n * h.n_embd), qkv = f32(d, n * (qd + 2 * kd)),
-    qkr = f32(d, n * (qd + kd)), att = f32(d, n * qd), aq = q8k(d, n * qd), t = f32(d, n * h.n_embd), pos = d:buffer(4 * n),
-  }
-  base.q, base.k, base.v = base.qkv:slice(0, 4 * n * qd), base.qkv:slice(4 * n * qd, 4 * n * kd),
-    base.qkv:slice(4 * n * (qd + kd), 4 * n * kd)
-  base.qk = base.qkv:slice(0, 4 * n * (qd + kd))
-  base.qr, base.kr = base.qkr:slice(0, 4 * n * qd), base.qkr:slice(4 * n * qd, 4 * n * kd)
+  local b = { qkv = f32(d, n * (qd + 2 * kd)), qkr = f32(d, n * (qd + kd)), att = f32(d, n * qd), aq = q8k(d, n * qd) }
+  b.q, b.k, b.v = b.qkv:slice(0, 4 * n * qd), b.qkv:slice(4 * n * qd, 4 * n * kd),
+    b.qkv:slice(4 * n * (qd + kd), 4 * n * kd)
+  b.qk = b.qkv:slice(0, 4 * n * (qd + kd))
+  b.qr, b.kr = b.qkr:slice(0, 4 * n * qd), b.qkr:slice(4 * n * qd, 4 * n * kd)
   if m.family.qk_norm then
-    base.qkn = f32(d, n * (qd + kd))
-    base.qn, base.kn = base.qkn:slice(0, 4 * n * qd), base.qkn:slice(4 * n * qd, 4 * n * kd)
+    b.qkn = f32(d, n * (qd + kd))
+    b.qn, b.kn = b.qkn:slice(0, 4 * n * qd), b.qkn:slice(4 * n * qd, 4 * n * kd)
   end
-  for k, v in pairs(base) do a[k] = v end
+  return b
+end
+
+-- Allocators with a device's buffer(bytes) method. sizer(): hands out stand-ins and adds up
+-- the bytes; carver(buf): slices of buf, back to back. Each piece starts at a multiple of
+-- 256 bytes (kernels may read any operand in 16-byte vectors).
+local ALIGN = 256
+local function sizer()
+  local z = { bytes = 0 }
+  local stand_in = { slice = function(self) return self end }
+  function z:buffer(bytes)
+    self.bytes = self.bytes + (bytes + ALIGN - 1) // ALIGN * ALIGN
+    return stand_in
+  end
+  return z
+end
+
+local function carver(buf)
+  local c = { at = 0 }
+  function c:buffer(bytes)
+    local v = buf:slice(self.at, bytes)
+    self.at = self.at + (bytes + ALIGN - 1) // ALIGN * ALIGN
+    return v
+  end
+  return c
+end
+
+-- The activations of a batch of n tokens. The residual stream, its packed norm, the
+-- attention's output and the positions live through the layer; the attention half's buffers
+-- and the family's FFN buffers are never live at once, so a batch of several tokens carves both
+-- from one scratch buffer (the larger of the two: the 512-token prefill batch's activations
+-- are most of the memory past the weights).
+local function activations(m, n)
+  local h, d = m.h, m.dev
+  local a = { n = n, x = f32(d, n * h.n_embd), xq = q8k(d, n * h.n_embd), t = f32(d, n * h.n_embd), pos = d:buffer(4 * n) }
+  local halves = { function(al) return attention_buffers(m, n, al) end,
+                   function(al) return m.family.activations(m, n, al) end }
+  local scratch
+  if n > 1 then
+    local most = 0
+    for _, half in ipairs(halves) do
+      local z = sizer()
+      half(z)
+      most = math.max(most, z.bytes)
+    end
+    scratch = d:buffer(most)
+    a.scratch = scratch
+  end
+  for _, half in ipairs(halves) do
+    for k, v in pairs(half(scratch and carver(scratch) or d)) do a[k] = v end
+  end
   return a
 end
 M.f32, M.q8k = f32, q8k

@@ -22,8 +22,8 @@ local FAMILY = {
 }
 
 -- gate | up in one buffer: for one token the fused mat-vec's output.
-function FAMILY.activations(m, n)
-  local ff, d = m.h.n_ff, m.dev
+function FAMILY.activations(m, n, d)
+  local ff = m.h.n_ff
   local gu = decoder.f32(d, 2 * n * ff)
   return { gu = gu, gate = gu:slice(0, 4 * n * ff), up = gu:slice(4 * n * ff, 4 * n * ff), hq = decoder.q8k(d, n * ff) }
 end

@@ -26,8 +26,8 @@ local FAMILY = {
   routes = { moe = "routes.layer_moe" },
 }
 
-function FAMILY.activations(m, n)
-  local h, d = m.h, m.dev
+function FAMILY.activations(m, n, d)
+  local h = m.h
   local pairs, ff = n * h.n_expert_used, h.n_ff_exp
   local a = {
     xn = f32(d, n * h.n_embd), router = f32(d, n * h.n_expert), sel = d:buffer(4 * pairs), sel_w = f32(d, pairs),
