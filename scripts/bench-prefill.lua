@@ -40,13 +40,8 @@ local opts = cli.parse(arg, {
   output = true,
 })
 
-local formats = {}
-for f in (opts.format or table.concat(G.formats, ",")):gmatch("[^,]+") do
-  local known = false
-  for _, g in ipairs(G.formats) do known = known or g == f end
-  if not known then cli.fail(NAME, "--format: '%s' is not a served format (%s)", f, table.concat(G.formats, ",")) end
-  formats[#formats + 1] = f
-end
+local formats, ferr = G.parse_formats(opts.format)
+if not formats then cli.fail(NAME, "--format: %s", ferr) end
 local E = opts.experts
 local T, K = opts.tokens, opts.used
 local rows, cols = opts.rows or (E and 768 or 4096), opts.cols or (E and 2048 or 14336)
@@ -62,13 +57,7 @@ local w = report.writer(opts.output, d, "prefill", { "format", "row", "tokens", 
 local units = d.simd_count or 0
 
 -- The case's call on stream s; for a bank, the expert map is built first (untimed).
-local function call_of(case, s)
-  if case.map then
-    local mc = xpu.call { query = case.map.query, device = d, stream = s, operands = case.map.operands }
-    select_routes:bind(mc):dispatch(mc)
-  end
-  return xpu.call { query = case.query, device = d, stream = s, operands = case.operands }
-end
+local function call_of(case, s) return G.case_call(d, case, s) end
 
 -- The gate: `row` on a slice of the shape (at most 24 rows, so the host reference stays quick)
 -- against the reference, ==, NaN counted. Returns "==" or the first difference.

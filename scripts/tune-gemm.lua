@@ -20,7 +20,6 @@ local cli = require "xpu.cli"
 local G = require "xpu.layers.gemm"
 local decode = require "xpu.decode"
 local routes = require "routes.prefill"
-local select_routes = require "routes.layer_select"
 
 local NAME = "tune-gemm"
 local opts = cli.parse(arg, {
@@ -45,13 +44,8 @@ local opts = cli.parse(arg, {
   output = true,
 })
 
-local formats = {}
-for f in (opts.format or table.concat(G.formats, ",")):gmatch("[^,]+") do
-  local known = false
-  for _, g in ipairs(G.formats) do known = known or g == f end
-  if not known then cli.fail(NAME, "--format: '%s' is not a served format (%s)", f, table.concat(G.formats, ",")) end
-  formats[#formats + 1] = f
-end
+local formats, ferr = G.parse_formats(opts.format)
+if not formats then cli.fail(NAME, "--format: %s", ferr) end
 local ks = {}
 for v in opts.ks:gmatch("[^,]+") do
   local k = math.tointeger(tonumber(v))
@@ -94,13 +88,7 @@ local function pairs_of(fmt, query)
   return out
 end
 
-local function call_of(case, s)
-  if case.map then
-    local mc = xpu.call { query = case.map.query, device = d, stream = s, operands = case.map.operands }
-    select_routes:bind(mc):dispatch(mc)
-  end
-  return xpu.call { query = case.query, device = d, stream = s, operands = case.operands }
-end
+local function call_of(case, s) return G.case_call(d, case, s) end
 
 -- The median seconds of `row` over the case, and its output's bytes.
 local function time_row(row, case)

@@ -127,23 +127,29 @@ static void add_rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 
 /* ---- rms_norm_q8k: xq x weight rows cols eps ----------------------------------------------- */
 
-/* rms_norm's values of each 256-element stretch, packed by the host pack itself. */
+/* One row's rms_norm values (xr * rinv) * w, each 256-element stretch packed to q8_K by the
+ * host pack itself into xq. */
+static void pack_norm_row(uint8_t *xq, const float *xr, const float *w, uint64_t blocks, float rinv)
+{
+	float v[XPU_Q8K_ELEMS];
+	for (uint64_t b = 0; b < blocks; b++) {
+		for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
+			uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;
+			v[j] = (xr[i] * rinv) * w[i];
+		}
+		xpu_q8k_pack_block(v, xq + b * XPU_Q8K_BYTES);
+	}
+}
+
 static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	uint8_t *xq = karg_ptr(a, 0);
 	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2);
 	const uint64_t rows = a[3].u, n = a[4].u, blocks = n / XPU_Q8K_ELEMS;
-	float v[XPU_Q8K_ELEMS];
 	for (uint64_t r = g0; r < g1 && r < rows; r++) {
 		const float *xr = x + r * n;
-		float rinv = rms_factor(xr, XPU_NORM_F32, (uint32_t)n, a[5].f);
-		for (uint64_t b = 0; b < blocks; b++) {
-			for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
-				uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;
-				v[j] = (xr[i] * rinv) * w[i];
-			}
-			xpu_q8k_pack_block(v, xq + (r * blocks + b) * XPU_Q8K_BYTES);
-		}
+		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, xr, w, blocks,
+			      rms_factor(xr, XPU_NORM_F32, (uint32_t)n, a[5].f));
 	}
 }
 
@@ -157,19 +163,12 @@ static void add_rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1,
 	float *sum = karg_ptr(a, 1);
 	const float *x = karg_ptr(a, 2), *res = karg_ptr(a, 3), *w = karg_ptr(a, 4);
 	const uint64_t rows = a[5].u, n = a[6].u, blocks = n / XPU_Q8K_ELEMS;
-	float v[XPU_Q8K_ELEMS];
 	for (uint64_t r = g0; r < g1 && r < rows; r++) {
 		float *h = sum + r * n;
 		for (uint64_t i = 0; i < n; i++)
 			h[i] = x[r * n + i] + res[r * n + i];
-		float rinv = rms_factor(h, XPU_NORM_F32, (uint32_t)n, a[7].f);
-		for (uint64_t b = 0; b < blocks; b++) {
-			for (int j = 0; j < XPU_Q8K_ELEMS; j++) {
-				uint64_t i = b * XPU_Q8K_ELEMS + (uint64_t)j;
-				v[j] = (h[i] * rinv) * w[i];
-			}
-			xpu_q8k_pack_block(v, xq + (r * blocks + b) * XPU_Q8K_BYTES);
-		}
+		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, h, w, blocks,
+			      rms_factor(h, XPU_NORM_F32, (uint32_t)n, a[7].f));
 	}
 }
 

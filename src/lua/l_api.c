@@ -581,6 +581,10 @@ static const struct api_entry layer_gemm_entries[] = {
 	  "the Autotune keys of the three partitions: gemm.tile_k.<fmt>, gemm.mma.tile_k.<fmt>, gemm_id.tile_k.<fmt>" },
 	{ "xpu.layers.gemm.forget_partitions", "gemm.forget_partitions()",
 	  "drops what gemm.partition read, so the next call reads the store again" },
+	{ "xpu.layers.gemm.parse_formats", "gemm.parse_formats(text | nil) -> formats | nil, message",
+	  "the formats of a comma-separated list (nil: every format), or nil and the word that is not one" },
+	{ "xpu.layers.gemm.case_call", "gemm.case_call(device, case, stream) -> Call",
+	  "a bench case's call; for a bank, its expert map built first" },
 	{ "xpu.layers.gemm.best_split", "gemm.best_split(ks, t64, t128) -> K",
 	  "the least-cost split of a sweep (each K weighed by its faster tile): the first K of the 128-token side, "
 	  "0, or gemm.NEVER" },

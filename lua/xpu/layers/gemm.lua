@@ -289,6 +289,27 @@ end
 
 -- ---- bench cases ----------------------------------------------------------------------------
 
+-- The formats of a comma-separated list (nil: every format), or nil and what is wrong.
+function M.parse_formats(text)
+  local known, list = {}, {}
+  for _, f in ipairs(M.formats) do known[f] = true end
+  for f in (text or table.concat(M.formats, ",")):gmatch("[^,]+") do
+    if not known[f] then return nil, ("'%s' is not a served format (%s)"):format(f, table.concat(M.formats, ",")) end
+    list[#list + 1] = f
+  end
+  return list
+end
+
+-- A bench case's call on dev and stream s; for a bank, its expert map is built first.
+function M.case_call(dev, case, s)
+  if case.map then
+    local routes = require "routes.layer_select"
+    local mc = xpu.call { query = case.map.query, device = dev, stream = s, operands = case.map.operands }
+    routes:bind(mc):dispatch(mc)
+  end
+  return xpu.call { query = case.query, device = dev, stream = s, operands = case.operands }
+end
+
 -- The bench's case on dev: { query =, operands = (allocated, seeded), bytes = read + written,
 -- map = (for a bank: the expert_map call to run first, { query =, operands = }), note = }.
 -- opts: format, tokens, rows, cols, experts, used (experts: a grouped case). The weights are
