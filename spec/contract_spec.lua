@@ -429,7 +429,7 @@ describe("several outputs, inputs of their own dtype, block dtypes", function()
           :gsub("in_place: false", "in_place: true")), 29,
         "return.outputs[1].aliasing: in place on 'x', which output 'ids' already overwrites" },
       { with("dtypes: [F32, F16, Q8_0", "dtypes: [F32, F16, Q8_1"), 59,
-        "accept.inputs[0].dtypes[2]: unknown dtype 'Q8_1' (known: F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K)" },
+        "accept.inputs[0].dtypes[2]: unknown dtype 'Q8_1' (known: F32, F64, F16, BF16, I8, I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K, Q6_K)" },
     }
     for _, k in ipairs(cases) do
       local got, err = pcall(xpu.contracts.parse, k[1], "outputs.md")

@@ -202,7 +202,7 @@ describe("xpulua REPL", function()
 			local r = reply("help(xpu.device 'cpu:0')")
 			assert.matches("^Device\n", r)
 			local _, count = r:gsub("\n  d:", "")
-			assert.are.equal(10, count)
+			assert.are.equal(11, count)
 			assert.matches("^Device\n  A device answers[^\n]*fields: id,", r)
 			-- a type without methods: its section's words
 			local query = reply("help(xpu.query { format = 'q4_0', regime = 'decode' })")

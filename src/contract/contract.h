@@ -21,7 +21,7 @@
 enum xpu_dtype {
 	XPU_DT_F32, XPU_DT_F64, XPU_DT_F16, XPU_DT_BF16, XPU_DT_I8, XPU_DT_I16, XPU_DT_I32,
 	XPU_DT_I64, XPU_DT_U8, XPU_DT_U16, XPU_DT_U32, XPU_DT_U64,
-	XPU_DT_Q8_0, XPU_DT_Q4_0, XPU_DT_Q4_K, /* GGUF blocks (src/quant/format_list.h): a row is whole blocks */
+	XPU_DT_Q8_0, XPU_DT_Q4_0, XPU_DT_Q4_K, XPU_DT_Q6_K, /* GGUF blocks (src/quant/format_list.h): a row is whole blocks */
 	XPU_DT_COUNT
 };
 

@@ -26,7 +26,7 @@ static const struct {
 	[XPU_DT_U8] = { "U8", "u8", 1 },     [XPU_DT_U16] = { "U16", "u16", 2 },
 	[XPU_DT_U32] = { "U32", "u32", 4 },  [XPU_DT_U64] = { "U64", "u64", 8 },
 	[XPU_DT_Q8_0] = { "Q8_0", "q8_0", 0 }, [XPU_DT_Q4_0] = { "Q4_0", "q4_0", 0 },
-	[XPU_DT_Q4_K] = { "Q4_K", "q4_K", 0 },
+	[XPU_DT_Q4_K] = { "Q4_K", "q4_K", 0 }, [XPU_DT_Q6_K] = { "Q6_K", "q6_K", 0 },
 };
 
 const char *xpu_dtype_name(int dt)

@@ -17,7 +17,7 @@ static int read_dtypes(struct fkr *r, const struct ynode *n, const char *key, ui
 		int dt = xpu_dtype_parse(s);
 		if (dt < 0)
 			return fkr_fail(r, n->kids[i]->line, k, "unknown dtype '%s' (known: F32, F64, F16, BF16, I8, "
-				     "I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K)", s);
+				     "I16, I32, I64, U8, U16, U32, U64; the blocks Q8_0, Q4_0, Q4_K, Q6_K)", s);
 		*out |= 1u << dt;
 	}
 	return 0;
