@@ -200,11 +200,11 @@ end
 local function run(b) b.row:dispatch(b.call) end
 M.bound, M.run = bound, run
 
--- The activations of a batch of n tokens. q | k | v lie in one buffer (qkv), as do the roped
--- qr | kr (qkr) and qwen's normed qn | kn (qkn): for one token each pair is the [heads,
--- head_dim] rows of one launch (a fused mat-vec's output, one RoPE over n_head + n_kv_head
--- heads); for a batch, [n, heads, head_dim] blocks one after another.
--- The attention half's own buffers (dead once the FFN starts), from allocator d.
+-- The attention half's own buffers (dead once the FFN starts), from allocator d. q | k | v lie
+-- in one buffer (qkv), as do the roped qr | kr (qkr) and qwen's normed qn | kn (qkn): for one
+-- token each pair is the [heads, head_dim] rows of one launch (a fused mat-vec's output, one
+-- RoPE over n_head + n_kv_head heads); for a batch, [n, heads, head_dim] blocks one after
+-- another.
 local function attention_buffers(m, n, d)
   local h = m.h
   local qd, kd = h.n_head * h.head_dim, h.n_kv_head * h.head_dim
