@@ -68,6 +68,7 @@ describe("cuda:0", function()
     for _, fmt in ipairs(formats) do
       names[#names + 1] = fmt .. "_q8k_wave"
       names[#names + 1] = fmt .. "_q8k_id"
+      names[#names + 1] = fmt .. "_q8k_tail"
     end
     for _, name in ipairs(names) do
       local k = { name = name }
@@ -78,7 +79,7 @@ describe("cuda:0", function()
       assert.is_true(m.spill_bytes >= 0 and m.lds_static_bytes >= 0, k.name)
       assert.is_true(m.max_threads >= 32, k.name)
       assert.is_true(m.resident_groups_per_cu >= 1, k.name)
-      if k.name:match "_q8k_wave$" or k.name:match "_q8k_id$" then
+      if k.name:match "_q8k_wave$" or k.name:match "_q8k_id$" or k.name:match "_q8k_tail$" then
         assert.equal(0, m.spill_bytes, k.name .. " spills")
         assert.is_true(m.max_threads >= 256, k.name)
       end

@@ -4,6 +4,7 @@
  * checked against src/ops/quant/table.c's signatures and extents. */
 #include "cpu_kernel.h"
 #include "matvec.h"
+#include "moe.h"
 #include "quant/formats.h"
 #include "quant/ggml_types.h"
 
@@ -199,6 +200,45 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 	}
 }
 
+/* y:buf@4! slab x sel w:buf@4 experts used rows cols x_row_blocks — the down bank and the
+ * combine in one: y[r] = y[r] + s, s = +0 then s = s + w[kk] * (row r of expert sel[kk] . the
+ * activation of slot kk) for kk = 0 .. used - 1. Each dot is the id body's (one call of the
+ * dense rows body over a run of rows), so the result is id then moe_combine's, bit for bit. */
+#define TAIL_RUN 64
+static void tail_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+		      const struct xpu_cpu_launch *l)
+{
+	const struct xpu_format *f = xpu_format_get(type);
+	float *y = karg_ptr(a, 0);
+	const uint8_t *slab = karg_ptr(a, 1), *x = karg_ptr(a, 2);
+	const int32_t *sel = karg_ptr(a, 3);
+	const float *w = karg_ptr(a, 4);
+	const uint64_t experts = a[5].u, used = a[6].u, rows = a[7].u, xrb = a[9].u;
+	const uint32_t bpr = (uint32_t)(a[8].u / f->block_elems);
+	const uint64_t rb = xpu_row_resident_bytes(f, bpr);
+	xpu_mv_rows_fn fn = rows_fn(type);
+	float dots[XPU_MOE_MAX_USED][TAIL_RUN];
+	uint64_t r, r1;
+	wave_range(l, g0, g1, rows, &r, &r1);
+	for (; r < r1; r += TAIL_RUN) {
+		const uint64_t n = r1 - r < TAIL_RUN ? r1 - r : TAIL_RUN;
+		for (uint64_t kk = 0; kk < used; kk++) {
+			const int32_t e = sel[kk];
+			if (e < 0 || (uint64_t)e >= experts)
+				for (uint64_t i = 0; i < n; i++)
+					dots[kk][i] = NAN;
+			else
+				fn(dots[kk], slab + ((uint64_t)e * rows + r) * rb, rb, x + kk * xrb * XPU_Q8K_BYTES, bpr, n);
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			float s = 0.0f;
+			for (uint64_t kk = 0; kk < used; kk++)
+				s = s + w[kk] * dots[kk][i];
+			y[r + i] = y[r + i] + s;
+		}
+	}
+}
+
 /* Each format's entry points: format_list.h's rows. */
 #define FORMAT_BODIES(name, type, ...)                                                           \
 	static void name##_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,             \
@@ -210,11 +250,17 @@ static void id_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_
 			      const struct xpu_cpu_launch *l)                                    \
 	{                                                                                        \
 		id_body(GGML_##type, a, g0, g1, l);                                              \
+	}                                                                                        \
+	static void name##_tail(const struct xpu_karg *a, uint64_t g0, uint64_t g1,             \
+				const struct xpu_cpu_launch *l)                                  \
+	{                                                                                        \
+		tail_body(GGML_##type, a, g0, g1, l);                                            \
 	}
 XPU_FORMAT_LIST(FORMAT_BODIES)
 #undef FORMAT_BODIES
 
-#define FORMAT_ENTRIES(name, ...) { #name "_q8k_wave", name##_wave }, { #name "_q8k_id", name##_id },
+#define FORMAT_ENTRIES(name, ...) { #name "_q8k_wave", name##_wave }, { #name "_q8k_id", name##_id }, \
+	{ #name "_q8k_tail", name##_tail },
 
 const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "q8k_pack", q8k_pack_body },

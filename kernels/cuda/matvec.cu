@@ -80,6 +80,52 @@ static __device__ __forceinline__ void mv_id(float *y, const uint8_t *slab, cons
 	mv_stream_any<F, false>(r, mv_aligned16(slab, x), bpr, first, waves, (uint64_t)used * rows, lane);
 }
 
+/* The down bank and moe_combine in one launch: wave v is residual element r = v, which takes
+ * row r of every slot's expert against that slot's activation (each dot mv_rowwise's, the id
+ * kernel's value bit for bit), then y[r] = y[r] + s, s = +0, s = s + w[kk] * dot_kk in slot
+ * order: moe_combine's order, so the two launches' result exactly. An expert outside
+ * [0, experts) makes its dot NaN, and so y[r]. */
+template <class F, bool V>
+static __device__ __forceinline__ void mv_tail_walk(float *y, const uint8_t *slab, const uint8_t *x,
+						    const int32_t *sel, const float *w, uint32_t experts,
+						    uint32_t used, uint32_t rows, uint32_t bpr,
+						    uint64_t x_slot_bytes, uint64_t first, uint64_t stride, int lane)
+{
+	const uint64_t prefix = mv_prefix<F>(bpr), row_bytes = mv_row_bytes<F>(bpr);
+	for (uint64_t r = first; r < rows; r += stride) {
+		float s = 0.0f;
+		for (uint32_t kk = 0; kk < used; kk++) {
+			const int32_t e = sel[kk];
+			const bool bad = e < 0 || (uint32_t)e >= experts;
+			const uint8_t *row = slab + (bad ? 0 : ((uint64_t)e * rows + r) * row_bytes);
+			float d = mv_row<F, V>(row, prefix, x + kk * x_slot_bytes, bpr, lane);
+			if (bad)
+				d = __int_as_float(0x7fc00000);
+			s = xpu_add(s, xpu_mul(w[kk], d));
+		}
+		if (lane == 0)
+			y[r] = xpu_add(y[r], s);
+	}
+}
+
+template <class F>
+static __device__ __forceinline__ void mv_tail(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,
+					       const float *w, uint32_t experts, uint32_t used, uint32_t rows,
+					       uint32_t cols, uint32_t x_row_blocks)
+{
+	uint32_t lane;
+	uint64_t waves;
+	const uint64_t first = mv_wave_index(&lane, &waves);
+	const uint32_t bpr = cols / F::ELEMS;
+	const uint64_t xs = (uint64_t)x_row_blocks * Q8K_BYTES;
+	/* 16-byte loads where every slot's activation and every row start on 16 bytes */
+	if (F::VEC && mv_aligned16(slab, x) && (xs & 15) == 0 && (mv_prefix<F>(bpr) & 15) == 0 &&
+	    (mv_row_bytes<F>(bpr) & 15) == 0)
+		mv_tail_walk<F, true>(y, slab, x, sel, w, experts, used, rows, bpr, xs, first, waves, lane);
+	else
+		mv_tail_walk<F, false>(y, slab, x, sel, w, experts, used, rows, bpr, xs, first, waves, lane);
+}
+
 /* Groups an SM for a format's grouped form: MV_MIN_GROUPS unless its walk needs more registers. */
 template <class F> struct mv_id_groups {
 	static constexpr int N = MV_MIN_GROUPS;
@@ -113,6 +159,13 @@ template <> struct mv_id_groups<mv_q5_K> {
 		      unsigned int x_row_blocks, unsigned int y_off)                             \
 	{                                                                                        \
 		mv_id<mv_##name>(y, slab, x, sel, experts, used, rows, cols, x_row_blocks, y_off); \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(MV_BLOCK, mv_id_groups<mv_##name>::N)      \
+	name##_q8k_tail(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel,    \
+			const float *w, unsigned int experts, unsigned int used, unsigned int rows, \
+			unsigned int cols, unsigned int x_row_blocks)                            \
+	{                                                                                        \
+		mv_tail<mv_##name>(y, slab, x, sel, w, experts, used, rows, cols, x_row_blocks); \
 	}
 XPU_FORMAT_LIST(MV_ENTRY_POINTS)
 #undef MV_ENTRY_POINTS

@@ -13,6 +13,7 @@ local norm = require "xpu.layers.norm"
 local select = require "xpu.layers.select"
 local gemm = require "xpu.layers.gemm"
 local moe = require "xpu.layers.moe"
+local common = require "routes.common"
 
 local M = {}
 
@@ -57,8 +58,9 @@ local function bank(s, a, n, i, name, y, x, per_slot)
 end
 
 -- The FFN calls of layer i over the activations a of n tokens into list. Fused (models.decoder's
--- opts.fuse): the attention's residual add and ffn_norm's q8_K pack are one launch; the
--- combine adds the residual itself, so the next norm stays its own.
+-- opts.fuse): the attention's residual add and ffn_norm's q8_K pack are one launch, and for one
+-- token the down bank and the combine are one (the tail: routes.common's tail rows), which adds
+-- into the residual itself, so the next norm stays its own.
 function FAMILY.ffn_calls(s, list, a, n, i)
   local m, h, d = s.m, s.m.h, s.m.dev
   local k = h.n_expert_used
@@ -77,15 +79,30 @@ function FAMILY.ffn_calls(s, list, a, n, i)
   push(list, bank(s, a, n, i, "ffn_gate_exps", a.gate, a.xq, false), "matmul")
   push(list, bank(s, a, n, i, "ffn_up_exps", a.up, a.xq, false), "matmul")
   push(list, bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n * k, h.n_ff_exp), { xq = a.hq, g = a.gate, u = a.up }), "other")
+  if m.fused and n == 1 then
+    local down = L(i, "ffn_down_exps")
+    return push(list, bound(m.rt.decode, d, common.tail_query(m.fmt[down], k),
+      { y = a.x, slab = m.w[down], x = a.hq, sel = a.sel, w = a.sel_w }), "matmul")
+  end
   push(list, bank(s, a, n, i, "ffn_down_exps", a.down, a.hq, true), "matmul")
   push(list, bound(m.rt.moe, d, moe.combine_query(n, k, h.n_embd), { out = a.x, x = a.x, y = a.down, w = a.sel_w }), "other")
 end
 
 -- The router of every layer: an f32 [n_expert x n_embd] matrix, served by routes.layer_moe's
 -- matvec_f32 rows at one token and at a batch; a router no row serves is an error naming it.
+-- Fused, each down bank's tail row too.
 function FAMILY.audit(m)
   local h = m.h
   for i = 0, h.n_layer - 1 do
+    local down = m.fmt[L(i, "ffn_down_exps")]
+    if m.fused then
+      local c = xpu.call { query = common.tail_query(down, h.n_expert_used), device = m.dev,
+                           receiver = { bound = true, resident = true } }
+      if not m.rt.decode:pick(c) then
+        error(("%s: tensor '%s' (%s): no moe_tail row serves it on %s: %s"):format(m.g.path, down.name, down.format,
+          m.dev.id, tostring(m.rt.decode:why_not_picked(c))), 3)
+      end
+    end
     local t = decoder.tensor_or_error(m.g, L(i, "ffn_gate_inp"))
     if t.type ~= "f32" or t.dims[1] ~= h.n_embd or t.dims[2] ~= h.n_expert then
       error(("%s: tensor '%s' is %s [%s], not f32 [%d, %d]"):format(m.g.path, t.name, t.type, table.concat(t.dims, ", "),

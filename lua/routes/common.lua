@@ -59,6 +59,39 @@ function M.id_rows(t)
   end
 end
 
+-- The MoE tail (one token): the down bank and moe_combine in one launch, y[r] += the weighted
+-- sum of every used expert's row r (kernels <fmt>_q8k_tail[_dot4]; docs/ARITHMETIC.md). The
+-- query is the down bank's, under regime "moe_tail"; one token's slots, at most eight.
+M.TAIL_MAX_USED = 8
+xpu.regime "moe_tail"
+
+local function tail_shape(q)
+  local why = id_shape(q)
+  if why then return why end
+  if not q.used or q.used < 1 or q.used > M.TAIL_MAX_USED then
+    return ("used %s is not 1 to %d experts a token"):format(tostring(q.used), M.TAIL_MAX_USED)
+  end
+  if q.tokens and q.tokens ~= 1 then return ("tokens %d: the tail serves one token"):format(q.tokens) end
+end
+
+local TAIL_FACTS = { "in_dim", "out_dim", "experts", "used", "x_row_blocks", "tokens" }
+
+function M.tail_rows(t)
+  for _, f in ipairs(M.decode_formats) do
+    t:register { name = f .. "-int-tail", regime = "moe_tail", format = f, priority = 20, facts = TAIL_FACTS,
+                 kernel = f .. "_q8k_tail", shape = tail_shape, ready = ready }
+    t:register { name = f .. "-dot4-tail", regime = "moe_tail", format = f, priority = 30, facts = TAIL_FACTS,
+                 needs = { "dot4_i8" }, kernel = f .. "_q8k_tail_dot4", shape = tail_shape, ready = ready }
+  end
+end
+
+-- The tail's query: the down bank w (models.decoder's weight entry: format, cols, rows,
+-- experts) over one token's `used` slots, each its own q8_K activation row.
+function M.tail_query(w, used)
+  return xpu.query { regime = "moe_tail", format = w.format, in_dim = w.cols, out_dim = w.rows, experts = w.experts,
+                     used = used, x_row_blocks = w.cols // 256 }
+end
+
 -- The bind split (GGUF blocks -> resident rows): each way it runs is a row of its own, best
 -- first. A format without a row prefix (q4_K) is its payload pass alone; one with a prefix takes
 -- the dword scale pass on a chunk of whole rows (a prefix dword spans two blocks of a row) and

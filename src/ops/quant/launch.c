@@ -82,6 +82,27 @@ int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c)
 	return xpu_launch_1d(c, k, ((uint64_t)(rows * used) + 7) / 8, WAVE_BLOCK, args, 10);
 }
 
+/* <fmt>_q8k_tail: operands y (the residual, updated in place), slab, x (a q8_K row a slot),
+ * sel, w (top_k's weights); facts out_dim (rows per expert: the residual's width), in_dim,
+ * experts, used [, x_row_blocks]. A wave per residual element, each taking every slot's row. */
+int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	const char *kn = k->def->name;
+	const struct xpu_karg *y = xpu_operand_buffer(c, kn, "y");
+	const struct xpu_karg *slab = y ? xpu_operand_buffer(c, kn, "slab") : NULL;
+	const struct xpu_karg *x = slab ? xpu_operand_buffer(c, kn, "x") : NULL;
+	const struct xpu_karg *sel = x ? xpu_operand_buffer(c, kn, "sel") : NULL;
+	const struct xpu_karg *w = sel ? xpu_operand_buffer(c, kn, "w") : NULL;
+	int64_t rows, cols, experts, used, xrb = 0;
+	if (!w || xpu_query_need(c, kn, "out_dim", &rows) || xpu_query_need(c, kn, "in_dim", &cols) ||
+	    xpu_query_need(c, kn, "experts", &experts) || xpu_query_need(c, kn, "used", &used))
+		return -1;
+	xpu_query_get(c->query, "x_row_blocks", &xrb);
+	struct xpu_karg args[10] = { *y, *slab, *x, *sel, *w, xpu_u32((uint64_t)experts), xpu_u32((uint64_t)used),
+				     xpu_u32((uint64_t)rows), xpu_u32((uint64_t)cols), xpu_u32((uint64_t)xrb) };
+	return xpu_launch_1d(c, k, ((uint64_t)rows + 7) / 8, WAVE_BLOCK, args, 10);
+}
+
 /* ---- the bind split: GGUF blocks to resident rows, one launcher per route row ---------------- */
 
 /* A split call: operands out (resident rows), src (the chunk's GGUF blocks); facts bpr (blocks

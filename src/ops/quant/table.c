@@ -5,11 +5,13 @@
 #include "ops/table.h"
 #include "quant/formats.h"
 #include "quant/ggml_types.h"
+#include "moe.h"
 
 /* src/ops/quant/launch.c */
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_payload(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_dword(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_scale_bytes(struct xpu_kernel *k, const struct xpu_call *c);
@@ -144,19 +146,37 @@ static int wave_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU
 	return 0;
 }
 
-/* y slab x sel experts used rows cols x_row_blocks y_off */
-static int id_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
+/* What the grouped forms read: slab (argument 1), x (2) and sel (3) */
+static int id_reads(int32_t type, uint64_t experts, uint64_t used, uint64_t rows, uint64_t cols, uint64_t xrb,
+		    uint64_t need[XPU_MAX_ARGS])
 {
-	const uint64_t experts = a[4].u, used = a[5].u, rows = a[6].u, cols = a[7].u;
-	const uint64_t xrb = a[8].u, yoff = a[9].u;
 	uint64_t rb = 0;
 	if (matvec_cols(type, cols, &rb))
 		return -1;
-	need[0] = (yoff + used * rows) * 4;
 	need[1] = experts * rows * rb;
 	need[2] = used ? ((used - 1) * xrb + cols / XPU_Q8K_ELEMS) * XPU_Q8K_BYTES : 0;
 	need[3] = used * 4;
 	return 0;
+}
+
+/* y slab x sel experts used rows cols x_row_blocks y_off */
+static int id_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
+{
+	const uint64_t used = a[5].u, rows = a[6].u, yoff = a[9].u;
+	need[0] = (yoff + used * rows) * 4;
+	return id_reads(type, a[4].u, used, rows, a[7].u, a[8].u, need);
+}
+
+/* y slab x sel w experts used rows cols x_row_blocks: y is the residual (rows long), w one
+ * weight a slot */
+static int tail_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
+{
+	const uint64_t used = a[6].u, rows = a[7].u;
+	if (used > XPU_MOE_MAX_USED)
+		return xpu_fail("used %llu is over %d experts a token", (unsigned long long)used, XPU_MOE_MAX_USED);
+	need[0] = rows * 4;
+	need[4] = used * 4;
+	return id_reads(type, a[5].u, used, rows, a[8].u, a[9].u, need);
 }
 
 /* Each format's extents: format_list.h's rows. */
@@ -168,6 +188,10 @@ static int id_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_M
 	static int name##_id_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])      \
 	{                                                                                        \
 		return id_extent(GGML_##type, a, need);                                          \
+	}                                                                                        \
+	static int name##_tail_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])    \
+	{                                                                                        \
+		return tail_extent(GGML_##type, a, need);                                        \
 	}
 XPU_FORMAT_LIST(FORMAT_EXTENTS)
 #undef FORMAT_EXTENTS
@@ -175,6 +199,8 @@ XPU_FORMAT_LIST(FORMAT_EXTENTS)
 #define WAVE_SIG "y:buf@4! w:buf@4 x:buf@4 rows:u32 cols:u32 y_off:u32"
 #define ID_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts:u32 used:u32 rows:u32 cols:u32 " \
 	       "x_row_blocks:u32 y_off:u32"
+#define TAIL_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 w:buf@4 experts:u32 used:u32 rows:u32 " \
+		 "cols:u32 x_row_blocks:u32"
 
 /* A format whose dense wave streams (format_list.h's `streams`) launches on the resident grid. */
 #define WAVE_LAUNCH_1 xpu_launch_wave_resident
@@ -183,7 +209,9 @@ XPU_FORMAT_LIST(FORMAT_EXTENTS)
 	{ .name = #fmt "_q8k_wave", .signature = WAVE_SIG, .extent = fmt##_wave_extent,       \
 	  .launch = WAVE_LAUNCH_##streams, .format = #fmt },                                    \
 	{ .name = #fmt "_q8k_id", .signature = ID_SIG, .extent = fmt##_id_extent,             \
-	  .launch = xpu_launch_id, .format = #fmt },
+	  .launch = xpu_launch_id, .format = #fmt },                                            \
+	{ .name = #fmt "_q8k_tail", .signature = TAIL_SIG, .extent = fmt##_tail_extent,       \
+	  .launch = xpu_launch_tail, .format = #fmt },
 
 const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ .name = "q8k_pack", .signature = "xq:buf@4! x:buf@4 n:u32", .extent = q8k_pack_extent },
