@@ -16,7 +16,8 @@
  * rows x 16 tokens, a group of 8 warps 32 rows x 64 tokens (t64) or 16 rows x 128 tokens
  * (t128); group g is row tile g % ceil(rows / ROWS) of token tile g / ceil(rows / ROWS). */
 #define XPU_GEMM_MMA_ROWS(tile) (2048 / (tile))
-/* The formats they serve: those whose 32-element block is one k = 32 step. */
-#define XPU_GEMM_MMA_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0)
+/* The formats they serve: those whose 32-element block is one k = 32 step, and q4_K (a
+ * sub-block of 32 a step). */
+#define XPU_GEMM_MMA_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0) X(q4_K)
 
 #endif

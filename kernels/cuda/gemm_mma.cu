@@ -1,5 +1,6 @@
 /* gemm_mma.cu — the prefill GEMMs on the tensor cores: <fmt>_q8k_gemm_mma_t{64,128} for the
- * 32-element formats (q4_0, q8_0, iq4_nl, q5_0), src/ops/gemm/table.c. A block's integer dot
+ * 32-element formats (q4_0, q8_0, iq4_nl, q5_0) and q4_K (eight k = 32 steps a block, one a
+ * sub-block: mma_tile_k4), src/ops/gemm/table.c. A block's integer dot
  * for 16 rows x 8 tokens is one mma.m16n8k32 s8 (exact int32); each (row, token, block) value
  * is then the mat-vec's float expression, added in the canonical order: the accumulator of
  * blocks l, l + 32, ... is summed in increasing b for l in bit-reversed order, and the 32
@@ -154,6 +155,152 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 		}
 }
 
+/* Q4_K on the tensor cores: a 256-element block is eight k = 32 steps, one a sub-block j,
+ * whose A fragment is nibble half j & 1 of payload bytes 32 (j / 2) + 4c.. and + 16 (the
+ * elements 4c.. and 16 + 4c.. of sub-block j, as the mat-vec numbers them). The block's
+ * integers are exact: isum = sum_j sc_j dot_j, msum = sum_j m_j bsum_j; its value is the
+ * mat-vec's (d xs) isum - (dmin xs) msum, added in mma_tile's order. */
+struct mma_q4_K {
+	static constexpr uint32_t ELEMS = 256, PAY = 144;
+};
+
+/* Row block head: d, dmin and the 6-bit scales and mins of sub-blocks 0..3 / 4..7 a byte each. */
+struct k4_head {
+	float d, dmin;
+	uint32_t sc_lo, sc_hi, m_lo, m_hi;
+	__device__ __forceinline__ void load(const uint8_t *blk)
+	{
+		const uint32_t dm = xpu_ld32(blk), sc[3] = { xpu_ld32(blk + 4), xpu_ld32(blk + 8), xpu_ld32(blk + 12) };
+		k4_scale_words(sc, sc_lo, sc_hi, m_lo, m_hi);
+		d = xpu_f16((uint16_t)(dm & 0xFFFF));
+		dmin = xpu_f16((uint16_t)(dm >> 16));
+	}
+	__device__ __forceinline__ int sc(int j) const { return byte_u(j < 4 ? sc_lo : sc_hi, j % 4); }
+	__device__ __forceinline__ int m(int j) const { return byte_u(j < 4 ? m_lo : m_hi, j % 4); }
+};
+
+static __device__ __forceinline__ void k4_frag(const uint8_t *blk, int j, int c, uint32_t &lo, uint32_t &hi)
+{
+	const uint8_t *q = blk + 16 + 32 * (j / 2) + 4 * c;
+	const int sh = 4 * (j & 1);
+	lo = (xpu_ld32(q) >> sh) & MV_LO4;
+	hi = (xpu_ld32(q + 16) >> sh) & MV_LO4;
+}
+
+static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
+				   uint32_t tokens, uint32_t r0, uint32_t t0)
+{
+	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
+	const uint32_t bpr = cols / 256, xrow = cols / 256 * Q8K_BYTES;
+	const uint64_t rb = (uint64_t)bpr * mma_q4_K::PAY;
+	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
+	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
+	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++) {
+		xa[j] = x + min(t0 + 8 * j + g, tokens - 1) * (uint64_t)xrow;
+		xo[j][0] = x + min(t0 + 8 * j + 2 * c, tokens - 1) * (uint64_t)xrow;
+		xo[j][1] = x + min(t0 + 8 * j + 2 * c + 1, tokens - 1) * (uint64_t)xrow;
+	}
+	float level[5][MMA_NT][4];
+	float v[MMA_NT][4];
+	for (uint32_t i = 0; i < 32; i++) {
+		const uint32_t l = rev5(i);
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				v[j][k] = 0.0f;
+		for (uint32_t b = l; b < bpr; b += 32) {
+			const uint8_t *ba = wa + (uint64_t)b * mma_q4_K::PAY, *bb = wb + (uint64_t)b * mma_q4_K::PAY;
+			k4_head ha, hb;
+			ha.load(ba);
+			hb.load(bb);
+			const uint32_t xoff = b * Q8K_BYTES;
+			int isum[MMA_NT][4];
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int k = 0; k < 4; k++)
+					isum[j][k] = 0;
+#pragma unroll
+			for (int s = 0; s < 8; s++) {
+				uint32_t a0, a1, a2, a3;
+				k4_frag(ba, s, c, a0, a2);
+				k4_frag(bb, s, c, a1, a3);
+				const int sa = ha.sc(s), sb = hb.sc(s);
+#pragma unroll
+				for (int j = 0; j < MMA_NT; j++) {
+					int acc[4];
+					const uint8_t *xs = xa[j] + xoff + 32 * s;
+					mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xs + 4 * c), xpu_ld32(xs + 16 + 4 * c));
+					isum[j][0] += sa * acc[0];
+					isum[j][1] += sa * acc[1];
+					isum[j][2] += sb * acc[2];
+					isum[j][3] += sb * acc[3];
+				}
+			}
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					const uint8_t *xb = xo[j][e] + xoff;
+					int ma = 0, mb = 0;
+#pragma unroll
+					for (int s = 0; s < 8; s++) {
+						const int bs = (int)xpu_ld32(xb + Q8K_SUMS + 4 * s);
+						ma += ha.m(s) * bs;
+						mb += hb.m(s) * bs;
+					}
+					const float xs = xpu_ldf(xb + Q8K_SCALE);
+					v[j][e] = xpu_add(v[j][e], xpu_sub(xpu_mul(xpu_mul(ha.d, xs), (float)isum[j][e]),
+									  xpu_mul(xpu_mul(ha.dmin, xs), (float)ma)));
+					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_sub(xpu_mul(xpu_mul(hb.d, xs), (float)isum[j][2 + e]),
+										  xpu_mul(xpu_mul(hb.dmin, xs), (float)mb)));
+				}
+		}
+		bool carry = true;
+#pragma unroll
+		for (int k = 0; k < 5; k++) {
+			const bool odd = (i >> k) & 1;
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					if (carry && odd)
+						v[j][q] = xpu_add(level[k][j][q], v[j][q]);
+					else if (carry)
+						level[k][j][q] = v[j][q];
+				}
+			carry = carry && odd;
+		}
+	}
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const uint32_t r = r0 + g + (q / 2) * 8, t = t0 + 8 * j + 2 * c + (q & 1);
+			if (r < rows && t < tokens)
+				y[(uint64_t)t * rows + r] = v[j][q];
+		}
+}
+
+/* The tile walk a format takes: the 32-element one, or q4_K's. */
+template <class F> struct mma_walk {
+	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
+						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	{
+		mma_tile<F>(y, w, x, rows, cols, tokens, r0, t0);
+	}
+};
+template <> struct mma_walk<mma_q4_K> {
+	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
+						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	{
+		mma_tile_k4(y, w, x, rows, cols, tokens, r0, t0);
+	}
+};
+
 /* Group g: warp w of XPU_GEMM_BLOCK / 32 covers rows r0 + 16 (w % RS), tokens t0 + 16 (w / RS)
  * of the group's ROWS x TILE tile, RS = ROWS / 16 row slabs. */
 template <class F, uint32_t TILE>
@@ -167,7 +314,7 @@ static __device__ __forceinline__ void mma_gemm(float *y, const uint8_t *w, cons
 	const uint32_t t0 = (uint32_t)(grp / row_tiles) * TILE + 16 * (warp / RS);
 	if (r0 >= rows || t0 >= tokens) /* the whole warp */
 		return;
-	mma_tile<F>(y, w, x, rows, cols, tokens, r0, t0);
+	mma_walk<F>::run(y, w, x, rows, cols, tokens, r0, t0);
 }
 
 #define MMA_ENTRY(name, tile)                                                                    \
