@@ -1,5 +1,6 @@
-/* matvec.glsl — the decode mat-vec body of <fmt>_q8k_{wave,id}[_dot4]: they define one FMT_*,
- * and ID (grouped experts), DOT4 (the packed int8 dot, DESIGN §9). Bit for bit the CPU's.
+/* matvec.glsl — the decode mat-vec body of <fmt>_q8k_{wave,id,tail}[_dot4]: they define one
+ * FMT_*, and ID (grouped experts), TAIL (the MoE tail: the down bank and moe_combine in one
+ * launch), DOT4 (the packed int8 dot, DESIGN §9). Bit for bit the CPU's.
  *
  * The design is kernels/cuda/matvec.cuh's (but q4_K's and q6_K's lanes, which here each take
  * 16 consecutive payload bytes: faster on Vulkan, and on CUDA a spill at its register cap,
@@ -38,7 +39,8 @@
  * matvec_tuning.glsl (the specialization constants), matvec_dot.glsl (the packed byte dots),
  * matvec_wave.glsl (the lanes' exchanges), matvec_row.glsl (a row's loads and scales), one
  * format's matvec_<fmt>.glsl (its weight registers and block value; iq4_nl's codebook in
- * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); row_out, one_row and main are here, or
+ * matvec_kv.glsl), matvec_walk.glsl (a lane's walk); row_dot, row_out, one_row (one_elem
+ * under TAIL) and main are here, or
  * under GEMM (the prefill GEMMs, which walk each row once per token) matvec_gemm.glsl's main. */
 #ifndef XPU_MATVEC_GLSL
 #define XPU_MATVEC_GLSL
@@ -57,7 +59,12 @@
 #define Q8K_WORDS 80u /* 320 bytes: q[256], sum[8] at word 64, d at word 72 */
 #define LO4 0x0F0F0F0Fu
 
+#ifdef TAIL
+/* the residual, read and written in place */
+layout(std430, set = 0, binding = 0) restrict buffer Y { uint y[]; };
+#else
 layout(std430, set = 0, binding = 0) restrict writeonly buffer Y { uint y[]; };
+#endif
 layout(std430, set = 0, binding = 1) restrict readonly buffer W { uint w[]; };
 layout(std430, set = 0, binding = 2) restrict readonly buffer X { uint x[]; };
 /* The same bindings as 16-byte words, read only at word indices that are multiples of 4. */
@@ -76,6 +83,14 @@ layout(push_constant) uniform Args {
 layout(push_constant) uniform Args {
 	uint rows, cols, tokens;
 	uint off_y, off_w, off_x;
+} pc;
+#elif defined(TAIL)
+layout(std430, set = 0, binding = 3) restrict readonly buffer Sel { int sel[]; };
+/* top_k's weights, one f32 a slot (w[] is the slab) */
+layout(std430, set = 0, binding = 4) restrict readonly buffer SlotW { uint slot_w[]; };
+layout(push_constant) uniform Args {
+	uint experts, used, rows, cols, x_row_blocks;
+	uint off_y, off_w, off_x, off_sel, off_slot_w;
 } pc;
 #elif defined(ID)
 layout(std430, set = 0, binding = 3) restrict readonly buffer Sel { int sel[]; };
@@ -109,10 +124,9 @@ layout(push_constant) uniform Args {
 
 #include "matvec_walk.glsl"
 
-/* Resident row `row` (when live) against the activation at word x0, into y word yi; NaN
- * there where bad (no such row). Every wave of the group calls it at the same point. */
-void row_out(uint row, bool live, bool bad, uint x0, uint yi, uint lane, uint bpr, uint prefix_words,
-	     uint row_words)
+/* Resident row `row` (when live) against the activation at word x0: the row's value in lane
+ * 0 (0 where not live). Every wave of the group calls it at the same point. */
+float row_dot(uint row, bool live, uint x0, uint lane, uint bpr, uint prefix_words, uint row_words)
 {
 	Row r;
 	r.bpr = bpr;
@@ -137,13 +151,47 @@ void row_out(uint row, bool live, bool bad, uint x0, uint yi, uint lane, uint bp
 	else
 		acc = walk(r, lane, false);
 #endif
-	float sum = wave_reduce(to_canonical(acc, lane));
+	return wave_reduce(to_canonical(acc, lane));
+}
+
+/* row_dot into y word yi; NaN there where bad (no such row). */
+void row_out(uint row, bool live, bool bad, uint x0, uint yi, uint lane, uint bpr, uint prefix_words,
+	     uint row_words)
+{
+	float sum = row_dot(row, live, x0, lane, bpr, prefix_words, row_words);
 	if (lane == 0u && (live || bad))
 		y[yi] = bad ? 0x7fc00000u : floatBitsToUint(sum);
 }
 
 #if defined(GEMM)
 #include "matvec_gemm.glsl"
+#else
+#ifdef TAIL
+/* Wave v's residual element: y[v] = y[v] + s, s = +0, then s = s + w[kk] * dot_kk in slot
+ * order (the product rounded, then the sum: moe_combine's order), dot_kk being row v of
+ * expert sel[kk] against the activation at q8_K block kk * x_row_blocks, the id mat-vec's
+ * value bit for bit; an expert outside [0, experts) makes it NaN. The slot loop is the same
+ * in every wave of the group (used and sel are the launch's). */
+void one_elem(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
+{
+	bool live = v < pc.rows;
+	precise float s = 0.0;
+	for (uint kk = 0u; kk < pc.used; kk++) {
+		int e = sel[pc.off_sel / 4u + kk];
+		bool bad = e < 0 || uint(e) >= pc.experts;
+		uint row = live && !bad ? uint(e) * pc.rows + v : 0u;
+		float d = row_dot(row, live && !bad, pc.off_x / 4u + kk * pc.x_row_blocks * Q8K_WORDS, lane, bpr,
+				  prefix_words, row_words);
+		d = bad ? uintBitsToFloat(0x7fc00000u) : d;
+		precise float p = uintBitsToFloat(slot_w[pc.off_slot_w / 4u + kk]) * d;
+		s = s + p;
+	}
+	if (lane == 0u && live) {
+		uint yi = pc.off_y / 4u + v;
+		precise float o = uintBitsToFloat(y[yi]) + s;
+		y[yi] = floatBitsToUint(o);
+	}
+}
 #else
 /* Wave v's row of the launch: y[y_off + v] = row . x. In ID form v is slot kk = v / rows,
  * row v % rows of expert sel[kk], against the activation at q8_K block kk * x_row_blocks;
@@ -170,6 +218,7 @@ void one_row(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 #endif
 	row_out(row, live, bad_sel, x0, pc.off_y / 4u + pc.y_off + v, lane, bpr, prefix_words, row_words);
 }
+#endif
 
 /* The grid's waves stride over the rows (src/ops/quant/launch.c): wave v of W serves rows v,
  * v + W, ...; a grid of a wave per row is the plain form. The loop runs on the group's first
@@ -189,7 +238,11 @@ void main()
 	uint end = pc.rows;
 #endif
 	for (uint r0 = xpu_group() * per; r0 < end; r0 = end - r0 > stride ? r0 + stride : end)
+#ifdef TAIL
+		one_elem(r0 + wave_of(), lane_of(), bpr, prefix_words, row_words);
+#else
 		one_row(r0 + wave_of(), lane_of(), bpr, prefix_words, row_words);
+#endif
 }
 #endif
 
