@@ -94,7 +94,8 @@ XM_FN float xm_exp(float x)
 	p = p * r + XM_F(5.0000001201e-1);
 	p = p * (r * r) + r + XM_F(1.0);
 	XM_I32 k = xm_i32(n), h = k >> 1; /* |k| <= 128: both factors are normal */
-	return p * xm_pow2i(h) * xm_pow2i(k - h);
+	XM_PRECISE float y = p * xm_pow2i(h) * xm_pow2i(k - h); /* precise: no caller's add fuses into it */
+	return y;
 }
 
 
