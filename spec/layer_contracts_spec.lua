@@ -18,7 +18,7 @@ for _, file in ipairs(FILES) do
 end
 
 local FAMILY = {
-  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", add_rms_norm_q8k = "norm", layer_norm = "norm",
+  rms_norm = "norm", add_rms_norm = "norm", rms_norm_q8k = "norm", add_rms_norm_q8k = "norm", add_rms_norm_q8k_f32 = "norm", layer_norm = "norm",
   layer_norm_bias = "norm",
   softmax = "norm",
   get_rows = "select", argmax = "select", top_k = "select", compact = "select", compact_groups = "select",

@@ -212,6 +212,48 @@ end
 
 -- ---- the CPU against the oracles ------------------------------------------------------------
 
+-- add_rms_norm_q8k_f32 on d: its xq and sum == add_rms_norm_q8k's on d, its out == rms_norm (f32)
+-- of that sum on d, and all three == cpu:0's; one launch, outputs poisoned, sum in place.
+local function same_fused_f32(d, id)
+  for _, cols in ipairs { 256, 2048, 4096, 5120 } do
+    local rows = 3
+    local x, res, w = values(rows * cols, cols + 41), values(rows * cols, cols + 42), weights(cols, 11)
+    res[cols + 9] = 0 / 0 -- row 1: NaN everywhere
+    local what = ("%s add_rms_norm_q8k_f32 %d x %d"):format(id, rows, cols)
+    local blocks = rows * cols // 256
+    local function fused(dev)
+      local ops = { x = dev:buffer(pack(x)), residual = dev:buffer(pack(res)), weight = dev:buffer(pack(w)),
+                    xq = dev:buffer(("\255"):rep(blocks * 320)), out = dev:buffer(POISON:rep(rows * cols)) }
+      ops.sum = ops.x
+      local c = xpu.call { query = norm.query("add_rms_norm_q8k_f32", rows, cols), device = dev, operands = ops }
+      local row = routes:bind(c)
+      assert.equal("add_rms_norm_q8k_f32.f32", row.name)
+      local k = dev:kernel "add_rms_norm_q8k_f32"
+      local before = k.launches
+      row:dispatch(c)
+      fx.sync(dev)
+      assert.equal(before + 1, k.launches, what .. ": one launch")
+      return ops.xq:download(), ops.out:download(), ops.x:download()
+    end
+    local want_q, want_out, want_sum = fused(cpu)
+    local got_q, got_out, got_sum = fused(d)
+    assert.equal(1, same(want_sum, got_sum, what .. " sum"), what .. ": NaN count of the sum")
+    assert.equal(cols, same(want_out, got_out, what .. " out"), what .. ": NaN count of out")
+    assert.equal(want_q, got_q, what .. ": xq == cpu:0")
+    -- the kernels it stands for, on d: add_rms_norm_q8k (xq, sum), rms_norm of the sum (out)
+    local ops = { x = d:buffer(pack(x)), residual = d:buffer(pack(res)), weight = d:buffer(pack(w)),
+                  xq = d:buffer(("\255"):rep(blocks * 320)) }
+    ops.sum = ops.x
+    local c = xpu.call { query = norm.query("add_rms_norm_q8k", rows, cols), device = d, operands = ops }
+    routes:bind(c):dispatch(c)
+    fx.sync(d)
+    assert.equal(ops.xq:download(), got_q, what .. ": xq == add_rms_norm_q8k's")
+    assert.equal(ops.x:download(), got_sum, what .. ": sum == add_rms_norm_q8k's")
+    local sum = unpack_all(got_sum)
+    assert.equal(cols, same(rms(d, rows, cols, sum, w), got_out, what .. ": out == rms_norm of the sum"))
+  end
+end
+
 describe("layer norm kernels on cpu:0 == the Lua oracles", function()
   it("rms_norm: bit for bit the f32 steps in the stated order; within 2^-18 of the doubles' x / rms * w", function()
     for _, cols in ipairs(WIDTHS) do
@@ -336,6 +378,10 @@ describe("layer norm kernels on cpu:0 == the Lua oracles", function()
 
   it("add_rms_norm_q8k: == the f32 add then rms_norm_q8k, sum written over x", function()
     same_fused_chain(cpu, "cpu:0")
+  end)
+
+  it("add_rms_norm_q8k_f32 == add_rms_norm_q8k and rms_norm of its sum, NaN counted", function()
+    same_fused_f32(cpu, "cpu:0")
   end)
 
   it("norm_steps: sqrt, 1 / x and x / d equal the doubles' rounded to f32", function()
@@ -511,6 +557,10 @@ for _, entry in ipairs(devices) do
     dev_it("add_rms_norm_q8k == cpu:0 and == add then rms_norm_q8k on the device, sum in place", function(d)
       same_fused_chain(d, entry.id)
     end)
+
+    dev_it("add_rms_norm_q8k_f32 == cpu:0 and == add_rms_norm_q8k and rms_norm on the device", function(d)
+      same_fused_f32(d, entry.id)
+    end)
   end)
 end
 
@@ -642,6 +692,7 @@ describe("routes.layer_norm", function()
         local row, vec = rows * 4096 * 4, 4096 * 4
         local want = ({ rms_norm = 2 * row + vec, add_rms_norm = 4 * row + vec, layer_norm = 2 * row + 2 * vec,
                         rms_norm_q8k = row + vec + rows * 16 * 320, add_rms_norm_q8k = 3 * row + vec + rows * 16 * 320,
+                        add_rms_norm_q8k_f32 = 4 * row + vec + rows * 16 * 320,
                         softmax = 2 * row })[k]
         assert.equal(want, case.bytes, k .. " " .. size)
         assert.equal(("%dx4096 f32"):format(rows), case.note)

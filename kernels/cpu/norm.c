@@ -128,8 +128,8 @@ static void add_rms_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 /* ---- rms_norm_q8k: xq x weight rows cols eps ----------------------------------------------- */
 
 /* One row's rms_norm values (xr * rinv) * w, each 256-element stretch packed to q8_K by the
- * host pack itself into xq. */
-static void pack_norm_row(uint8_t *xq, const float *xr, const float *w, uint64_t blocks, float rinv)
+ * host pack itself into xq, and the values themselves into out where out is not NULL. */
+static void pack_norm_row(uint8_t *xq, float *out, const float *xr, const float *w, uint64_t blocks, float rinv)
 {
 	float v[XPU_Q8K_ELEMS];
 	for (uint64_t b = 0; b < blocks; b++) {
@@ -138,6 +138,8 @@ static void pack_norm_row(uint8_t *xq, const float *xr, const float *w, uint64_t
 			v[j] = (xr[i] * rinv) * w[i];
 		}
 		xpu_q8k_pack_block(v, xq + b * XPU_Q8K_BYTES);
+		if (out)
+			memcpy(out + b * XPU_Q8K_ELEMS, v, sizeof v);
 	}
 }
 
@@ -148,28 +150,39 @@ static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, con
 	const uint64_t rows = a[3].u, n = a[4].u, blocks = n / XPU_Q8K_ELEMS;
 	for (uint64_t r = g0; r < g1 && r < rows; r++) {
 		const float *xr = x + r * n;
-		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, xr, w, blocks,
+		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, NULL, xr, w, blocks,
 			      rms_factor(xr, XPU_NORM_F32, (uint32_t)n, a[5].f));
 	}
 }
 
-/* ---- add_rms_norm_q8k: xq sum x residual weight rows cols eps ------------------------------ */
+/* ---- add_rms_norm_q8k[_f32]: xq [out] sum x residual weight rows cols eps ------------------ */
 
 /* sum = x + residual, written first and read back (sum may be x or residual), then
- * rms_norm_q8k of sum into xq: add followed by rms_norm_q8k, the same steps in the same order. */
+ * rms_norm_q8k of sum into xq: add followed by rms_norm_q8k, the same steps in the same order;
+ * with out, the normed values too (rms_norm's of the sum, bit for bit). */
+static void add_norm_pack(uint8_t *xq, float *out, float *sum, const float *x, const float *res, const float *w,
+			  uint64_t r, uint64_t n, float eps)
+{
+	const uint64_t blocks = n / XPU_Q8K_ELEMS;
+	float *h = sum + r * n;
+	for (uint64_t i = 0; i < n; i++)
+		h[i] = x[r * n + i] + res[r * n + i];
+	pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, out ? out + r * n : NULL, h, w, blocks,
+		      rms_factor(h, XPU_NORM_F32, (uint32_t)n, eps));
+}
+
 static void add_rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
-	uint8_t *xq = karg_ptr(a, 0);
-	float *sum = karg_ptr(a, 1);
-	const float *x = karg_ptr(a, 2), *res = karg_ptr(a, 3), *w = karg_ptr(a, 4);
-	const uint64_t rows = a[5].u, n = a[6].u, blocks = n / XPU_Q8K_ELEMS;
-	for (uint64_t r = g0; r < g1 && r < rows; r++) {
-		float *h = sum + r * n;
-		for (uint64_t i = 0; i < n; i++)
-			h[i] = x[r * n + i] + res[r * n + i];
-		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, h, w, blocks,
-			      rms_factor(h, XPU_NORM_F32, (uint32_t)n, a[7].f));
-	}
+	for (uint64_t r = g0; r < g1 && r < a[5].u; r++)
+		add_norm_pack(karg_ptr(a, 0), NULL, karg_ptr(a, 1), karg_ptr(a, 2), karg_ptr(a, 3), karg_ptr(a, 4), r,
+			      a[6].u, a[7].f);
+}
+
+static void add_rms_norm_q8k_f32(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
+{
+	for (uint64_t r = g0; r < g1 && r < a[6].u; r++)
+		add_norm_pack(karg_ptr(a, 0), karg_ptr(a, 1), karg_ptr(a, 2), karg_ptr(a, 3), karg_ptr(a, 4), karg_ptr(a, 5),
+			      r, a[7].u, a[8].f);
 }
 
 /* ---- layer_norm: out x weight bias rows cols has_bias eps ---------------------------------- */
@@ -253,6 +266,7 @@ const struct xpu_cpu_entry xpu_cpu_entries_norm[] = {
 	{ "add_rms_norm", add_rms_norm },
 	{ "rms_norm_q8k", rms_norm_q8k },
 	{ "add_rms_norm_q8k", add_rms_norm_q8k },
+	{ "add_rms_norm_q8k_f32", add_rms_norm_q8k_f32 },
 	{ "layer_norm", layer_norm },
 	{ "softmax", softmax },
 	{ "norm_steps", norm_steps },

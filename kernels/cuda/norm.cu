@@ -1,5 +1,5 @@
 /* norm.cu — CUDA bodies of the row-normalisation kernels (src/ops/layer/norm.c): rms_norm,
- * add_rms_norm, rms_norm_q8k, add_rms_norm_q8k, layer_norm, softmax, and the check kernel
+ * add_rms_norm, rms_norm_q8k, add_rms_norm_q8k, add_rms_norm_q8k_f32, layer_norm, softmax, and the check kernel
  * norm_steps. Group g
  * takes row g with XPU_NORM_BLOCK lanes, lane t accumulating elements t, t + BLOCK, ... in
  * order, then workgroup.cuh's reduce: the order of kernels/cpu/norm.c, so the results equal it
@@ -196,7 +196,8 @@ static __device__ __forceinline__ int32_t norm_block_amax(const int32_t (*part)[
  * amax in one exchange: each wave takes the max of its lanes for every block, one barrier,
  * then each lane the max over the waves. Lane t holds element t of each block, as in the
  * loop, so v, amax, iscale and q are the loop's. */
-static __device__ __forceinline__ void norm_q8k_regs(uint8_t *xq, float v[NORM_R], const float *weight,
+template <bool OUT>
+static __device__ __forceinline__ void norm_q8k_regs(uint8_t *xq, float *out, float v[NORM_R], const float *weight,
 						     uint32_t cols, float eps)
 {
 	__shared__ int32_t part[NORM_B / 32][NORM_R];
@@ -209,6 +210,8 @@ static __device__ __forceinline__ void norm_q8k_regs(uint8_t *xq, float v[NORM_R
 #pragma unroll
 	for (int r = 0; r < NORM_R; r++) {
 		v[r] = xpu_mul(xpu_mul(v[r], rinv), w[r]);
+		if (OUT && t + r * NORM_B < cols)
+			out[t + r * NORM_B] = v[r];
 		const uint32_t ab = __float_as_uint(v[r]) & 0x7fffffffu;
 		a[r] = (uint32_t)r < blocks && ab <= 0x7f800000u ? (int32_t)ab : 0;
 #pragma unroll
@@ -238,7 +241,8 @@ static __device__ __forceinline__ void norm_q8k_regs(uint8_t *xq, float v[NORM_R
 
 /* The row xr's blocks packed into xq (the row's first block), one block at a time: lane t
  * normalises element t of the block by rinv and the weight. */
-static __device__ __forceinline__ void norm_q8k_blocks(uint8_t *xq, const float *xr, const float *weight,
+template <bool OUT>
+static __device__ __forceinline__ void norm_q8k_blocks(uint8_t *xq, float *out, const float *xr, const float *weight,
 						       uint32_t blocks, float rinv)
 {
 	__shared__ int8_t qs[NORM_B];
@@ -247,6 +251,8 @@ static __device__ __forceinline__ void norm_q8k_blocks(uint8_t *xq, const float 
 		const uint32_t i = b * 256 + t;
 		uint32_t *o = (uint32_t *)(xq + b * 320);
 		const float v = xpu_mul(xpu_mul(xr[i], rinv), weight[i]);
+		if (OUT)
+			out[i] = v;
 		const uint32_t a = __float_as_uint(v) & 0x7fffffffu;
 		const int32_t amax = xpu_workgroup_reduce<XPU_WG_MAX>((int32_t)(a > 0x7f800000u ? 0u : a));
 		if (amax == 0) { /* the same in every lane */
@@ -276,14 +282,53 @@ rms_norm_q8k(uint8_t *xq, const float *x, const float *weight, unsigned rows, un
 	if (cols <= NORM_B * NORM_R) {
 		float v[NORM_R];
 		norm_regs(v, xr, cols);
-		norm_q8k_regs(xq + g * blocks * 320, v, weight, cols, eps);
+		norm_q8k_regs<false>(xq + g * blocks * 320, NULL, v, weight, cols, eps);
 		return;
 	}
-	norm_q8k_blocks(xq + g * blocks * 320, xr, weight, blocks, norm_rms_factor(xr, cols, eps));
+	norm_q8k_blocks<false>(xq + g * blocks * 320, NULL, xr, weight, blocks, norm_rms_factor(xr, cols, eps));
 }
 
 /* sum = x + residual (add_rms_norm's pass: each lane reads back only the sums it wrote, so sum
- * may be x or residual), then rms_norm_q8k of the sum: the bytes of add then rms_norm_q8k. */
+ * may be x or residual), then rms_norm_q8k of the sum: the bytes of add then rms_norm_q8k; with
+ * out, the normed values beside the pack (rms_norm's of the sum). */
+template <bool OUT>
+static __device__ __forceinline__ void add_norm_pack(uint8_t *xq, float *out, float *sum, const float *x,
+						     const float *residual, const float *weight, unsigned rows,
+						     unsigned cols, float eps)
+{
+	const uint64_t g = xpu_group();
+	if (g >= rows)
+		return;
+	const uint32_t blocks = cols / 256;
+	float *h = sum + g * cols;
+	const float *xr = x + g * cols, *rr = residual + g * cols;
+	if (cols <= NORM_B * NORM_R) {
+		float a[NORM_R], b[NORM_R];
+		norm_regs(a, xr, cols);
+		norm_regs(b, rr, cols);
+#pragma unroll
+		for (int r = 0; r < NORM_R; r++) {
+			const uint32_t i = threadIdx.x + r * NORM_B;
+			a[r] = xpu_add(a[r], b[r]);
+			if (i < cols)
+				h[i] = a[r];
+		}
+		norm_q8k_regs<OUT>(xq + g * blocks * 320, OUT ? out + g * cols : NULL, a, weight, cols, eps);
+		return;
+	}
+	float acc = 0.0f;
+#pragma unroll 8
+	for (uint32_t i = threadIdx.x; i < cols; i += NORM_B) {
+		const float v = xpu_add(xr[i], rr[i]);
+		h[i] = v;
+		acc = xpu_add(acc, xpu_mul(v, v));
+	}
+	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), cols, eps);
+	norm_q8k_blocks<OUT>(xq + g * blocks * 320, OUT ? out + g * cols : NULL, h, weight, blocks, rinv);
+}
+
+/* add_rms_norm_q8k keeps a body of its own, add_norm_pack<false>'s steps written out: as
+ * add_norm_pack<false> ptxas spilled 8-12 bytes (sm_90), at 0 this way. */
 extern "C" __global__ void __launch_bounds__(NORM_B)
 add_rms_norm_q8k(uint8_t *xq, float *sum, const float *x, const float *residual, const float *weight,
 		 unsigned rows, unsigned cols, float eps)
@@ -305,7 +350,7 @@ add_rms_norm_q8k(uint8_t *xq, float *sum, const float *x, const float *residual,
 			if (i < cols)
 				h[i] = a[r];
 		}
-		norm_q8k_regs(xq + g * blocks * 320, a, weight, cols, eps);
+		norm_q8k_regs<false>(xq + g * blocks * 320, NULL, a, weight, cols, eps);
 		return;
 	}
 	float acc = 0.0f;
@@ -316,7 +361,14 @@ add_rms_norm_q8k(uint8_t *xq, float *sum, const float *x, const float *residual,
 		acc = xpu_add(acc, xpu_mul(v, v));
 	}
 	const float rinv = norm_inv_root(xpu_workgroup_reduce<XPU_WG_ADD>(acc), cols, eps);
-	norm_q8k_blocks(xq + g * blocks * 320, h, weight, blocks, rinv);
+	norm_q8k_blocks<false>(xq + g * blocks * 320, NULL, h, weight, blocks, rinv);
+}
+
+extern "C" __global__ void __launch_bounds__(NORM_B)
+add_rms_norm_q8k_f32(uint8_t *xq, float *out, float *sum, const float *x, const float *residual,
+		     const float *weight, unsigned rows, unsigned cols, float eps)
+{
+	add_norm_pack<true>(xq, out, sum, x, residual, weight, rows, cols, eps);
 }
 
 static __device__ __forceinline__ void layer_norm_regs(float *o, const float *xr, const float *weight,

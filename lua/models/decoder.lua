@@ -342,11 +342,12 @@ function Session:project(list, i, group, outs, whole, xq, n)
 end
 
 -- add_rms_norm_q8k over the n rows of a.x: a.x = a.x + a.t (the residual stream, in place),
--- then the q8_K pack of rms_norm(a.x) * weight into a.xq. One launch for the add and the norm.
-function Session:add_norm(a, n, weight)
+-- then the q8_K pack of rms_norm(a.x) * weight into a.xq. One launch for the add and the norm;
+-- with out, add_rms_norm_q8k_f32: the normed f32 rows into out as well.
+function Session:add_norm(a, n, weight, out)
   local m = self.m
-  return bound(m.rt.norm, m.dev, norm.query("add_rms_norm_q8k", n, m.h.n_embd),
-    { xq = a.xq, sum = a.x, x = a.x, residual = a.t, weight = weight, eps = m.h.eps })
+  local ops = { xq = a.xq, out = out, sum = a.x, x = a.x, residual = a.t, weight = weight, eps = m.h.eps }
+  return bound(m.rt.norm, m.dev, norm.query(out and "add_rms_norm_q8k_f32" or "add_rms_norm_q8k", n, m.h.n_embd), ops)
 end
 
 -- The norm weight after layer i: the next layer's attn_norm, or the output norm.

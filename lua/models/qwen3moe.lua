@@ -58,18 +58,19 @@ local function bank(s, a, n, i, name, y, x, per_slot)
 end
 
 -- The FFN calls of layer i over the activations a of n tokens into list. Fused (models.decoder's
--- opts.fuse): the attention's residual add and ffn_norm's q8_K pack are one launch, and for one
+-- opts.fuse): the attention's residual add, ffn_norm's q8_K pack and the router's f32 normed row
+-- are one launch (add_rms_norm_q8k_f32), and for one
 -- token the down bank and the combine are one (the tail: routes.common's tail rows), which adds
 -- into the residual itself, so the next norm stays its own.
 function FAMILY.ffn_calls(s, list, a, n, i)
   local m, h, d = s.m, s.m.h, s.m.dev
   local k = h.n_expert_used
   if m.fused then
-    push(list, s:add_norm(a, n, m.w[L(i, "ffn_norm")]), "norms")
+    push(list, s:add_norm(a, n, m.w[L(i, "ffn_norm")], a.xn), "norms")
   else
     push(list, bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd), { xq = a.xq, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }), "norms")
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm", n, h.n_embd), { out = a.xn, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }), "norms")
   end
-  push(list, bound(m.rt.norm, d, norm.query("rms_norm", n, h.n_embd), { out = a.xn, x = a.x, weight = m.w[L(i, "ffn_norm")], eps = h.eps }), "norms")
   push(list, bound(m.rt.moe, d, moe.matvec_query(n, h.n_expert, h.n_embd), { y = a.router, w = m.w[L(i, "ffn_gate_inp")], x = a.xn }), "matmul")
   push(list, bound(m.rt.select, d, select.top_k_query(n, h.n_expert, k, "k"), { ids = a.sel, weights = a.sel_w, x = a.router }), "other")
   if n > 1 then

@@ -1,6 +1,7 @@
 -- xpu.layers.norm — the row-normalisation kernels as route rows: rms_norm, add_rms_norm (the
 -- residual add fused in), rms_norm_q8k (the q8_K activation pack fused in), add_rms_norm_q8k
--- (both: the residual add, then the norm packed to q8_K), layer_norm and softmax, one row each for f32 (`<kernel>.f32`, regime = the kernel name; rms_norm also
+-- (both: the residual add, then the norm packed to q8_K), add_rms_norm_q8k_f32 (that, and the
+-- normed f32 row beside the pack: a router's input and the experts' in one launch), layer_norm and softmax, one row each for f32 (`<kernel>.f32`, regime = the kernel name; rms_norm also
 -- `rms_norm.f16`, f16 x and out, the steps in f32), the queries that
 -- pick them, and bench_case for scripts/bench-layer.lua. One workgroup of 256 lanes a row;
 -- the arithmetic is docs/ARITHMETIC.md's "Row normalisation".
@@ -8,7 +9,8 @@ local xpu = require "xpu"
 
 local M = {}
 
-M.KERNELS = { "rms_norm", "add_rms_norm", "rms_norm_q8k", "add_rms_norm_q8k", "layer_norm", "softmax" }
+M.KERNELS = { "rms_norm", "add_rms_norm", "rms_norm_q8k", "add_rms_norm_q8k", "add_rms_norm_q8k_f32", "layer_norm",
+              "softmax" }
 M.BLOCK = 256
 M.MAX_COLS = 1 << 24
 for _, k in ipairs(M.KERNELS) do xpu.regime(k) end
@@ -21,6 +23,7 @@ local OPERANDS = {
   add_rms_norm = { out = ROW, sum = ROW, x = ROW, residual = ROW, weight = VEC },
   rms_norm_q8k = { xq = "q8k", x = ROW, weight = VEC },
   add_rms_norm_q8k = { xq = "q8k", sum = ROW, x = ROW, residual = ROW, weight = VEC },
+  add_rms_norm_q8k_f32 = { xq = "q8k", out = ROW, sum = ROW, x = ROW, residual = ROW, weight = VEC },
   layer_norm = { out = ROW, x = ROW, weight = VEC, bias = "bias" },
   softmax = { out = ROW, x = ROW },
 }
@@ -31,7 +34,7 @@ local SIZE = { f32 = 4, f16 = 2 }
 
 local FACTS = {
   rms_norm = { "rows", "cols" }, add_rms_norm = { "rows", "cols" }, rms_norm_q8k = { "rows", "cols" },
-  add_rms_norm_q8k = { "rows", "cols" },
+  add_rms_norm_q8k = { "rows", "cols" }, add_rms_norm_q8k_f32 = { "rows", "cols" },
   layer_norm = { "rows", "cols", "has_bias" }, softmax = { "rows", "cols", "causal" },
 }
 
@@ -50,7 +53,7 @@ local function shape_of(kernel, fmt)
     if fmt == "f16" and q.cols % 2 ~= 0 then
       return ("cols %d is odd (f16 rows are whole 4-byte words)"):format(q.cols)
     end
-    if kernel:find "_q8k$" and q.cols % 256 ~= 0 then
+    if kernel:find "_q8k" and q.cols % 256 ~= 0 then
       return ("cols %d is not a multiple of 256 (q8_K blocks)"):format(q.cols)
     end
     if kernel == "layer_norm" then return flag_refusal(q, "has_bias") end

@@ -1,6 +1,6 @@
 /* src/ops/layer/norm.c — signatures and extents of the row-normalisation kernels: rms_norm,
  * add_rms_norm (the residual add fused in), rms_norm_q8k (the q8_K pack fused in),
- * add_rms_norm_q8k (both fused in), layer_norm, softmax, and norm_steps (their correctly rounded steps, a check kernel). One workgroup of
+ * add_rms_norm_q8k (both fused in), add_rms_norm_q8k_f32 (and the f32 normed row beside the pack), layer_norm, softmax, and norm_steps (their correctly rounded steps, a check kernel). One workgroup of
  * XPU_NORM_BLOCK lanes a row (kernels/norm.h); the order of every float operation is
  * docs/ARITHMETIC.md's "Row normalisation". Launchers: src/ops/layer/norm_launch.c. */
 #include "ops/table.h"
@@ -14,6 +14,7 @@ int xpu_launch_rms_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_add_rms_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_add_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_add_rms_norm_q8k_f32(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_softmax(struct xpu_kernel *k, const struct xpu_call *c);
 
@@ -95,6 +96,20 @@ static int add_rms_norm_q8k_extent(const struct xpu_karg *a, uint64_t need[])
 	return 0;
 }
 
+/* xq out sum x residual weight rows cols eps: add_rms_norm_q8k's, and out rows * cols f32s */
+static int add_rms_norm_q8k_f32_extent(const struct xpu_karg *a, uint64_t need[])
+{
+	const struct xpu_karg packed[8] = { a[0], a[2], a[3], a[4], a[5], a[6], a[7], a[8] };
+	uint64_t pneed[XPU_MAX_ARGS] = { 0 };
+	if (add_rms_norm_q8k_extent(packed, pneed))
+		return -1;
+	need[0] = pneed[0];
+	need[1] = pneed[1];
+	for (int i = 2; i < 6; i++)
+		need[i] = pneed[i - 1];
+	return 0;
+}
+
 /* out x weight bias rows cols has_bias eps: bias is read only where has_bias is 1 */
 static int layer_norm_extent(const struct xpu_karg *a, uint64_t need[])
 {
@@ -138,6 +153,9 @@ const struct xpu_kernel_def xpu_kernel_defs_norm[] = {
 	{ .name = "add_rms_norm_q8k",
 	  .signature = "xq:buf@4! sum:buf@4! x:buf@4 residual:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",
 	  .extent = add_rms_norm_q8k_extent, .launch = xpu_launch_add_rms_norm_q8k, .block = XPU_NORM_BLOCK },
+	{ .name = "add_rms_norm_q8k_f32",
+	  .signature = "xq:buf@4! out:buf@4! sum:buf@4! x:buf@4 residual:buf@4 weight:buf@4 rows:u32 cols:u32 eps:f32",
+	  .extent = add_rms_norm_q8k_f32_extent, .launch = xpu_launch_add_rms_norm_q8k_f32, .block = XPU_NORM_BLOCK },
 	{ .name = "layer_norm",
 	  .signature = "out:buf@4! x:buf@4 weight:buf@4 bias:buf@4 rows:u32 cols:u32 has_bias:u32 eps:f32",
 	  .extent = layer_norm_extent, .launch = xpu_launch_layer_norm, .block = XPU_NORM_BLOCK },

@@ -134,6 +134,26 @@ int xpu_launch_add_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 	return launch_add_norm(k, c, "xq");
 }
 
+/* add_rms_norm_q8k_f32: xq out sum x residual weight rows cols eps */
+int xpu_launch_add_rms_norm_q8k_f32(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	const char *name = k->def->name;
+	const struct xpu_karg *xq = xpu_operand_buffer(c, name, "xq");
+	const struct xpu_karg *out = xq ? xpu_operand_buffer(c, name, "out") : NULL;
+	const struct xpu_karg *sum = out ? xpu_operand_buffer(c, name, "sum") : NULL;
+	const struct xpu_karg *x = sum ? xpu_operand_buffer(c, name, "x") : NULL;
+	const struct xpu_karg *res = x ? xpu_operand_buffer(c, name, "residual") : NULL;
+	const struct xpu_karg *w = res ? xpu_operand_buffer(c, name, "weight") : NULL;
+	struct norm_shape s;
+	uint32_t dtype;
+	float eps;
+	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
+		return -1;
+	struct xpu_karg args[9] = { *xq, *out, *sum, *x, *res, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
+	return launch_rows(c, k, s.rows, args, 9);
+}
+
 /* Without a bias (fact has_bias 0) the kernel reads none: the weight stands in its slot. */
 int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c)
 {
