@@ -4,7 +4,7 @@
 # exists when it reads a makefile, and build.mk is read only then. `make help` lists the goals.
 
 PKGS := lua5.4 liblua5.4-dev libyaml-dev lua-busted libreadline-dev libvulkan-dev glslc \
-        mesa-vulkan-drivers vulkan-validationlayers hipcc libamdhip64-dev rocm-device-libs
+        mesa-vulkan-drivers vulkan-validationlayers spirv-tools hipcc libamdhip64-dev rocm-device-libs
 
 # Every goal but setup and help goes to build.mk; no goal at all means `all`.
 BUILD_GOALS := $(filter-out setup help,$(MAKECMDGOALS))

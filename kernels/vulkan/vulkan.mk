@@ -25,7 +25,7 @@ GLSLC_FLAGS ?= -O
 VK_FLAGS := --target-env=vulkan1.2 -fshader-stage=compute -Ikernels/vulkan $(GLSLC_FLAGS)
 
 # The mat-vecs (*_q8k_*) and the float shape ops (VK_NC_SHAPE) are checked where spirv-dis is
-# found (package spirv-tools): every
+# found (package spirv-tools, which `make setup` installs): every
 # OpFMul / OpFAdd / OpFSub / OpFNegate decorated NoContraction, and no GLSL.std.450 Fma.
 # glslc -O's loop unroller drops the decoration from the copies of an [[unroll]] body and
 # then folds the bare multiply-add into an Fma, which the source never shows: keep float
