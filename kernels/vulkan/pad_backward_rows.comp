@@ -209,7 +209,8 @@ void pad_bwd_border_store(PbwBorder c, uint d, uint b, uint after, uint rank, ui
 		return;
 	}
 	uvec4 s = c.v;
-	[[unroll]] for (uint e = 0u; e < 4u; e++) {
+	/* no [[unroll]]: glslc's unroller strips `precise` from the add (vulkan.mk's check) */
+	for (uint e = 0u; e < 4u; e++) {
 		float v = uintBitsToFloat(c.v[e]);
 		precise float t = (c.left & (1u << e)) != 0u ? c.m[e] + v : v + c.m[e];
 		if ((c.pair & (1u << e)) != 0u)
