@@ -12,6 +12,9 @@ local xpu = require "xpu"
 local group, out_path = arg[1], arg[2]
 local REPO = assert(os.getenv("REPO"), "REPO: the checkout's path")
 local LIMIT = tonumber(os.getenv("HOSTILE_CALL_S") or "") or 5 -- seconds one call may take
+-- The ceilings write and stream a working set sized past the device's caches: their time is
+-- their job (under TSan, 20-30 s on the 2-core VM), so they get more before counting as slow.
+local MEASURES = { ["xpu.report.copy_ceiling"] = 12, ["xpu.report.read_ceiling"] = 12 }
 local out = assert(io.open(out_path, "w"))
 out:setvbuf("no")
 
@@ -114,11 +117,11 @@ local function clean(err, names, given, lua_fn)
 end
 
 -- The hook bounds Lua code; a C function that never returns is bounded by the spec's timeout.
-local deadline = math.huge
+local deadline, limit = math.huge, LIMIT
 local function hook()
   if xpu.now() > deadline then
     debug.sethook()
-    error("hostile: call still running after " .. LIMIT .. " s", 2)
+    error("hostile: call still running after " .. limit .. " s", 2)
   end
 end
 
@@ -134,13 +137,14 @@ local function call(name, names, fn, args, n, field)
   local desc = name .. "(" .. describe_args(args, n) .. ")"
   out:write("AT ", desc, "\n")
   local t0 = xpu.now()
-  deadline = t0 + LIMIT
+  limit = LIMIT * (MEASURES[name] or 1)
+  deadline = t0 + limit
   debug.sethook(hook, "", 100000)
   local ok, err = pcall(fn, table.unpack(args, 1, n))
   debug.sethook()
   local dt = xpu.now() - t0
   if RESET[name] then RESET[name]() end
-  if dt > LIMIT then out:write(("SLOW %s\t%.2f\n"):format(desc, dt)) end
+  if dt > limit then out:write(("SLOW %s\t%.2f\n"):format(desc, dt)) end
   if not ok then
     local fine, why = clean(err, names, given, lua_fn)
     if not fine then out:write("BAD ", desc, "\t", (tostring(why):sub(1, 300):gsub("\n", " | ")), "\n") end
