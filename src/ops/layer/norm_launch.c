@@ -88,29 +88,36 @@ int xpu_launch_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	return launch_rows(c, k, s.rows, args, 7);
 }
 
-/* add_rms_norm and add_rms_norm_q8k: `first` (out, or xq for the packed form) sum x residual
+/* The add-norm family: the outputs named in `lead` (out; xq; xq, out), then sum x residual
  * weight rows cols eps. */
-static int launch_add_norm(struct xpu_kernel *k, const struct xpu_call *c, const char *first)
+static int launch_add_norm(struct xpu_kernel *k, const struct xpu_call *c, const char *const *lead, int nlead)
 {
+	static const char *const tail[] = { "sum", "x", "residual", "weight" };
 	const char *name = k->def->name;
-	const struct xpu_karg *out = xpu_operand_buffer(c, name, first);
-	const struct xpu_karg *sum = out ? xpu_operand_buffer(c, name, "sum") : NULL;
-	const struct xpu_karg *x = sum ? xpu_operand_buffer(c, name, "x") : NULL;
-	const struct xpu_karg *res = x ? xpu_operand_buffer(c, name, "residual") : NULL;
-	const struct xpu_karg *w = res ? xpu_operand_buffer(c, name, "weight") : NULL;
+	struct xpu_karg args[9];
+	int n = 0;
+	for (int i = 0; i < nlead + 4; i++) {
+		const struct xpu_karg *b = xpu_operand_buffer(c, name, i < nlead ? lead[i] : tail[i - nlead]);
+		if (!b)
+			return -1;
+		args[n++] = *b;
+	}
 	struct norm_shape s;
 	uint32_t dtype;
 	float eps;
-	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
+	if (norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
 	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
-	struct xpu_karg args[8] = { *out, *sum, *x, *res, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
-	return launch_rows(c, k, s.rows, args, 8);
+	args[n++] = xpu_u32(s.rows);
+	args[n++] = xpu_u32(s.cols);
+	args[n++] = norm_f32(eps);
+	return launch_rows(c, k, s.rows, args, n);
 }
 
 int xpu_launch_add_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_add_norm(k, c, "out");
+	static const char *const lead[] = { "out" };
+	return launch_add_norm(k, c, lead, 1);
 }
 
 int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
@@ -131,27 +138,15 @@ int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 
 int xpu_launch_add_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_add_norm(k, c, "xq");
+	static const char *const lead[] = { "xq" };
+	return launch_add_norm(k, c, lead, 1);
 }
 
 /* add_rms_norm_q8k_f32: xq out sum x residual weight rows cols eps */
 int xpu_launch_add_rms_norm_q8k_f32(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	const char *name = k->def->name;
-	const struct xpu_karg *xq = xpu_operand_buffer(c, name, "xq");
-	const struct xpu_karg *out = xq ? xpu_operand_buffer(c, name, "out") : NULL;
-	const struct xpu_karg *sum = out ? xpu_operand_buffer(c, name, "sum") : NULL;
-	const struct xpu_karg *x = sum ? xpu_operand_buffer(c, name, "x") : NULL;
-	const struct xpu_karg *res = x ? xpu_operand_buffer(c, name, "residual") : NULL;
-	const struct xpu_karg *w = res ? xpu_operand_buffer(c, name, "weight") : NULL;
-	struct norm_shape s;
-	uint32_t dtype;
-	float eps;
-	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
-	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
-		return -1;
-	struct xpu_karg args[9] = { *xq, *out, *sum, *x, *res, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
-	return launch_rows(c, k, s.rows, args, 9);
+	static const char *const lead[] = { "xq", "out" };
+	return launch_add_norm(k, c, lead, 2);
 }
 
 /* Without a bias (fact has_bias 0) the kernel reads none: the weight stands in its slot. */
