@@ -78,6 +78,41 @@ static __device__ __forceinline__ uint32_t rev5(uint32_t i)
 	return __brev(i) >> 27;
 }
 
+/* The fold after leaf i (accumulator rev5(i)): a finished subtree of 2^k leaves meets the one
+ * before it (left + right); every index static (no break), so the levels stay in registers. */
+static __device__ __forceinline__ void mma_fold(float level[5][MMA_NT][4], float v[MMA_NT][4], uint32_t i)
+{
+	bool carry = true;
+#pragma unroll
+	for (int k = 0; k < 5; k++) {
+		const bool odd = (i >> k) & 1;
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				if (carry && odd)
+					v[j][q] = xpu_add(level[k][j][q], v[j][q]);
+				else if (carry)
+					level[k][j][q] = v[j][q];
+			}
+		carry = carry && odd;
+	}
+}
+
+/* A lane's outputs: rows r + 8 (q / 2), tokens t + 8 j + (q & 1), those inside the matrix. */
+static __device__ __forceinline__ void mma_store(float *y, const float v[MMA_NT][4], uint32_t rows, uint32_t tokens,
+						 uint32_t r, uint32_t t)
+{
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const uint32_t rr = r + (q / 2) * 8, tt = t + 8 * j + (q & 1);
+			if (rr < rows && tt < tokens)
+				y[(uint64_t)tt * rows + rr] = v[j][q];
+		}
+}
+
 /* One warp's 16 rows x 8 MMA_NT tokens: rows r0 + g, r0 + g + 8 and tokens t0 + 8 j + 2 c, + 1
  * of each lane's fragment outputs (clamped to the matrix for the loads; stored only inside). */
 template <class F>
@@ -126,33 +161,9 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 				}
 			}
 		}
-		/* fold: a finished subtree of 2^k leaves meets the one before it (left + right);
-		 * every index static (no break), so the levels stay in registers */
-		bool carry = true;
-#pragma unroll
-		for (int k = 0; k < 5; k++) {
-			const bool odd = (i >> k) & 1;
-#pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					if (carry && odd)
-						v[j][q] = xpu_add(level[k][j][q], v[j][q]);
-					else if (carry)
-						level[k][j][q] = v[j][q];
-				}
-			carry = carry && odd;
-		}
+		mma_fold(level, v, i);
 	}
-	/* i = 31 left the whole tree in v */
-#pragma unroll
-	for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-		for (int q = 0; q < 4; q++) {
-			const uint32_t r = r0 + g + (q / 2) * 8, t = t0 + 8 * j + 2 * c + (q & 1);
-			if (r < rows && t < tokens)
-				y[(uint64_t)t * rows + r] = v[j][q];
-		}
+	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
 /* Q4_K on the tensor cores: a 256-element block is eight k = 32 steps, one a sub-block j,
@@ -259,30 +270,9 @@ static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x,
 										  xpu_mul(xpu_mul(hb.dmin, xs), (float)mb)));
 				}
 		}
-		bool carry = true;
-#pragma unroll
-		for (int k = 0; k < 5; k++) {
-			const bool odd = (i >> k) & 1;
-#pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					if (carry && odd)
-						v[j][q] = xpu_add(level[k][j][q], v[j][q]);
-					else if (carry)
-						level[k][j][q] = v[j][q];
-				}
-			carry = carry && odd;
-		}
+		mma_fold(level, v, i);
 	}
-#pragma unroll
-	for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-		for (int q = 0; q < 4; q++) {
-			const uint32_t r = r0 + g + (q / 2) * 8, t = t0 + 8 * j + 2 * c + (q & 1);
-			if (r < rows && t < tokens)
-				y[(uint64_t)t * rows + r] = v[j][q];
-		}
+	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
 /* The tile walk a format takes: the 32-element one, or q4_K's. */
