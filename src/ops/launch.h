@@ -34,4 +34,10 @@ static inline struct xpu_karg xpu_u32(uint64_t v)
 	return a;
 }
 
+static inline struct xpu_karg xpu_f32(float v)
+{
+	struct xpu_karg a = { .kind = XPU_ARG_F32, .f = v };
+	return a;
+}
+
 #endif

@@ -40,12 +40,6 @@ static int att_shape(const struct xpu_call *c, const char *kernel, struct xpu_at
 	       fact(c, kernel, "slots", 1, XPU_ATT_MAX_SLOTS, &s->slots);
 }
 
-static struct xpu_karg f32_arg(float v)
-{
-	struct xpu_karg a = { .kind = XPU_ARG_F32, .f = v };
-	return a;
-}
-
 static int att_scale(const struct xpu_call *c, const char *kernel, uint32_t hd, float *scale)
 {
 	return xpu_operand_f32(c, kernel, "scale", (float)(1.0 / sqrt((double)hd)), scale);
@@ -71,7 +65,7 @@ int xpu_launch_attention_decode(struct xpu_kernel *k, const struct xpu_call *c)
 	uint32_t n_split = xpu_att_splits((uint32_t)pos, s.window, (uint32_t)split);
 	struct xpu_karg args[12] = { *part, *q, *kc, *vc, xpu_u32(s.n_head), xpu_u32(s.n_kv_head), xpu_u32(s.hd),
 				     xpu_u32(s.slots), xpu_u32((uint64_t)pos), xpu_u32(s.window),
-				     xpu_u32((uint64_t)split), f32_arg(scale) };
+				     xpu_u32((uint64_t)split), xpu_f32(scale) };
 	uint32_t grid[3] = { n_split, s.n_kv_head, 1 }, block[3] = { XPU_ATT_BLOCK, 1, 1 };
 	if (xpu_launch(c->stream, k, grid, block, args, 12))
 		return -1;
@@ -101,7 +95,7 @@ int xpu_launch_attention_decode_pos(struct xpu_kernel *k, const struct xpu_call 
 	uint32_t n_max = xpu_att_max_splits(&s, (uint32_t)split);
 	struct xpu_karg args[13] = { *part, *q, *kc, *vc, *pos, xpu_u32(s.n_head), xpu_u32(s.n_kv_head), xpu_u32(s.hd),
 				     xpu_u32(s.slots), xpu_u32(s.window), xpu_u32((uint64_t)split), xpu_u32(n_max),
-				     f32_arg(scale) };
+				     xpu_f32(scale) };
 	uint32_t grid[3] = { n_max, s.n_kv_head, 1 }, block[3] = { XPU_ATT_BLOCK, 1, 1 };
 	if (xpu_launch(c->stream, k, grid, block, args, 13))
 		return -1;
@@ -127,7 +121,7 @@ int xpu_launch_attention_prefill(struct xpu_kernel *k, const struct xpu_call *c)
 		return -1;
 	struct xpu_karg args[12] = { *out, *q, *kc, *vc, xpu_u32(tokens), xpu_u32(s.n_head), xpu_u32(s.n_kv_head),
 				     xpu_u32(s.hd), xpu_u32(s.slots), xpu_u32((uint64_t)pos0), xpu_u32(s.window),
-				     f32_arg(scale) };
+				     xpu_f32(scale) };
 	uint32_t grid[3] = { s.n_head, (tokens + XPU_ATT_TILE_Q - 1) / XPU_ATT_TILE_Q, 1 };
 	uint32_t block[3] = { XPU_ATT_BLOCK, 1, 1 };
 	return xpu_launch(c->stream, k, grid, block, args, 12);

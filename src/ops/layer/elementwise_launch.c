@@ -11,12 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-static struct xpu_karg ew_f32(float v)
-{
-	struct xpu_karg a = { .kind = XPU_ARG_F32, .f = v };
-	return a;
-}
-
 static int ew_dtype(const struct xpu_call *c, const char *kernel, uint32_t *dtype)
 {
 	const char *f = xpu_name_of(XPU_NAME_FORMAT, c->query->format);
@@ -122,7 +116,7 @@ int xpu_launch_ew_rope(struct xpu_kernel *k, const struct xpu_call *c)
 	float lnb = (float)(-2.0 * log((double)base) / (double)nd);
 	uint64_t n = tokens * heads * hd;
 	struct xpu_karg args[11] = { *out, *x, *pos, xpu_u32(tokens), xpu_u32(heads), xpu_u32(hd), xpu_u32((uint64_t)nd),
-				     xpu_u32((uint64_t)mode), xpu_u32(dtype), ew_f32(lnb), ew_f32(scale) };
+				     xpu_u32((uint64_t)mode), xpu_u32(dtype), xpu_f32(lnb), xpu_f32(scale) };
 	uint64_t groups = (n + XPU_EW_BLOCK - 1) / XPU_EW_BLOCK;
 	return xpu_launch_1d(c, k, groups > XPU_EW_MAX_GROUPS ? XPU_EW_MAX_GROUPS : groups, XPU_EW_BLOCK, args, 11);
 }

@@ -9,12 +9,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-static struct xpu_karg norm_f32(float v)
-{
-	struct xpu_karg a = { .kind = XPU_ARG_F32, .f = v };
-	return a;
-}
-
 struct norm_shape {
 	uint32_t rows, cols;
 };
@@ -84,7 +78,7 @@ int xpu_launch_rms_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	if (!w || norm_dtype(c, name, true, &dtype) || norm_shape(c, name, &s) ||
 	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
-	struct xpu_karg args[7] = { *out, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps), xpu_u32(dtype) };
+	struct xpu_karg args[7] = { *out, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), xpu_f32(eps), xpu_u32(dtype) };
 	return launch_rows(c, k, s.rows, args, 7);
 }
 
@@ -110,7 +104,7 @@ static int launch_add_norm(struct xpu_kernel *k, const struct xpu_call *c, const
 		return -1;
 	args[n++] = xpu_u32(s.rows);
 	args[n++] = xpu_u32(s.cols);
-	args[n++] = norm_f32(eps);
+	args[n++] = xpu_f32(eps);
 	return launch_rows(c, k, s.rows, args, n);
 }
 
@@ -132,7 +126,7 @@ int xpu_launch_rms_norm_q8k(struct xpu_kernel *k, const struct xpu_call *c)
 	if (!w || norm_dtype(c, name, false, &dtype) || norm_shape(c, name, &s) ||
 	    xpu_operand_f32(c, name, "eps", 1e-6f, &eps))
 		return -1;
-	struct xpu_karg args[6] = { *xq, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), norm_f32(eps) };
+	struct xpu_karg args[6] = { *xq, *x, *w, xpu_u32(s.rows), xpu_u32(s.cols), xpu_f32(eps) };
 	return launch_rows(c, k, s.rows, args, 6);
 }
 
@@ -167,7 +161,7 @@ int xpu_launch_layer_norm(struct xpu_kernel *k, const struct xpu_call *c)
 	if (!b)
 		return -1;
 	struct xpu_karg args[8] = { *out, *x, *w, *b, xpu_u32(s.rows), xpu_u32(s.cols), xpu_u32(has_bias),
-				    norm_f32(eps) };
+				    xpu_f32(eps) };
 	return launch_rows(c, k, s.rows, args, 8);
 }
 
@@ -186,6 +180,6 @@ int xpu_launch_softmax(struct xpu_kernel *k, const struct xpu_call *c)
 	    xpu_operand_int(c, name, "pos0", 0, 0, UINT32_MAX, &pos0))
 		return -1;
 	struct xpu_karg args[7] = { *out, *x, xpu_u32(s.rows), xpu_u32(s.cols), xpu_u32(causal),
-				    xpu_u32((uint64_t)pos0), norm_f32(scale) };
+				    xpu_u32((uint64_t)pos0), xpu_f32(scale) };
 	return launch_rows(c, k, s.rows, args, 7);
 }
