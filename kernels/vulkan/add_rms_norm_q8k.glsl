@@ -6,8 +6,6 @@
  * residual themselves): the bytes of add followed by rms_norm_q8k. The _f32 form also writes each
  * normed value v = (sum * rinv) * weight, the one the pack quantizes, into out: the bytes of
  * rms_norm (f32) of the sum. docs/ARITHMETIC.md, "Row normalisation". */
-#include "norm.glsl"
-#include "q8k.glsl"
 
 #ifdef NORM_OUT
 #define NQ_B 1 /* the bindings after xq move up one for out */
@@ -33,22 +31,7 @@ layout(push_constant) uniform Args {
 	uint off_sum, off_x, off_res, off_w;
 } pc;
 
-shared int qs[XPU_NORM_BLOCK];
-
-/* Word t (0 .. 79) of a block whose values' q are in qs: four q bytes, a sum, d, or zero. */
-uint block_word(uint t, uint amax_bits)
-{
-	if (t < 64u)
-		return (uint(qs[4u * t]) & 255u) | ((uint(qs[4u * t + 1u]) & 255u) << 8) |
-		       ((uint(qs[4u * t + 2u]) & 255u) << 16) | (uint(qs[4u * t + 3u]) << 24);
-	if (t < 72u) {
-		int s = 0;
-		for (uint i = 0u; i < 32u; i++)
-			s += qs[32u * (t - 64u) + i];
-		return uint(s);
-	}
-	return t == 72u ? floatBitsToUint(q8k_d(amax_bits)) : 0u;
-}
+#include "q8k_block.glsl"
 
 void main()
 {
@@ -70,17 +53,6 @@ void main()
 #ifdef NORM_OUT
 		dst[pc.off_out / 4u + g * n + i] = floatBitsToUint(v); /* lane t: element t of block b */
 #endif
-		uint a = floatBitsToUint(v) & 0x7fffffffu;
-		uint amax = workgroup_reduce(XPU_WG_MAX, XPU_WG_I32, uvec2(a > 0x7f800000u ? 0u : a, 0u)).x;
-		if (amax == 0u) { /* the same for every lane */
-			if (t < 80u)
-				xq[oi + t] = 0u;
-			continue;
-		}
-		qs[t] = q8k_round(scaled(floatBitsToUint(v), q8k_iscale(amax)));
-		barrier();
-		if (t < 80u)
-			xq[oi + t] = block_word(t, amax);
-		/* the next block's reduce ends every read of qs before its lanes write qs again */
+		q8k_block_pack(oi, t, v);
 	}
 }

@@ -5,8 +5,6 @@
  * each 256 values of the result as q8k_pack does (q8k.glsl: the same steps), so the bytes are
  * those of rms_norm followed by q8k_pack. Lane t holds element t of every block: amax is the
  * workgroup max of |v| (NaN left out), the eight sums those of the eight waves' values. */
-#include "norm.glsl"
-#include "q8k.glsl"
 
 layout(std430, set = 0, binding = 0) writeonly buffer Xq { uint xq[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X { uint xs[]; };
@@ -17,22 +15,7 @@ layout(push_constant) uniform Args {
 	uint off_xq, off_x, off_w;
 } pc;
 
-shared int qs[XPU_NORM_BLOCK];
-
-/* Word t (0 .. 79) of a block whose values' q are in qs: four q bytes, a sum, d, or zero. */
-uint block_word(uint t, uint amax_bits)
-{
-	if (t < 64u)
-		return (uint(qs[4u * t]) & 255u) | ((uint(qs[4u * t + 1u]) & 255u) << 8) |
-		       ((uint(qs[4u * t + 2u]) & 255u) << 16) | (uint(qs[4u * t + 3u]) << 24);
-	if (t < 72u) {
-		int s = 0;
-		for (uint i = 0u; i < 32u; i++)
-			s += qs[32u * (t - 64u) + i];
-		return uint(s);
-	}
-	return t == 72u ? floatBitsToUint(q8k_d(amax_bits)) : 0u;
-}
+#include "q8k_block.glsl"
 
 void main()
 {
@@ -49,17 +32,6 @@ void main()
 	for (uint b = 0u; b < blocks; b++) {
 		uint i = b * 256u + t, oi = pc.off_xq / 4u + (g * blocks + b) * 80u;
 		precise float v = (uintBitsToFloat(xs[xi + i]) * rinv) * uintBitsToFloat(ws[wi + i]);
-		uint a = floatBitsToUint(v) & 0x7fffffffu;
-		uint amax = workgroup_reduce(XPU_WG_MAX, XPU_WG_I32, uvec2(a > 0x7f800000u ? 0u : a, 0u)).x;
-		if (amax == 0u) { /* the same for every lane */
-			if (t < 80u)
-				xq[oi + t] = 0u;
-			continue;
-		}
-		qs[t] = q8k_round(scaled(floatBitsToUint(v), q8k_iscale(amax)));
-		barrier();
-		if (t < 80u)
-			xq[oi + t] = block_word(t, amax);
-		/* the next block's reduce ends every read of qs before its lanes write qs again */
+		q8k_block_pack(oi, t, v);
 	}
 }
