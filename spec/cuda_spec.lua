@@ -69,6 +69,7 @@ describe("cuda:0", function()
       names[#names + 1] = fmt .. "_q8k_wave"
       names[#names + 1] = fmt .. "_q8k_id"
       names[#names + 1] = fmt .. "_q8k_tail"
+      names[#names + 1] = fmt .. "_q8k_tail_norm"
     end
     for _, name in ipairs(names) do
       local k = { name = name }
@@ -79,7 +80,8 @@ describe("cuda:0", function()
       assert.is_true(m.spill_bytes >= 0 and m.lds_static_bytes >= 0, k.name)
       assert.is_true(m.max_threads >= 32, k.name)
       assert.is_true(m.resident_groups_per_cu >= 1, k.name)
-      if k.name:match "_q8k_wave$" or k.name:match "_q8k_id$" or k.name:match "_q8k_tail$" then
+      if k.name:match "_q8k_wave$" or k.name:match "_q8k_id$" or k.name:match "_q8k_tail$" or
+          k.name:match "_q8k_tail_norm$" then
         assert.equal(0, m.spill_bytes, k.name .. " spills")
         assert.is_true(m.max_threads >= 256, k.name)
       end

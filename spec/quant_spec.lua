@@ -95,7 +95,8 @@ describe("quant formats", function()
       assert.equal(want_streams[f.name] or false, f.streams, f.name)
       assert.equal(f.block_bytes, f.scale_bytes + f.payload_bytes, f.name)
       assert.equal(f.name, xpu.format(f.type)) -- the GGUF type table agrees on the number
-      assert.same({ f.name .. "_q8k_wave", f.name .. "_q8k_id", f.name .. "_q8k_tail" }, f.kernels.cpu)
+      assert.same({ f.name .. "_q8k_wave", f.name .. "_q8k_id", f.name .. "_q8k_tail", f.name .. "_q8k_tail_norm" },
+        f.kernels.cpu)
       assert.same(f.kernels.cuda, f.kernels.hip)
       for _, backend in ipairs { "cpu", "cuda", "vulkan" } do
         for _, list in ipairs { f.kernels[backend], f.prefill[backend] } do

@@ -103,8 +103,8 @@ describe("route tables per model", function()
           misfit = { format = r.format, regime = "bind" } -- no bpr: the split cannot lay rows out
         end
         if r.name:match("%-id$") then fits.experts, misfit.experts = 8, 8 end
-        if r.regime == "moe_tail" then -- the down bank's one-token query
-          for _, q in ipairs { fits, misfit } do q.regime, q.experts, q.used = "moe_tail", 8, 8 end
+        if r.regime == "moe_tail" or r.regime == "moe_tail_norm" then -- the down bank's one-token query
+          for _, q in ipairs { fits, misfit } do q.regime, q.experts, q.used = r.regime, 8, 8 end
         end
         if r.format == "f32" then misfit.experts = 8 end -- the router's f32 mat-vec takes any width, no bank
         if r.name:match("dot4") then assert.same({ "dot4_i8" }, r.needs) end
@@ -112,11 +112,12 @@ describe("route tables per model", function()
         assert.equal(1, fires, r.name)
         assert.equal(1, refuses, r.name)
       end
-      -- per format: its decode rows (wave, dot4 wave; moe adds id, dot4 id and the two tails) and its split
+      -- per format: its decode rows (wave, dot4 wave; moe adds id, dot4 id, the two tails and the two
+      -- tails-and-norm) and its split
       -- rows (3 with a row prefix, 2 without); moe adds the router's f32 mat-vec
       local split_rows = 0
       for _, f in ipairs(common.decode_formats) do split_rows = split_rows + (xpu.quant.info(f).scale_bytes > 0 and 3 or 2) end
-      assert.equal(#common.decode_formats * (name == "routes.moe" and 6 or 2) + split_rows + (name == "routes.moe" and 1 or 0),
+      assert.equal(#common.decode_formats * (name == "routes.moe" and 8 or 2) + split_rows + (name == "routes.moe" and 1 or 0),
         #t)
     end)
   end

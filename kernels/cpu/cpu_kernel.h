@@ -35,6 +35,10 @@ extern const struct xpu_cpu_entry xpu_cpu_entries_attention[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_kv[];
 extern const struct xpu_cpu_entry xpu_cpu_entries_gemm[];
 
+/* rms_norm_q8k of one row of n f32s (kernels/cpu/norm.c), for kernels that finish with the
+ * next layer's norm (the MoE tail). */
+void xpu_cpu_rms_norm_q8k_row(uint8_t *xq, const float *xr, const float *w, uint64_t n, float eps);
+
 static inline void *karg_ptr(const struct xpu_karg *a, int i)
 {
 	return a[i].b.host;

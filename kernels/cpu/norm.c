@@ -143,16 +143,18 @@ static void pack_norm_row(uint8_t *xq, float *out, const float *xr, const float 
 	}
 }
 
+void xpu_cpu_rms_norm_q8k_row(uint8_t *xq, const float *xr, const float *w, uint64_t n, float eps)
+{
+	pack_norm_row(xq, NULL, xr, w, n / XPU_Q8K_ELEMS, rms_factor(xr, XPU_NORM_F32, (uint32_t)n, eps));
+}
+
 static void rms_norm_q8k(const struct xpu_karg *a, uint64_t g0, uint64_t g1, const struct xpu_cpu_launch *l)
 {
 	uint8_t *xq = karg_ptr(a, 0);
 	const float *x = karg_ptr(a, 1), *w = karg_ptr(a, 2);
 	const uint64_t rows = a[3].u, n = a[4].u, blocks = n / XPU_Q8K_ELEMS;
-	for (uint64_t r = g0; r < g1 && r < rows; r++) {
-		const float *xr = x + r * n;
-		pack_norm_row(xq + r * blocks * XPU_Q8K_BYTES, NULL, xr, w, blocks,
-			      rms_factor(xr, XPU_NORM_F32, (uint32_t)n, a[5].f));
-	}
+	for (uint64_t r = g0; r < g1 && r < rows; r++)
+		xpu_cpu_rms_norm_q8k_row(xq + r * blocks * XPU_Q8K_BYTES, x + r * n, w, n, a[5].f);
 }
 
 /* ---- add_rms_norm_q8k[_f32]: xq [out] sum x residual weight rows cols eps ------------------ */

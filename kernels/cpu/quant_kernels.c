@@ -239,6 +239,22 @@ static void tail_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint6
 	}
 }
 
+/* The tail's arguments, then xq weight count eps: the tail, then, in the chunk of groups that
+ * counts the launch's last groups in (count is 0 before the launch), rms_norm_q8k of the whole
+ * residual into xq, as rms_norm_q8k packs it; count is set back to 0. The acquire-release add
+ * orders every other chunk's residual writes before the norm's reads. */
+static void tail_norm_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint64_t g1,
+			   const struct xpu_cpu_launch *l)
+{
+	uint32_t *count = karg_ptr(a, 12);
+	const uint64_t groups = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	tail_body(type, a, g0, g1, l);
+	if (__atomic_add_fetch(count, (uint32_t)(g1 - g0), __ATOMIC_ACQ_REL) != groups)
+		return;
+	xpu_cpu_rms_norm_q8k_row(karg_ptr(a, 10), karg_ptr(a, 0), karg_ptr(a, 11), a[7].u, a[13].f);
+	__atomic_store_n(count, 0u, __ATOMIC_RELEASE);
+}
+
 /* Each format's entry points: format_list.h's rows. */
 #define FORMAT_BODIES(name, type, ...)                                                           \
 	static void name##_wave(const struct xpu_karg *a, uint64_t g0, uint64_t g1,             \
@@ -255,12 +271,17 @@ static void tail_body(int32_t type, const struct xpu_karg *a, uint64_t g0, uint6
 				const struct xpu_cpu_launch *l)                                  \
 	{                                                                                        \
 		tail_body(GGML_##type, a, g0, g1, l);                                            \
+	}                                                                                        \
+	static void name##_tail_norm(const struct xpu_karg *a, uint64_t g0, uint64_t g1,        \
+				     const struct xpu_cpu_launch *l)                             \
+	{                                                                                        \
+		tail_norm_body(GGML_##type, a, g0, g1, l);                                       \
 	}
 XPU_FORMAT_LIST(FORMAT_BODIES)
 #undef FORMAT_BODIES
 
 #define FORMAT_ENTRIES(name, ...) { #name "_q8k_wave", name##_wave }, { #name "_q8k_id", name##_id }, \
-	{ #name "_q8k_tail", name##_tail },
+	{ #name "_q8k_tail", name##_tail }, { #name "_q8k_tail_norm", name##_tail_norm },
 
 const struct xpu_cpu_entry xpu_cpu_entries_quant[] = {
 	{ "q8k_pack", q8k_pack_body },

@@ -1,8 +1,10 @@
-/* matvec.cu — the decode mat-vecs <fmt>_q8k_wave and their grouped-expert twins <fmt>_q8k_id
- * (src/ops/quant/table.c), one pair per row of src/quant/format_list.h, on matvec.cuh's walk.
+/* matvec.cu — the decode mat-vecs <fmt>_q8k_wave, their grouped-expert twins <fmt>_q8k_id and
+ * the MoE tails <fmt>_q8k_tail[_norm] (src/ops/quant/table.c), one set per row of
+ * src/quant/format_list.h, on matvec.cuh's walk.
  * A group of 256 threads is 8 warps, each one row (wave v = group * 8 + warp), as
  * kernels/cpu/quant_kernels.c numbers them. */
 #include "matvec.cuh"
+#include "norm.cuh"
 #include "../../src/quant/format_list.h"
 
 /* Pinned to 256 threads; at most 64 registers so four groups share an SM (a 4096-row
@@ -126,6 +128,40 @@ static __device__ __forceinline__ void mv_tail(float *y, const uint8_t *slab, co
 		mv_tail_walk<F, false>(y, slab, x, sel, w, experts, used, rows, bpr, xs, first, waves, lane);
 }
 
+/* The tail, then the next layer's norm and pack of the residual it finished, in the same launch:
+ * each group, its rows written and fenced, counts itself in; the group that counts last (every
+ * other group's rows are then in memory) packs rms_norm_q8k of the whole residual into xq, with
+ * rms_norm_q8k's steps in rms_norm_q8k's order (norm.cuh), and sets the count back to 0 for the
+ * next launch. The residual is read volatile: other SMs wrote it, past this one's L1. The
+ * norm takes its loop path, not its register path, which spilled in these kernels. */
+/* Out of line: inlined into the tail, its registers spilled the tail's walk (sm_80 / sm_89). */
+static __device__ __noinline__ void mv_tail_norm_row(uint8_t *xq, const volatile float *h, const float *weight,
+						     uint32_t rows, float eps)
+{
+	norm_q8k_blocks<false>(xq, NULL, h, weight, rows / 256, norm_rms_factor(h, rows, eps));
+}
+
+template <class F>
+static __device__ __forceinline__ void mv_tail_norm(float *y, const uint8_t *slab, const uint8_t *x,
+						    const int32_t *sel, const float *w, uint32_t experts,
+						    uint32_t used, uint32_t rows, uint32_t cols, uint32_t x_row_blocks,
+						    uint8_t *xq, const float *weight, uint32_t *count, float eps)
+{
+	__shared__ bool last;
+	mv_tail<F>(y, slab, x, sel, w, experts, used, rows, cols, x_row_blocks);
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0)
+		last = atomicAdd(count, 1u) == gridDim.x * gridDim.y * gridDim.z - 1u;
+	__syncthreads();
+	if (!last) /* the same in the whole group */
+		return;
+	__threadfence();
+	mv_tail_norm_row(xq, y, weight, rows, eps);
+	if (threadIdx.x == 0)
+		*count = 0u;
+}
+
 /* Groups an SM for a format's grouped form: MV_MIN_GROUPS unless its walk needs more registers. */
 template <class F> struct mv_id_groups {
 	static constexpr int N = MV_MIN_GROUPS;
@@ -139,6 +175,11 @@ template <> struct mv_id_groups<mv_q4_K> {
 template <> struct mv_id_groups<mv_q5_K> {
 	static constexpr int N = 3;
 };
+
+/* The tail-and-norm at three groups an SM: at four, q5_0's and iq4_nl's spilled 4-20 bytes
+ * (sm_80, sm_89). Its grid is a group per 8 residual elements (256 for a 2048-wide model), so
+ * fewer than three groups an SM fill the device anyway. */
+#define MV_TAIL_NORM_GROUPS 3
 
 /* The entry points, one pair per row of quant/format_list.h; each trait's block geometry
  * and walk (STREAM) must be the row's. */
@@ -166,6 +207,15 @@ template <> struct mv_id_groups<mv_q5_K> {
 			unsigned int cols, unsigned int x_row_blocks)                            \
 	{                                                                                        \
 		mv_tail<mv_##name>(y, slab, x, sel, w, experts, used, rows, cols, x_row_blocks); \
+	}                                                                                        \
+	extern "C" __global__ void __launch_bounds__(MV_BLOCK, MV_TAIL_NORM_GROUPS)            \
+	name##_q8k_tail_norm(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *sel, \
+			     const float *w, unsigned int experts, unsigned int used, unsigned int rows, \
+			     unsigned int cols, unsigned int x_row_blocks, uint8_t *xq,           \
+			     const float *weight, unsigned int *count, float eps)                 \
+	{                                                                                        \
+		mv_tail_norm<mv_##name>(y, slab, x, sel, w, experts, used, rows, cols, x_row_blocks, \
+					xq, weight, count, eps);                                 \
 	}
 XPU_FORMAT_LIST(MV_ENTRY_POINTS)
 #undef MV_ENTRY_POINTS

@@ -1,6 +1,6 @@
 /* matvec.glsl — the decode mat-vec body of <fmt>_q8k_{wave,id,tail}[_dot4]: they define one
  * FMT_*, and ID (grouped experts), TAIL (the MoE tail: the down bank and moe_combine in one
- * launch), DOT4 (the packed int8 dot, DESIGN §9). Bit for bit the CPU's.
+ * launch; with TAIL_NORM the next layer's norm and pack of the residual too), DOT4 (the packed int8 dot, DESIGN §9). Bit for bit the CPU's.
  *
  * The design is kernels/cuda/matvec.cuh's (but q4_K's and q6_K's lanes, which here each take
  * 16 consecutive payload bytes: faster on Vulkan, and on CUDA a spill at its register cap,
@@ -59,7 +59,10 @@
 #define Q8K_WORDS 80u /* 320 bytes: q[256], sum[8] at word 64, d at word 72 */
 #define LO4 0x0F0F0F0Fu
 
-#ifdef TAIL
+#ifdef TAIL_NORM
+/* the residual, read and written in place, and read whole by the group that finishes last */
+layout(std430, set = 0, binding = 0) coherent restrict buffer Y { uint y[]; };
+#elif defined(TAIL)
 /* the residual, read and written in place */
 layout(std430, set = 0, binding = 0) restrict buffer Y { uint y[]; };
 #else
@@ -88,10 +91,22 @@ layout(push_constant) uniform Args {
 layout(std430, set = 0, binding = 3) restrict readonly buffer Sel { int sel[]; };
 /* top_k's weights, one f32 a slot (w[] is the slab) */
 layout(std430, set = 0, binding = 4) restrict readonly buffer SlotW { uint slot_w[]; };
+#ifdef TAIL_NORM
+/* the next norm's q8_K pack of the residual, its weight, and the count of finished groups */
+layout(std430, set = 0, binding = 5) restrict writeonly buffer Xq { uint xq[]; };
+layout(std430, set = 0, binding = 6) restrict readonly buffer NormW { uint norm_w[]; };
+layout(std430, set = 0, binding = 7) coherent restrict buffer Count { uint count[]; };
+layout(push_constant) uniform Args {
+	uint experts, used, rows, cols, x_row_blocks;
+	float eps;
+	uint off_y, off_w, off_x, off_sel, off_slot_w, off_xq, off_norm_w, off_count;
+} pc;
+#else
 layout(push_constant) uniform Args {
 	uint experts, used, rows, cols, x_row_blocks;
 	uint off_y, off_w, off_x, off_sel, off_slot_w;
 } pc;
+#endif
 #elif defined(ID)
 layout(std430, set = 0, binding = 3) restrict readonly buffer Sel { int sel[]; };
 layout(push_constant) uniform Args {
@@ -192,6 +207,42 @@ void one_elem(uint v, uint lane, uint bpr, uint prefix_words, uint row_words)
 		y[yi] = floatBitsToUint(o);
 	}
 }
+#ifdef TAIL_NORM
+#include "q8k_block.glsl"
+
+shared bool tail_last;
+
+/* After the group's residual elements: the group counts itself in, its writes made visible
+ * first; the group that counts last (every other group's writes are then visible) packs
+ * rms_norm_q8k of the whole residual into xq with rms_norm_q8k.comp's steps, and sets the count
+ * back to 0 for the next launch. Every invocation of the group comes here. */
+void tail_norm()
+{
+	uint t = gl_LocalInvocationID.x;
+	memoryBarrierBuffer();
+	barrier();
+	if (t == 0u)
+		tail_last = atomicAdd(count[pc.off_count / 4u], 1u) == xpu_groups() - 1u;
+	barrier();
+	if (!tail_last)
+		return;
+	memoryBarrierBuffer();
+	uint n = pc.rows, yi = pc.off_y / 4u, wi = pc.off_norm_w / 4u, blocks = n / 256u;
+	precise float acc = 0.0;
+	for (uint i = t; i < n; i += XPU_NORM_BLOCK) {
+		float v = uintBitsToFloat(y[yi + i]);
+		acc = acc + v * v;
+	}
+	float rinv = nm_inv_root(nm_sum(acc), n, pc.eps);
+	for (uint b = 0u; b < blocks; b++) {
+		uint i = b * 256u + t;
+		precise float v = (uintBitsToFloat(y[yi + i]) * rinv) * uintBitsToFloat(norm_w[wi + i]);
+		q8k_block_pack(pc.off_xq / 4u + b * 80u, t, v);
+	}
+	if (t == 0u)
+		count[pc.off_count / 4u] = 0u;
+}
+#endif
 #else
 /* Wave v's row of the launch: y[y_off + v] = row . x. In ID form v is slot kk = v / rows,
  * row v % rows of expert sel[kk], against the activation at q8_K block kk * x_row_blocks;
@@ -242,6 +293,9 @@ void main()
 		one_elem(r0 + wave_of(), lane_of(), bpr, prefix_words, row_words);
 #else
 		one_row(r0 + wave_of(), lane_of(), bpr, prefix_words, row_words);
+#endif
+#ifdef TAIL_NORM
+	tail_norm();
 #endif
 }
 #endif

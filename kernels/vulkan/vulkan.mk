@@ -7,16 +7,17 @@
 
 GLSLC ?= $(shell command -v glslc 2>/dev/null)
 VK_COMP := $(sort $(wildcard kernels/vulkan/*.comp))
-# The decode mat-vecs, six per served format (src/quant/format_list.h's rows, read here by
-# name, TYPE and block sizes): <fmt>_q8k_{wave,id,tail}[_dot4] (tail: the MoE down bank and
-# moe_combine in one launch), and the prefill GEMMs, four more:
+# The decode mat-vecs, eight per served format (src/quant/format_list.h's rows, read here by
+# name, TYPE and block sizes): <fmt>_q8k_{wave,id,tail,tail_norm}[_dot4] (tail: the MoE down
+# bank and moe_combine in one launch; tail_norm: and the next norm's pack), and the prefill
+# GEMMs, four more:
 # <fmt>_q8k_gemm[_id]_t{64,128} (GEMM, GEMM_TILE, GEMM_ID: matvec_gemm.glsl), each
 # matvec.glsl under FMT_<TYPE>, the row's sizes and the kind's defines, written to
 # build/vulkan/gen/ rather than kept as fifty near-copies.
 VK_FORMAT_LIST := src/quant/format_list.h
 # (braces: the sed script's parentheses would end a $(shell ...))
 VK_FORMATS := ${shell sed -n 's/^X(\([A-Za-z0-9_]*\), *\([A-Z0-9_]*\),.*/\1:\2/p' $(VK_FORMAT_LIST)}
-VK_MV_KINDS := wave id tail wave_dot4 id_dot4 tail_dot4 gemm_t64 gemm_t128 gemm_id_t64 gemm_id_t128
+VK_MV_KINDS := wave id tail tail_norm wave_dot4 id_dot4 tail_dot4 tail_norm_dot4 gemm_t64 gemm_t128 gemm_id_t64 gemm_id_t128
 VK_GEN_COMP := $(foreach f,$(VK_FORMATS),$(foreach k,$(VK_MV_KINDS),$(B)/vulkan/gen/$(firstword $(subst :, ,$(f)))_q8k_$(k).comp))
 VK_GLSL := $(wildcard kernels/vulkan/*.glsl kernels/*.h)
 # vulkan1.2: SPIR-V 1.5. The kernels mark their float results `precise` (NoContraction):
@@ -64,7 +65,7 @@ EMBED_CODE += $(VK_SPV)
 
 # <fmt>_q8k_<kind>.comp: from the format's row of format_list.h its FMT_<TYPE> and its block
 # sizes (ELEMS = block_elems, SCALE = scale_bytes, PAYW = payload_bytes / 4; a payload that is
-# not whole words is refused); ID for the grouped kinds; TAIL for the MoE tails; DOT4 (and the
+# not whole words is refused); ID for the grouped kinds; TAIL for the MoE tails (and TAIL_NORM); DOT4 (and the
 # SPIR-V intrinsics it is written with) for the packed-dot kinds.
 VK_ROW_SED = s/^X($$fmt, *\([A-Z0-9_]*\), *\([0-9]*\), *[0-9]*, *\([0-9]*\), *[0-9]*, *\([0-9]*\),.*/\1 \2 \3 \4/p
 $(VK_GEN_COMP): $(B)/vulkan/gen/%.comp: $(VK_FORMAT_LIST) kernels/vulkan/vulkan.mk
@@ -81,6 +82,7 @@ $(VK_GEN_COMP): $(B)/vulkan/gen/%.comp: $(VK_FORMAT_LIST) kernels/vulkan/vulkan.
 	  printf '#define ELEMS %uu\n#define SCALE %uu\n#define PAYW %uu\n' "$$2" "$$3" $$(($$4 / 4)); \
 	  case $$kind in id*) printf '#define ID\n';; esac; \
 	  case $$kind in tail*) printf '#define TAIL\n';; esac; \
+	  case $$kind in tail_norm*) printf '#define TAIL_NORM\n';; esac; \
 	  case $$kind in gemm*) printf '#define GEMM\n#define GEMM_TILE %uu\n' "$${kind##*_t}";; esac; \
 	  case $$kind in gemm_id*) printf '#define GEMM_ID\n';; esac; \
 	  case $$kind in *dot4) printf '#define DOT4\n';; esac; \

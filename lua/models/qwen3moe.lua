@@ -20,8 +20,10 @@ local M = {}
 local bound, push, L = decoder.bound, decoder.push, decoder.layer_tensor
 local f32, q8k = decoder.f32, decoder.q8k
 
+-- fused_tail: the FFN ends with the next layer's norm (fused: for one token in the tail's
+-- own launch, for a batch after the combine).
 local FAMILY = {
-  arch = "qwen3moe", decode_routes = "routes.moe", rope_mode = "neox", qk_norm = true,
+  arch = "qwen3moe", decode_routes = "routes.moe", rope_mode = "neox", qk_norm = true, fused_tail = true,
   mats = { "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps" },
   norms = { "attn_norm", "ffn_norm", "attn_q_norm", "attn_k_norm", "ffn_gate_inp" },
   routes = { moe = "routes.layer_moe" },
@@ -59,9 +61,10 @@ end
 
 -- The FFN calls of layer i over the activations a of n tokens into list. Fused (models.decoder's
 -- opts.fuse): the attention's residual add, ffn_norm's q8_K pack and the router's f32 normed row
--- are one launch (add_rms_norm_q8k_f32), and for one
--- token the down bank and the combine are one (the tail: routes.common's tail rows), which adds
--- into the residual itself, so the next norm stays its own.
+-- are one launch (add_rms_norm_q8k_f32); for one token the down bank, the combine and the next
+-- layer's norm and pack (its attn_norm, or the output norm) are one (routes.common's
+-- tail-and-norm rows), which adds into the residual itself; for a batch the next norm follows
+-- the combine.
 function FAMILY.ffn_calls(s, list, a, n, i)
   local m, h, d = s.m, s.m.h, s.m.dev
   local k = h.n_expert_used
@@ -82,26 +85,33 @@ function FAMILY.ffn_calls(s, list, a, n, i)
   push(list, bound(m.rt.ew, d, ew.glu("swiglu_q8k", "f32", n * k, h.n_ff_exp), { xq = a.hq, g = a.gate, u = a.up }), "other")
   if m.fused and n == 1 then
     local down = L(i, "ffn_down_exps")
-    return push(list, bound(m.rt.decode, d, common.tail_query(m.fmt[down], k),
-      { y = a.x, slab = m.w[down], x = a.hq, sel = a.sel, w = a.sel_w }), "matmul")
+    -- the tail's count of finished groups, 0 between launches: the session's, one for every layer
+    s.tail_count = s.tail_count or d:buffer(string.pack("<I4", 0))
+    return push(list, bound(m.rt.decode, d, common.tail_norm_query(m.fmt[down], k),
+      { y = a.x, slab = m.w[down], x = a.hq, sel = a.sel, w = a.sel_w, xq = a.xq, weight = s:next_norm(i),
+        count = s.tail_count, eps = h.eps }), "matmul")
   end
   push(list, bank(s, a, n, i, "ffn_down_exps", a.down, a.hq, true), "matmul")
   push(list, bound(m.rt.moe, d, moe.combine_query(n, k, h.n_embd), { out = a.x, x = a.x, y = a.down, w = a.sel_w }), "other")
+  if m.fused then
+    push(list, bound(m.rt.norm, d, norm.query("rms_norm_q8k", n, h.n_embd),
+      { xq = a.xq, x = a.x, weight = s:next_norm(i), eps = h.eps }), "norms")
+  end
 end
 
 -- The router of every layer: an f32 [n_expert x n_embd] matrix, served by routes.layer_moe's
 -- matvec_f32 rows at one token and at a batch; a router no row serves is an error naming it.
--- Fused, each down bank's tail row too.
+-- Fused, each down bank's tail-and-norm row too.
 function FAMILY.audit(m)
   local h = m.h
   for i = 0, h.n_layer - 1 do
     local down = m.fmt[L(i, "ffn_down_exps")]
     if m.fused then
-      local c = xpu.call { query = common.tail_query(down, h.n_expert_used), device = m.dev,
+      local c = xpu.call { query = common.tail_norm_query(down, h.n_expert_used), device = m.dev,
                            receiver = { bound = true, resident = true } }
       if not m.rt.decode:pick(c) then
-        error(("%s: tensor '%s' (%s): no moe_tail row serves it on %s: %s"):format(m.g.path, down.name, down.format,
-          m.dev.id, tostring(m.rt.decode:why_not_picked(c))), 3)
+        error(("%s: tensor '%s' (%s): no moe_tail_norm row serves it on %s: %s"):format(m.g.path, down.name,
+          down.format, m.dev.id, tostring(m.rt.decode:why_not_picked(c))), 3)
       end
     end
     local t = decoder.tensor_or_error(m.g, L(i, "ffn_gate_inp"))

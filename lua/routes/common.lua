@@ -92,6 +92,35 @@ function M.tail_query(w, used)
                      used = used, x_row_blocks = w.cols // 256 }
 end
 
+-- The tail with the next layer's norm: the tail, then rms_norm_q8k of the residual it finished
+-- (the next attn_norm, or the output norm) into a q8_K row, in the same launch: the group that
+-- finishes last normalises (kernels <fmt>_q8k_tail_norm[_dot4]). Its query is the tail's under
+-- regime "moe_tail_norm"; the residual must be whole q8_K blocks.
+xpu.regime "moe_tail_norm"
+
+local function tail_norm_shape(q)
+  local why = tail_shape(q)
+  if why then return why end
+  if q.out_dim % 256 ~= 0 then
+    return ("out_dim %d: the residual is no whole q8_K blocks (256) for the next norm's pack"):format(q.out_dim)
+  end
+end
+
+function M.tail_norm_rows(t)
+  for _, f in ipairs(M.decode_formats) do
+    t:register { name = f .. "-int-tail-norm", regime = "moe_tail_norm", format = f, priority = 20, facts = TAIL_FACTS,
+                 kernel = f .. "_q8k_tail_norm", shape = tail_norm_shape, ready = ready }
+    t:register { name = f .. "-dot4-tail-norm", regime = "moe_tail_norm", format = f, priority = 30, facts = TAIL_FACTS,
+                 needs = { "dot4_i8" }, kernel = f .. "_q8k_tail_norm_dot4", shape = tail_norm_shape, ready = ready }
+  end
+end
+
+-- The tail-and-norm query: tail_query's, under regime "moe_tail_norm".
+function M.tail_norm_query(w, used)
+  return xpu.query { regime = "moe_tail_norm", format = w.format, in_dim = w.cols, out_dim = w.rows,
+                     experts = w.experts, used = used, x_row_blocks = w.cols // 256 }
+end
+
 -- The bind split (GGUF blocks -> resident rows): each way it runs is a row of its own, best
 -- first. A format without a row prefix (q4_K) is its payload pass alone; one with a prefix takes
 -- the dword scale pass on a chunk of whole rows (a prefix dword spans two blocks of a row) and

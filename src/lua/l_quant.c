@@ -71,9 +71,10 @@ static void push_kernel_names(lua_State *L, const struct xpu_format *f, unsigned
 {
 	static const struct { unsigned bit; const char *suffix; } kinds[] = {
 		{ XPU_FK_WAVE, "_q8k_wave" }, { XPU_FK_ID, "_q8k_id" }, { XPU_FK_ID, "_q8k_tail" },
-		{ XPU_FK_DOT4, "_q8k_wave_dot4" }, { XPU_FK_DOT4, "_q8k_id_dot4" }, { XPU_FK_DOT4, "_q8k_tail_dot4" },
+		{ XPU_FK_ID, "_q8k_tail_norm" }, { XPU_FK_DOT4, "_q8k_wave_dot4" }, { XPU_FK_DOT4, "_q8k_id_dot4" },
+		{ XPU_FK_DOT4, "_q8k_tail_dot4" }, { XPU_FK_DOT4, "_q8k_tail_norm_dot4" },
 	};
-	lua_createtable(L, 6, 0);
+	lua_createtable(L, 8, 0);
 	int n = 0;
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (bits & kinds[i].bit) {

@@ -35,7 +35,7 @@ X(q5_K,   Q5_K,   256, 176, 0,   0, 176, 0, XPU_FK_INT, XPU_FK_INT, XPU_FK_INT |
 
 /* The decode kernels a backend builds for a format. */
 #define XPU_FK_WAVE 1u      /* <name>_q8k_wave */
-#define XPU_FK_ID 2u        /* <name>_q8k_id and <name>_q8k_tail (the down bank + combine) */
-#define XPU_FK_DOT4 4u      /* <name>_q8k_{wave,id,tail}_dot4 (packed int8 dot) */
+#define XPU_FK_ID 2u        /* <name>_q8k_id and <name>_q8k_tail[_norm] (the down bank + combine [+ next norm]) */
+#define XPU_FK_DOT4 4u      /* <name>_q8k_{wave,id,tail,tail_norm}_dot4 (packed int8 dot) */
 #define XPU_FK_INT (XPU_FK_WAVE | XPU_FK_ID)
 #endif

@@ -5,6 +5,7 @@
  * census that tells which branch ran. */
 #include "ops/launch.h"
 #include "quant/formats.h"
+#include "norm.h"
 
 #define WAVE_BLOCK 256 /* 8 waves of 32: 8 rows per workgroup */
 
@@ -85,7 +86,7 @@ int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c)
 /* <fmt>_q8k_tail: operands y (the residual, updated in place), slab, x (a q8_K row a slot),
  * sel, w (top_k's weights); facts out_dim (rows per expert: the residual's width), in_dim,
  * experts, used [, x_row_blocks]. A wave per residual element, each taking every slot's row. */
-int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c)
+static int tail_args(struct xpu_kernel *k, const struct xpu_call *c, struct xpu_karg args[10])
 {
 	const char *kn = k->def->name;
 	const struct xpu_karg *y = xpu_operand_buffer(c, kn, "y");
@@ -98,9 +99,42 @@ int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c)
 	    xpu_query_need(c, kn, "experts", &experts) || xpu_query_need(c, kn, "used", &used))
 		return -1;
 	xpu_query_get(c->query, "x_row_blocks", &xrb);
-	struct xpu_karg args[10] = { *y, *slab, *x, *sel, *w, xpu_u32((uint64_t)experts), xpu_u32((uint64_t)used),
-				     xpu_u32((uint64_t)rows), xpu_u32((uint64_t)cols), xpu_u32((uint64_t)xrb) };
-	return xpu_launch_1d(c, k, ((uint64_t)rows + 7) / 8, WAVE_BLOCK, args, 10);
+	args[0] = *y, args[1] = *slab, args[2] = *x, args[3] = *sel, args[4] = *w;
+	args[5] = xpu_u32((uint64_t)experts), args[6] = xpu_u32((uint64_t)used);
+	args[7] = xpu_u32((uint64_t)rows), args[8] = xpu_u32((uint64_t)cols), args[9] = xpu_u32((uint64_t)xrb);
+	return 0;
+}
+
+int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	struct xpu_karg args[10];
+	if (tail_args(k, c, args))
+		return -1;
+	return xpu_launch_1d(c, k, (args[7].u + 7) / 8, WAVE_BLOCK, args, 10);
+}
+
+/* <fmt>_q8k_tail_norm: the tail's operands and facts, then xq (the next norm's q8_K pack of the
+ * residual), weight (that norm's), count (a u32, 0 between launches: the kernel counts its
+ * groups in it and the last one normalises) and eps. The norm's groups are XPU_NORM_BLOCK lanes,
+ * which are the tail's WAVE_BLOCK. */
+_Static_assert(WAVE_BLOCK == XPU_NORM_BLOCK, "the tail's groups are the norm's");
+int xpu_launch_tail_norm(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	const char *kn = k->def->name;
+	struct xpu_karg args[14];
+	if (tail_args(k, c, args))
+		return -1;
+	const struct xpu_karg *xq = xpu_operand_buffer(c, kn, "xq");
+	const struct xpu_karg *weight = xq ? xpu_operand_buffer(c, kn, "weight") : NULL;
+	const struct xpu_karg *count = weight ? xpu_operand_buffer(c, kn, "count") : NULL;
+	float eps;
+	if (!count || xpu_operand_f32(c, kn, "eps", 1e-6f, &eps))
+		return -1;
+	args[10] = *xq;
+	args[11] = *weight;
+	args[12] = *count;
+	args[13] = xpu_f32(eps);
+	return xpu_launch_1d(c, k, (args[7].u + 7) / 8, WAVE_BLOCK, args, 14);
 }
 
 /* ---- the bind split: GGUF blocks to resident rows, one launcher per route row ---------------- */

@@ -6,12 +6,17 @@
 #include "quant/formats.h"
 #include "quant/ggml_types.h"
 #include "moe.h"
+#include "norm.h"
+#include "signatures.h"
+
+#include <math.h>
 
 /* src/ops/quant/launch.c */
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_wave_resident(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_tail_norm(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_payload(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_dword(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_split_scale_bytes(struct xpu_kernel *k, const struct xpu_call *c);
@@ -179,6 +184,21 @@ static int tail_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU
 	return id_reads(type, a[5].u, used, rows, a[8].u, a[9].u, need);
 }
 
+/* the tail's, then xq weight count eps: the residual is packed whole (rows / 256 q8_K blocks) */
+static int tail_norm_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])
+{
+	const uint64_t rows = a[7].u;
+	if (rows % XPU_Q8K_ELEMS)
+		return xpu_fail("rows %llu: the residual is no whole q8_K blocks (256 elements) for the next norm's pack",
+				(unsigned long long)rows);
+	if (!isfinite(a[13].f) || a[13].f < 0.0f)
+		return xpu_fail("argument 'eps': %g is not a finite number >= 0", (double)a[13].f);
+	need[10] = rows / XPU_Q8K_ELEMS * XPU_Q8K_BYTES;
+	need[11] = rows * 4;
+	need[12] = 4;
+	return tail_extent(type, a, need);
+}
+
 /* Each format's extents: format_list.h's rows. */
 #define FORMAT_EXTENTS(name, type, ...)                                                          \
 	static int name##_wave_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])    \
@@ -192,15 +212,13 @@ static int tail_extent(int32_t type, const struct xpu_karg *a, uint64_t need[XPU
 	static int name##_tail_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS])    \
 	{                                                                                        \
 		return tail_extent(GGML_##type, a, need);                                        \
+	}                                                                                        \
+	static int name##_tail_norm_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS]) \
+	{                                                                                        \
+		return tail_norm_extent(GGML_##type, a, need);                                   \
 	}
 XPU_FORMAT_LIST(FORMAT_EXTENTS)
 #undef FORMAT_EXTENTS
-
-#define WAVE_SIG "y:buf@4! w:buf@4 x:buf@4 rows:u32 cols:u32 y_off:u32"
-#define ID_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts:u32 used:u32 rows:u32 cols:u32 " \
-	       "x_row_blocks:u32 y_off:u32"
-#define TAIL_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 w:buf@4 experts:u32 used:u32 rows:u32 " \
-		 "cols:u32 x_row_blocks:u32"
 
 /* A format whose dense wave streams (format_list.h's `streams`) launches on the resident grid. */
 #define WAVE_LAUNCH_1 xpu_launch_wave_resident
@@ -211,7 +229,9 @@ XPU_FORMAT_LIST(FORMAT_EXTENTS)
 	{ .name = #fmt "_q8k_id", .signature = ID_SIG, .extent = fmt##_id_extent,             \
 	  .launch = xpu_launch_id, .format = #fmt },                                            \
 	{ .name = #fmt "_q8k_tail", .signature = TAIL_SIG, .extent = fmt##_tail_extent,       \
-	  .launch = xpu_launch_tail, .format = #fmt },
+	  .launch = xpu_launch_tail, .format = #fmt },                                          \
+	{ .name = #fmt "_q8k_tail_norm", .signature = TAIL_NORM_SIG, .extent = fmt##_tail_norm_extent, \
+	  .launch = xpu_launch_tail_norm, .format = #fmt, .block = XPU_NORM_BLOCK },
 
 const struct xpu_kernel_def xpu_kernel_defs_quant[] = {
 	{ .name = "q8k_pack", .signature = "xq:buf@4! x:buf@4 n:u32", .extent = q8k_pack_extent },

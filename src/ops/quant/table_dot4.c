@@ -2,14 +2,17 @@
  * int8 dot (OpSDot), with their plain twins' signatures, extents and launchers. Uses table.h. */
 #include "ops/table.h"
 #include "quant/format_list.h"
+#include "signatures.h"
+#include "norm.h"
 
 #include <stddef.h>
 
 int xpu_launch_wave(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_id(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_tail(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_tail_norm(struct xpu_kernel *k, const struct xpu_call *c);
 
-/* A `<fmt>_q8k_{wave,id,tail}_dot4` kernel computes what its twin in src/ops/quant/table.c does, bit for
+/* A `<fmt>_q8k_{wave,id,tail,tail_norm}_dot4` kernel computes what its twin in src/ops/quant/table.c does, bit for
  * bit; a route row naming one declares needs = { "dot4_i8" }, and elsewhere than Vulkan
  * kernel_available says no. The twin's extents are the one statement of what the arguments
  * must hold. */
@@ -27,15 +30,9 @@ static int twin_extent(const char *twin, const struct xpu_karg *a, uint64_t need
 		return twin_extent(#fmt "_q8k_" #kind, a, need);                                 \
 	}
 
-#define FORMAT_TWINS(name, ...) TWIN(name, wave) TWIN(name, id) TWIN(name, tail)
+#define FORMAT_TWINS(name, ...) TWIN(name, wave) TWIN(name, id) TWIN(name, tail) TWIN(name, tail_norm)
 XPU_FORMAT_LIST(FORMAT_TWINS)
 #undef FORMAT_TWINS
-
-#define WAVE_SIG "y:buf@4! w:buf@4 x:buf@4 rows:u32 cols:u32 y_off:u32"
-#define ID_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 experts:u32 used:u32 rows:u32 cols:u32 " \
-	       "x_row_blocks:u32 y_off:u32"
-#define TAIL_SIG "y:buf@4! slab:buf@4 x:buf@4 sel:buf@4 w:buf@4 experts:u32 used:u32 rows:u32 " \
-		 "cols:u32 x_row_blocks:u32"
 
 #define FORMAT_DOT4_KERNELS(fmt, ...)                                                           \
 	{ .name = #fmt "_q8k_wave_dot4", .signature = WAVE_SIG, .extent = fmt##_wave_dot4_extent, \
@@ -43,7 +40,10 @@ XPU_FORMAT_LIST(FORMAT_TWINS)
 	{ .name = #fmt "_q8k_id_dot4", .signature = ID_SIG, .extent = fmt##_id_dot4_extent,   \
 	  .launch = xpu_launch_id, .format = #fmt },                                            \
 	{ .name = #fmt "_q8k_tail_dot4", .signature = TAIL_SIG, .extent = fmt##_tail_dot4_extent, \
-	  .launch = xpu_launch_tail, .format = #fmt },
+	  .launch = xpu_launch_tail, .format = #fmt },                                          \
+	{ .name = #fmt "_q8k_tail_norm_dot4", .signature = TAIL_NORM_SIG,                       \
+	  .extent = fmt##_tail_norm_dot4_extent, .launch = xpu_launch_tail_norm, .format = #fmt, \
+	  .block = XPU_NORM_BLOCK },
 
 const struct xpu_kernel_def xpu_kernel_defs_vulkan[] = {
 	XPU_FORMAT_LIST(FORMAT_DOT4_KERNELS)
