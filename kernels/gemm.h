@@ -16,8 +16,8 @@
  * rows x 16 tokens, a group of 8 warps 32 rows x 64 tokens (t64) or 16 rows x 128 tokens
  * (t128); group g is row tile g % ceil(rows / ROWS) of token tile g / ceil(rows / ROWS). */
 #define XPU_GEMM_MMA_ROWS(tile) (2048 / (tile))
-/* The formats they serve: those whose 32-element block is one k = 32 step, and q4_K (a
- * sub-block of 32 a step). */
-#define XPU_GEMM_MMA_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0) X(q4_K)
+/* The formats they serve: those whose 32-element block is one k = 32 step, q4_K and q5_K (a
+ * sub-block of 32 a step) and q6_K (a sub-block of 16 a k = 16 step). */
+#define XPU_GEMM_MMA_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0) X(q4_K) X(q5_K) X(q6_K)
 
 #endif

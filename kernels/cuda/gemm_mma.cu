@@ -1,6 +1,6 @@
 /* gemm_mma.cu — the prefill GEMMs on the tensor cores: <fmt>_q8k_gemm_mma_t{64,128} for the
- * 32-element formats (q4_0, q8_0, iq4_nl, q5_0) and q4_K (eight k = 32 steps a block, one a
- * sub-block: mma_tile_k4), src/ops/gemm/table.c. A block's integer dot
+ * 32-element formats (q4_0, q8_0, iq4_nl, q5_0), q4_K and q5_K (eight k = 32 steps a block, one
+ * a sub-block: mma_tile_k) and q6_K (sixteen k = 16 steps: mma_tile_k6), src/ops/gemm/table.c. A block's integer dot
  * for 16 rows x 8 tokens is one mma.m16n8k32 s8 (exact int32); each (row, token, block) value
  * is then the mat-vec's float expression, added in the canonical order: the accumulator of
  * blocks l, l + 32, ... is summed in increasing b for l in bit-reversed order, and the 32
@@ -113,6 +113,19 @@ static __device__ __forceinline__ void mma_store(float *y, const float v[MMA_NT]
 		}
 }
 
+/* The B fragment's token and the outputs' two tokens of each n-tile, clamped to the matrix. */
+static __device__ __forceinline__ void mma_token_rows(const uint8_t *x, uint32_t xrow, uint32_t tokens, uint32_t t0,
+						      int g, int c, const uint8_t *xa[MMA_NT],
+						      const uint8_t *xo[MMA_NT][2])
+{
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++) {
+		xa[j] = x + min(t0 + 8 * j + g, tokens - 1) * (uint64_t)xrow;
+		xo[j][0] = x + min(t0 + 8 * j + 2 * c, tokens - 1) * (uint64_t)xrow;
+		xo[j][1] = x + min(t0 + 8 * j + 2 * c + 1, tokens - 1) * (uint64_t)xrow;
+	}
+}
+
 /* One warp's 16 rows x 8 MMA_NT tokens: rows r0 + g, r0 + g + 8 and tokens t0 + 8 j + 2 c, + 1
  * of each lane's fragment outputs (clamped to the matrix for the loads; stored only inside). */
 template <class F>
@@ -125,12 +138,7 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
 	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
 	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2]; /* B fragment's token g; the outputs' tokens 2c, 2c + 1 */
-#pragma unroll
-	for (int j = 0; j < MMA_NT; j++) {
-		xa[j] = x + min(t0 + 8 * j + g, tokens - 1) * (uint64_t)xrow;
-		xo[j][0] = x + min(t0 + 8 * j + 2 * c, tokens - 1) * (uint64_t)xrow;
-		xo[j][1] = x + min(t0 + 8 * j + 2 * c + 1, tokens - 1) * (uint64_t)xrow;
-	}
+	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
 	/* out[j][k]: row (k / 2 ? g + 8 : g), token 2c + (k & 1) of n-tile j */
 	float level[5][MMA_NT][4];
 	float v[MMA_NT][4];
@@ -166,13 +174,34 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
-/* Q4_K on the tensor cores: a 256-element block is eight k = 32 steps, one a sub-block j,
- * whose A fragment is nibble half j & 1 of payload bytes 32 (j / 2) + 4c.. and + 16 (the
- * elements 4c.. and 16 + 4c.. of sub-block j, as the mat-vec numbers them). The block's
- * integers are exact: isum = sum_j sc_j dot_j, msum = sum_j m_j bsum_j; its value is the
- * mat-vec's (d xs) isum - (dmin xs) msum, added in mma_tile's order. */
+/* Q4_K and Q5_K on the tensor cores: a 256-element block is eight k = 32 steps, one a
+ * sub-block j; its A fragment holds elements 4c.. and 16 + 4c.. of sub-block j (as the mat-vec
+ * numbers them), each format's frag() below. The block's integers are exact: isum = sum_j sc_j
+ * dot_j, msum = sum_j m_j bsum_j; its value is the mat-vec's (d xs) isum - (dmin xs) msum,
+ * added in mma_tile's order. Both blocks start with the same 16-byte head (d, dmin, scales). */
 struct mma_q4_K {
-	static constexpr uint32_t ELEMS = 256, PAY = 144;
+	static constexpr uint32_t PAY = 144;
+	/* nibble half j & 1 of payload bytes 16 + 32 (j / 2) + 4c.. and + 16 */
+	static __device__ __forceinline__ void frag(const uint8_t *blk, int j, int c, uint32_t &lo, uint32_t &hi)
+	{
+		const uint8_t *q = blk + 16 + 32 * (j / 2) + 4 * c;
+		const int sh = 4 * (j & 1);
+		lo = (xpu_ld32(q) >> sh) & MV_LO4;
+		hi = (xpu_ld32(q + 16) >> sh) & MV_LO4;
+	}
+};
+
+struct mma_q5_K {
+	static constexpr uint32_t PAY = 176;
+	/* q4_K's nibbles from qs (bytes 48..), each with its fifth bit: bit j of qh byte l (bytes
+	 * 16..47) for element l of sub-block j */
+	static __device__ __forceinline__ void frag(const uint8_t *blk, int j, int c, uint32_t &lo, uint32_t &hi)
+	{
+		const uint8_t *q = blk + 48 + 32 * (j / 2) + 4 * c, *qh = blk + 16 + 4 * c;
+		const int sh = 4 * (j & 1);
+		lo = ((xpu_ld32(q) >> sh) & MV_LO4) | (((xpu_ld32(qh) >> j) & 0x01010101u) << 4);
+		hi = ((xpu_ld32(q + 16) >> sh) & MV_LO4) | (((xpu_ld32(qh + 16) >> j) & 0x01010101u) << 4);
+	}
 };
 
 /* Row block head: d, dmin and the 6-bit scales and mins of sub-blocks 0..3 / 4..7 a byte each. */
@@ -190,29 +219,17 @@ struct k4_head {
 	__device__ __forceinline__ int m(int j) const { return byte_u(j < 4 ? m_lo : m_hi, j % 4); }
 };
 
-static __device__ __forceinline__ void k4_frag(const uint8_t *blk, int j, int c, uint32_t &lo, uint32_t &hi)
-{
-	const uint8_t *q = blk + 16 + 32 * (j / 2) + 4 * c;
-	const int sh = 4 * (j & 1);
-	lo = (xpu_ld32(q) >> sh) & MV_LO4;
-	hi = (xpu_ld32(q + 16) >> sh) & MV_LO4;
-}
-
-static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
-				   uint32_t tokens, uint32_t r0, uint32_t t0)
+template <class K>
+static __device__ void mma_tile_k(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
+				  uint32_t tokens, uint32_t r0, uint32_t t0)
 {
 	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
 	const uint32_t bpr = cols / 256, xrow = cols / 256 * Q8K_BYTES;
-	const uint64_t rb = (uint64_t)bpr * mma_q4_K::PAY;
+	const uint64_t rb = (uint64_t)bpr * K::PAY;
 	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
 	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
 	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
-#pragma unroll
-	for (int j = 0; j < MMA_NT; j++) {
-		xa[j] = x + min(t0 + 8 * j + g, tokens - 1) * (uint64_t)xrow;
-		xo[j][0] = x + min(t0 + 8 * j + 2 * c, tokens - 1) * (uint64_t)xrow;
-		xo[j][1] = x + min(t0 + 8 * j + 2 * c + 1, tokens - 1) * (uint64_t)xrow;
-	}
+	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
 	float level[5][MMA_NT][4];
 	float v[MMA_NT][4];
 	for (uint32_t i = 0; i < 32; i++) {
@@ -223,7 +240,7 @@ static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x,
 			for (int k = 0; k < 4; k++)
 				v[j][k] = 0.0f;
 		for (uint32_t b = l; b < bpr; b += 32) {
-			const uint8_t *ba = wa + (uint64_t)b * mma_q4_K::PAY, *bb = wb + (uint64_t)b * mma_q4_K::PAY;
+			const uint8_t *ba = wa + (uint64_t)b * K::PAY, *bb = wb + (uint64_t)b * K::PAY;
 			k4_head ha, hb;
 			ha.load(ba);
 			hb.load(bb);
@@ -237,8 +254,8 @@ static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x,
 #pragma unroll
 			for (int s = 0; s < 8; s++) {
 				uint32_t a0, a1, a2, a3;
-				k4_frag(ba, s, c, a0, a2);
-				k4_frag(bb, s, c, a1, a3);
+				K::frag(ba, s, c, a0, a2);
+				K::frag(bb, s, c, a1, a3);
 				const int sa = ha.sc(s), sb = hb.sc(s);
 #pragma unroll
 				for (int j = 0; j < MMA_NT; j++) {
@@ -275,6 +292,91 @@ static __device__ void mma_tile_k4(float *y, const uint8_t *w, const uint8_t *x,
 	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
+/* mma.m16n8k16 s8: A rows g, g + 8 at k = 4c..4c+3 (a0, a1), B token g at the same k. */
+static __device__ __forceinline__ void mma_s8_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b0)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+		     "{%7,%8,%9,%10};"
+		     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(b0), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+
+/* Q6_K on the tensor cores: a 256-element block is sixteen k = 16 steps, one a sub-block q =
+ * 8h + 2s + half of elements 128h + 32s + 16 half .. + 15, whose scale is the signed byte
+ * scales[q] (the mat-vec's numbering); lane (g, c) holds its elements 4c..4c+3: the low or high
+ * nibbles (s / 2) of ql bytes 64h + 32 (s % 2) + 16 half + 4c.., bits 2s, 2s + 1 of the qh bytes
+ * 128 + 32h + 16 half + 4c.., less 32. isum = sum_q sc_q dot_q is exact; the block's value is the
+ * mat-vec's (d xs) isum, added in mma_tile's order. d is in the row prefix. */
+struct mma_q6_K {
+	static constexpr uint32_t PAY = 208;
+};
+
+static __device__ __forceinline__ uint32_t k6_frag(const uint8_t *blk, int q, int c)
+{
+	const int h = q / 8, s = (q / 2) % 4, half = q % 2;
+	const uint32_t ql = xpu_ld32(blk + 64 * h + 32 * (s % 2) + 16 * half + 4 * c);
+	const uint32_t qh = xpu_ld32(blk + 128 + 32 * h + 16 * half + 4 * c);
+	return __vsub4(((ql >> (4 * (s / 2))) & MV_LO4) | (((qh >> (2 * s)) & 0x03030303u) << 4), 0x20202020u);
+}
+
+static __device__ void mma_tile_k6(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
+				   uint32_t tokens, uint32_t r0, uint32_t t0)
+{
+	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
+	const uint32_t bpr = cols / 256, xrow = cols / 256 * Q8K_BYTES;
+	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4, rb = prefix + (uint64_t)bpr * mma_q6_K::PAY;
+	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
+	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
+	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
+	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
+	float level[5][MMA_NT][4];
+	float v[MMA_NT][4];
+	for (uint32_t i = 0; i < 32; i++) {
+		const uint32_t l = rev5(i);
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				v[j][k] = 0.0f;
+		for (uint32_t b = l; b < bpr; b += 32) {
+			const uint8_t *ba = wa + prefix + (uint64_t)b * mma_q6_K::PAY, *bb = wb + prefix + (uint64_t)b * mma_q6_K::PAY;
+			const uint32_t xoff = b * Q8K_BYTES;
+			int isum[MMA_NT][4];
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int k = 0; k < 4; k++)
+					isum[j][k] = 0;
+#pragma unroll
+			for (int q = 0; q < 16; q++) {
+				const uint32_t a0 = k6_frag(ba, q, c), a1 = k6_frag(bb, q, c);
+				const int sa = (int8_t)ba[192 + q], sb = (int8_t)bb[192 + q];
+				const int h = q / 8, s = (q / 2) % 4, half = q % 2;
+#pragma unroll
+				for (int j = 0; j < MMA_NT; j++) {
+					int acc[4];
+					mma_s8_k16(acc, a0, a1, xpu_ld32(xa[j] + xoff + 128 * h + 32 * s + 16 * half + 4 * c));
+					isum[j][0] += sa * acc[0];
+					isum[j][1] += sa * acc[1];
+					isum[j][2] += sb * acc[2];
+					isum[j][3] += sb * acc[3];
+				}
+			}
+			const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
+#pragma unroll
+			for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					const float xs = xpu_ldf(xo[j][e] + xoff + Q8K_SCALE);
+					v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)isum[j][e]));
+					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)isum[j][2 + e]));
+				}
+		}
+		mma_fold(level, v, i);
+	}
+	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c);
+}
+
 /* The tile walk a format takes: the 32-element one, or q4_K's. */
 template <class F> struct mma_walk {
 	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
@@ -287,7 +389,21 @@ template <> struct mma_walk<mma_q4_K> {
 	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
 						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
 	{
-		mma_tile_k4(y, w, x, rows, cols, tokens, r0, t0);
+		mma_tile_k<mma_q4_K>(y, w, x, rows, cols, tokens, r0, t0);
+	}
+};
+template <> struct mma_walk<mma_q5_K> {
+	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
+						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	{
+		mma_tile_k<mma_q5_K>(y, w, x, rows, cols, tokens, r0, t0);
+	}
+};
+template <> struct mma_walk<mma_q6_K> {
+	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
+						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	{
+		mma_tile_k6(y, w, x, rows, cols, tokens, r0, t0);
 	}
 };
 
