@@ -2,11 +2,13 @@
 -- K, and keeps that partition in Autotune (seed §25.3: "pick the tile by K ... a measured
 -- partition, kept in Autotune, not a literal"). For each format and each row kind the device
 -- admits (the dp4a rows gemm.<fmt>.t64/.t128, the tensor-core rows gemm.<fmt>.mma.t64/.t128,
--- with --experts the grouped rows gemm_id.<fmt>.t64/.t128) it times both tiles at every K of
+-- with --experts the grouped rows gemm_id.<fmt>.t64/.t128 and gemm_id.<fmt>.mma.t64/.t128) it
+-- times both tiles at every K of
 -- --ks, checks the two tiles' outputs are the same bytes (one arithmetic: docs/ARITHMETIC.md,
 -- "Prefill GEMM"), and takes the split that costs least (xpu.layers.gemm.best_split): the
 -- first K of the 128-token side, 0 (everywhere) or "never". The partition is stored under
--- gemm.tile_k.<fmt>, gemm.mma.tile_k.<fmt> or gemm_id.tile_k.<fmt> (--no-store: printed only);
+-- gemm.tile_k.<fmt>, gemm.mma.tile_k.<fmt>, gemm_id.tile_k.<fmt> or gemm_id.mma.tile_k.<fmt>
+-- (--no-store: printed only);
 -- models and benches read it through xpu.layers.gemm.partition, and the 128-token rows refuse
 -- a K below it by name. Each timing is kept too, as gemm.tile_us.<row>@tokens x rows x K.
 --   xpulua scripts/tune-gemm.lua [--device cuda:0] [--format q4_0,q8_0] [--ks 1024,4096,14336]
@@ -79,7 +81,8 @@ local function pairs_of(fmt, query)
   local by_name = {}
   for _, row in ipairs(routes:candidates(query, d)) do by_name[row.name] = row end
   local out = {}
-  local kinds = E and { { "grouped", "id_tile_k", "gemm_id.%s.t%d" } }
+  local kinds = E and { { "grouped", "id_tile_k", "gemm_id.%s.t%d" },
+                        { "grouped_mma", "id_mma_tile_k", "gemm_id.%s.mma.t%d" } }
       or { { "dp4a", "tile_k", "gemm.%s.t%d" }, { "mma", "mma_tile_k", "gemm.%s.mma.t%d" } }
   for _, k in ipairs(kinds) do
     local r64, r128 = by_name[k[3]:format(fmt, 64)], by_name[k[3]:format(fmt, 128)]

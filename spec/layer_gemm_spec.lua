@@ -117,11 +117,17 @@ for _, entry in ipairs(devices) do
               local ops = expert_map(d, ids_bytes, T, K, E)
               ops.slab, ops.x = slab, x
               local q = G.id_query(fmt, T, ROWS, COLS, E, K, per_slot)
-              local got, row, launches = run(d, q, ops, T * K * ROWS * 4)
-              assert.equal(1, launches, row.name .. " launched once")
-              assert.equal(("gemm_id.%s.t%d"):format(fmt, G.expert_share(q) >= 128 and 128 or 64), row.name)
-              gate(G.id_reference(fmt, slab, x, ids, T, K, ROWS, COLS, per_slot), got,
-                ("%s %s T %d per_slot %d"):format(entry.id, row.name, T, per_slot))
+              local want = G.id_reference(fmt, slab, x, ids, T, K, ROWS, COLS, per_slot)
+              local tile = G.expert_share(q) >= 128 and 128 or 64
+              local mma = d:supports "mma_int8" and d:kernel(G.kernel_name(fmt, tile, "id_mma")).available
+              local _, bound = run(d, q, ops, T * K * ROWS * 4)
+              assert.equal(("gemm_id.%s.%st%d"):format(fmt, mma and "mma." or "", tile), bound.name)
+              -- every row the device admits for the shape, each through its own kernel
+              for _, row in ipairs(routes:candidates(q, d)) do
+                local got, _, launches = run(d, q, ops, T * K * ROWS * 4, row)
+                assert.equal(1, launches, row.name .. " launched once")
+                gate(want, got, ("%s %s T %d per_slot %d"):format(entry.id, row.name, T, per_slot))
+              end
             end
           end
         end)
@@ -207,6 +213,11 @@ describe("prefill rows", function()
       assert.is_false(cpu:supports "mma_int8")
       assert.equal("gemm." .. f .. ".t128", routes:candidates(q, cpu)[1].name)
       assert.equal("gemm." .. f .. ".t64", routes:candidates(q65, cpu)[1].name)
+      -- the grouped tensor-core rows likewise
+      local id = routes:row("gemm_id." .. f .. ".mma.t64")
+      assert.same({ "mma_int8" }, id.needs)
+      assert.is_true(id.priority > routes:row("gemm_id." .. f .. ".t128").priority)
+      assert.equal("gemm_id." .. f .. ".t64", routes:candidates(G.id_query(f, 512, 64, 512, 128, 8), cpu)[1].name)
     end
     assert.is_true(#G.MMA_FORMATS >= 4, "the tensor-core formats: " .. table.concat(G.MMA_FORMATS, ","))
   end)

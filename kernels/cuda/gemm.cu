@@ -7,6 +7,7 @@
  * does, then reduced the mat-vec's way: every output is the decode mat-vec's, bit for bit.
  * The integer dots are dp4a (the device has dot4_i8 wherever these are built: sm_80 on). */
 #include "matvec.cuh"
+#include "gemm.cuh"
 #include "../gemm.h"
 #include "../../src/quant/format_list.h"
 
@@ -98,31 +99,6 @@ static __device__ __forceinline__ void gemm_any(float *y, const uint8_t *w, cons
 	else
 		gemm_tile<F, false>(y, w, x, rows, cols, tokens, tile);
 }
-
-/* Token tile ti of the grouped launch: the expert whose tiles hold it and the tile's first
- * list entry after the expert's offset; false past every tile. The same walk in every lane. */
-static __device__ __forceinline__ bool gemm_expert_tile(const int32_t *counts, uint32_t experts, uint32_t tile,
-							uint64_t ti, uint32_t *e, uint64_t *j0)
-{
-	for (uint32_t k = 0; k < experts; k++) {
-		const int32_t c = counts[k];
-		const uint64_t n = c > 0 ? ((uint64_t)c + tile - 1) / tile : 0;
-		if (ti < n) {
-			*e = k;
-			*j0 = ti * tile;
-			return true;
-		}
-		ti -= n;
-	}
-	return false;
-}
-
-struct gemm_id_args {
-	float *y;
-	const uint8_t *slab, *x;
-	const int32_t *counts, *offsets, *ltok, *lslot;
-	uint32_t experts, used, tokens, rows, cols, per_slot;
-};
 
 /* For each listed pair (t, s) of the tile's expert e: y[(t * used + s) * rows + r] = row r of
  * expert e . x row (per_slot ? pair : t). A list entry past the pairs, or naming a token or

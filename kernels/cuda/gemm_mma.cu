@@ -10,6 +10,7 @@
  * (t64) or 16 rows x 128 tokens (t128): kernels/gemm.h's XPU_GEMM_MMA_* numbers the groups.
  * CUDA only: the HIP build leaves them out (hip.mk compiles these files too). */
 #include "matvec.cuh"
+#include "gemm.cuh"
 #include "../gemm.h"
 
 /* PTX mma: not for the HIP build of these files (kernels/hip/hip.mk), which has no such form. */
@@ -126,22 +127,24 @@ static __device__ __forceinline__ void mma_token_rows(const uint8_t *x, uint32_t
 	}
 }
 
-/* One warp's 16 rows x 8 MMA_NT tokens: rows r0 + g, r0 + g + 8 and tokens t0 + 8 j + 2 c, + 1
- * of each lane's fragment outputs (clamped to the matrix for the loads; stored only inside). */
-template <class F>
-static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
-				uint32_t tokens, uint32_t r0, uint32_t t0)
+/* The 32-element formats' rows: the d prefix, then the payloads. */
+static __device__ __forceinline__ uint64_t mma_prefix(uint32_t bpr)
 {
-	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
-	const uint32_t bpr = cols / 32, xrow = cols / 256 * Q8K_BYTES;
-	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4, rb = prefix + (uint64_t)bpr * F::PAY;
-	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
-	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
-	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2]; /* B fragment's token g; the outputs' tokens 2c, 2c + 1 */
-	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
-	/* out[j][k]: row (k / 2 ? g + 8 : g), token 2c + (k & 1) of n-tile j */
+	return ((uint64_t)bpr * 2 + 3) / 4 * 4;
+}
+
+/* One warp's 16 rows x 8 MMA_NT tokens into v (out[j][k]: row k / 2 ? g + 8 : g, token 2c +
+ * (k & 1) of n-tile j): wa / wb the resident rows of the lane's rows g and g + 8, xa[j] the q8_K
+ * row of n-tile j's token g (the B fragment), xo[j][e] those of its tokens 2c + e (their
+ * scales and sums). */
+template <class F>
+static __device__ void mma_tile(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+				const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2], uint32_t cols)
+{
+	const int c = (int)(xpu_thread() % 4);
+	const uint32_t bpr = cols / 32;
+	const uint64_t prefix = mma_prefix(bpr);
 	float level[5][MMA_NT][4];
-	float v[MMA_NT][4];
 	for (uint32_t i = 0; i < 32; i++) {
 		const uint32_t l = rev5(i);
 #pragma unroll
@@ -169,9 +172,8 @@ static __device__ void mma_tile(float *y, const uint8_t *w, const uint8_t *x, ui
 				}
 			}
 		}
-		mma_fold(level, v, i);
+		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
 	}
-	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
 /* Q4_K and Q5_K on the tensor cores: a 256-element block is eight k = 32 steps, one a
@@ -220,18 +222,12 @@ struct k4_head {
 };
 
 template <class K>
-static __device__ void mma_tile_k(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
-				  uint32_t tokens, uint32_t r0, uint32_t t0)
+static __device__ void mma_tile_k(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+				  const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2], uint32_t cols)
 {
-	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
-	const uint32_t bpr = cols / 256, xrow = cols / 256 * Q8K_BYTES;
-	const uint64_t rb = (uint64_t)bpr * K::PAY;
-	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
-	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
-	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
-	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
+	const int c = (int)(xpu_thread() % 4);
+	const uint32_t bpr = cols / 256;
 	float level[5][MMA_NT][4];
-	float v[MMA_NT][4];
 	for (uint32_t i = 0; i < 32; i++) {
 		const uint32_t l = rev5(i);
 #pragma unroll
@@ -287,9 +283,8 @@ static __device__ void mma_tile_k(float *y, const uint8_t *w, const uint8_t *x, 
 										  xpu_mul(xpu_mul(hb.dmin, xs), (float)mb)));
 				}
 		}
-		mma_fold(level, v, i);
+		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
 	}
-	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c); /* i = 31 left the whole tree in v */
 }
 
 /* mma.m16n8k16 s8: A rows g, g + 8 at k = 4c..4c+3 (a0, a1), B token g at the same k. */
@@ -319,18 +314,13 @@ static __device__ __forceinline__ uint32_t k6_frag(const uint8_t *blk, int q, in
 	return __vsub4(((ql >> (4 * (s / 2))) & MV_LO4) | (((qh >> (2 * s)) & 0x03030303u) << 4), 0x20202020u);
 }
 
-static __device__ void mma_tile_k6(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows, uint32_t cols,
-				   uint32_t tokens, uint32_t r0, uint32_t t0)
+static __device__ void mma_tile_k6(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+				   const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2], uint32_t cols)
 {
-	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
-	const uint32_t bpr = cols / 256, xrow = cols / 256 * Q8K_BYTES;
-	const uint64_t prefix = ((uint64_t)bpr * 2 + 3) / 4 * 4, rb = prefix + (uint64_t)bpr * mma_q6_K::PAY;
-	const uint32_t ra = min(r0 + g, rows - 1), rbw = min(r0 + g + 8, rows - 1);
-	const uint8_t *wa = w + ra * rb, *wb = w + rbw * rb;
-	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
-	mma_token_rows(x, xrow, tokens, t0, g, c, xa, xo);
+	const int c = (int)(xpu_thread() % 4);
+	const uint32_t bpr = cols / 256;
+	const uint64_t prefix = mma_prefix(bpr);
 	float level[5][MMA_NT][4];
-	float v[MMA_NT][4];
 	for (uint32_t i = 0; i < 32; i++) {
 		const uint32_t l = rev5(i);
 #pragma unroll
@@ -372,38 +362,45 @@ static __device__ void mma_tile_k6(float *y, const uint8_t *w, const uint8_t *x,
 					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)isum[j][2 + e]));
 				}
 		}
-		mma_fold(level, v, i);
+		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
 	}
-	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c);
 }
 
-/* The tile walk a format takes: the 32-element one, or q4_K's. */
+/* The tile walk a format takes (the 32-element one, q4_K's and q5_K's, q6_K's) and its
+ * resident row bytes. */
 template <class F> struct mma_walk {
-	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
-						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	static __device__ __forceinline__ uint64_t row_bytes(uint32_t cols)
 	{
-		mma_tile<F>(y, w, x, rows, cols, tokens, r0, t0);
+		return mma_prefix(cols / 32) + (uint64_t)(cols / 32) * F::PAY;
+	}
+	static __device__ __forceinline__ void run(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+						   const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2],
+						   uint32_t cols)
+	{
+		mma_tile<F>(v, wa, wb, xa, xo, cols);
 	}
 };
-template <> struct mma_walk<mma_q4_K> {
-	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
-						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+template <class K> struct mma_walk_k {
+	static __device__ __forceinline__ uint64_t row_bytes(uint32_t cols) { return (uint64_t)(cols / 256) * K::PAY; }
+	static __device__ __forceinline__ void run(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+						   const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2],
+						   uint32_t cols)
 	{
-		mma_tile_k<mma_q4_K>(y, w, x, rows, cols, tokens, r0, t0);
+		mma_tile_k<K>(v, wa, wb, xa, xo, cols);
 	}
 };
-template <> struct mma_walk<mma_q5_K> {
-	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
-						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
-	{
-		mma_tile_k<mma_q5_K>(y, w, x, rows, cols, tokens, r0, t0);
-	}
-};
+template <> struct mma_walk<mma_q4_K> : mma_walk_k<mma_q4_K> {};
+template <> struct mma_walk<mma_q5_K> : mma_walk_k<mma_q5_K> {};
 template <> struct mma_walk<mma_q6_K> {
-	static __device__ __forceinline__ void run(float *y, const uint8_t *w, const uint8_t *x, uint32_t rows,
-						   uint32_t cols, uint32_t tokens, uint32_t r0, uint32_t t0)
+	static __device__ __forceinline__ uint64_t row_bytes(uint32_t cols)
 	{
-		mma_tile_k6(y, w, x, rows, cols, tokens, r0, t0);
+		return mma_prefix(cols / 256) + (uint64_t)(cols / 256) * mma_q6_K::PAY;
+	}
+	static __device__ __forceinline__ void run(float v[MMA_NT][4], const uint8_t *wa, const uint8_t *wb,
+						   const uint8_t *const xa[MMA_NT], const uint8_t *const xo[MMA_NT][2],
+						   uint32_t cols)
+	{
+		mma_tile_k6(v, wa, wb, xa, xo, cols);
 	}
 };
 
@@ -420,7 +417,77 @@ static __device__ __forceinline__ void mma_gemm(float *y, const uint8_t *w, cons
 	const uint32_t t0 = (uint32_t)(grp / row_tiles) * TILE + 16 * (warp / RS);
 	if (r0 >= rows || t0 >= tokens) /* the whole warp */
 		return;
-	mma_walk<F>::run(y, w, x, rows, cols, tokens, r0, t0);
+	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
+	const uint64_t rb = mma_walk<F>::row_bytes(cols);
+	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
+	mma_token_rows(x, cols / 256 * Q8K_BYTES, tokens, t0, g, c, xa, xo);
+	float v[MMA_NT][4];
+	mma_walk<F>::run(v, w + min(r0 + g, rows - 1) * rb, w + min(r0 + g + 8, rows - 1) * rb, xa, xo, cols);
+	mma_store(y, v, rows, tokens, r0 + g, t0 + 2 * c);
+}
+
+/* Column n (a list entry after expert e's offset) of a grouped tile: the pair's q8_K row and
+ * output row, or not live (past the expert's entries or the pairs, or naming a token or slot out
+ * of range), whose loads read x's first row and which stores nothing. gemm.cu's gemm_id_tile
+ * reads the lists the same way. */
+struct mma_id_col {
+	const uint8_t *x;
+	uint64_t pair;
+	bool live;
+};
+
+static __device__ __forceinline__ mma_id_col mma_id_column(const gemm_id_args &a, uint64_t off, uint64_t n,
+							   uint64_t j1, uint32_t xrow)
+{
+	const uint64_t p = off + n, pairs = (uint64_t)a.tokens * a.used;
+	bool live = n < j1 && p < pairs;
+	const int32_t t = live ? a.ltok[p] : 0, s = live ? a.lslot[p] : 0;
+	live = live && t >= 0 && (uint32_t)t < a.tokens && s >= 0 && (uint32_t)s < a.used;
+	const uint64_t pair = live ? (uint64_t)t * a.used + (uint32_t)s : 0;
+	return mma_id_col{ a.x + (a.per_slot ? pair : (live ? (uint64_t)t : 0)) * xrow, pair, live };
+}
+
+/* The grouped form: group g is row tile g % row_tiles of token tile g / row_tiles, a tile of
+ * TILE list entries of one expert (gemm.cuh's gemm_expert_tile); warp w covers rows r0 + 16 (w %
+ * RS) of that expert and entries 16 (w / RS) .. + 15 of the tile, as mma_gemm's tokens. */
+template <class F, uint32_t TILE>
+static __device__ __forceinline__ void mma_gemm_id(const gemm_id_args &a)
+{
+	constexpr uint32_t ROWS = XPU_GEMM_MMA_ROWS(TILE), RS = ROWS / 16;
+	const uint32_t warp = xpu_thread() / 32, row_tiles = (a.rows + ROWS - 1) / ROWS;
+	const uint64_t grp = xpu_group();
+	const uint32_t r0 = (uint32_t)(grp % row_tiles) * ROWS + 16 * (warp % RS);
+	uint32_t e;
+	uint64_t j0;
+	if (r0 >= a.rows || !gemm_expert_tile(a.counts, a.experts, TILE, grp / row_tiles, &e, &j0))
+		return;
+	const uint64_t count = (uint64_t)a.counts[e], j1 = j0 + TILE < count ? j0 + TILE : count;
+	const uint64_t n0 = j0 + 16 * (warp / RS), off = (uint64_t)(int64_t)a.offsets[e];
+	if (n0 >= j1) /* the whole warp */
+		return;
+	const int lane = (int)(xpu_thread() % 32), g = lane / 4, c = lane % 4;
+	const uint32_t xrow = a.cols / 256 * Q8K_BYTES;
+	const uint8_t *xa[MMA_NT], *xo[MMA_NT][2];
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++) {
+		xa[j] = mma_id_column(a, off, n0 + 8 * j + g, j1, xrow).x;
+		xo[j][0] = mma_id_column(a, off, n0 + 8 * j + 2 * c, j1, xrow).x;
+		xo[j][1] = mma_id_column(a, off, n0 + 8 * j + 2 * c + 1, j1, xrow).x;
+	}
+	const uint64_t rb = mma_walk<F>::row_bytes(a.cols);
+	const uint8_t *expert = a.slab + (uint64_t)e * a.rows * rb;
+	float v[MMA_NT][4];
+	mma_walk<F>::run(v, expert + min(r0 + g, a.rows - 1) * rb, expert + min(r0 + g + 8, a.rows - 1) * rb, xa, xo,
+			 a.cols);
+#pragma unroll
+	for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+		for (int q = 0; q < 4; q++) {
+			const uint32_t rr = r0 + g + (q / 2) * 8;
+			const mma_id_col col = mma_id_column(a, off, n0 + 8 * j + 2 * c + (q & 1), j1, xrow);
+			if (rr < a.rows && col.live)
+				a.y[col.pair * a.rows + rr] = v[j][q];
+		}
 }
 
 #define MMA_ENTRY(name, tile)                                                                    \
@@ -430,8 +497,20 @@ static __device__ __forceinline__ void mma_gemm(float *y, const uint8_t *w, cons
 	{                                                                                        \
 		mma_gemm<mma_##name, tile>(y, w, x, rows, cols, tokens);                         \
 	}
-#define MMA_ENTRIES(name) MMA_ENTRY(name, 64) MMA_ENTRY(name, 128)
+#define MMA_ID_ENTRY(name, tile)                                                                 \
+	extern "C" __global__ void __launch_bounds__(XPU_GEMM_BLOCK)                             \
+	name##_q8k_gemm_id_mma_t##tile(float *y, const uint8_t *slab, const uint8_t *x, const int32_t *counts, \
+				       const int32_t *offsets, const int32_t *ltok, const int32_t *lslot, \
+				       unsigned int experts, unsigned int used, unsigned int tokens, \
+				       unsigned int rows, unsigned int cols, unsigned int per_slot) \
+	{                                                                                        \
+		const gemm_id_args a = { y, slab, x, counts, offsets, ltok, lslot,               \
+					 experts, used, tokens, rows, cols, per_slot };          \
+		mma_gemm_id<mma_##name, tile>(a);                                                \
+	}
+#define MMA_ENTRIES(name) MMA_ENTRY(name, 64) MMA_ENTRY(name, 128) MMA_ID_ENTRY(name, 64) MMA_ID_ENTRY(name, 128)
 XPU_GEMM_MMA_FORMATS(MMA_ENTRIES)
 #undef MMA_ENTRIES
 #undef MMA_ENTRY
+#undef MMA_ID_ENTRY
 #endif /* XPU_HIP */

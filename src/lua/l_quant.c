@@ -88,17 +88,19 @@ static void push_kernel_names(lua_State *L, const struct xpu_format *f, unsigned
 static void push_prefill_names(lua_State *L, const struct xpu_format *f, bool mma)
 {
 	static const char *const kinds[] = { "_q8k_gemm_t64", "_q8k_gemm_t128", "_q8k_gemm_id_t64", "_q8k_gemm_id_t128" };
-	lua_createtable(L, 6, 0);
+	lua_createtable(L, 8, 0);
 	int n = 0;
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		lua_pushfstring(L, "%s%s", f->name, kinds[i]);
 		lua_rawseti(L, -2, ++n);
 	}
+	static const char *const mma_kinds[] = { "_q8k_gemm_mma_t64", "_q8k_gemm_mma_t128", "_q8k_gemm_id_mma_t64",
+						 "_q8k_gemm_id_mma_t128" };
 #define MMA_NAME(fmt) if (mma && strcmp(f->name, #fmt) == 0) {                                    \
-		lua_pushfstring(L, "%s_q8k_gemm_mma_t64", f->name);                              \
-		lua_rawseti(L, -2, ++n);                                                         \
-		lua_pushfstring(L, "%s_q8k_gemm_mma_t128", f->name);                             \
-		lua_rawseti(L, -2, ++n);                                                         \
+		for (size_t i = 0; i < sizeof mma_kinds / sizeof mma_kinds[0]; i++) {            \
+			lua_pushfstring(L, "%s%s", f->name, mma_kinds[i]);                       \
+			lua_rawseti(L, -2, ++n);                                                 \
+		}                                                                                \
 	}
 	XPU_GEMM_MMA_FORMATS(MMA_NAME)
 #undef MMA_NAME

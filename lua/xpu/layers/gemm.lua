@@ -22,7 +22,7 @@ local U32_MAX, I32_MAX = 0xffffffff, 0x7fffffff
 -- scripts/tune-gemm.lua measured and Autotune keeps (M.partition); absent, the padding rule
 -- alone chooses.
 local FACTS = { "in_dim", "out_dim", "tokens", "experts", "tile_k", "mma_tile_k" }
-local ID_FACTS = { "in_dim", "out_dim", "tokens", "experts", "used", "per_slot", "tile_k" }
+local ID_FACTS = { "in_dim", "out_dim", "tokens", "experts", "used", "per_slot", "tile_k", "mma_tile_k" }
 M.NEVER = 1 << 32 -- a partition past every K: the 128-token tile is never faster
 
 local function ceil_div(a, b) return (a + b - 1) // b end
@@ -79,7 +79,7 @@ function M.expert_share(q)
   return q.tokens * q.used // q.experts
 end
 
-local function gemm_id_shape(fmt, tile)
+local function gemm_id_shape(fmt, tile, part)
   return function(q)
     if not q.experts then return "not an expert bank (query has no experts)" end
     local why = common_shape(fmt, q)
@@ -88,15 +88,16 @@ local function gemm_id_shape(fmt, tile)
     if q.per_slot and q.per_slot ~= 0 and q.per_slot ~= 1 then return ("per_slot %d is not 0 or 1"):format(q.per_slot) end
     if q.tokens * q.used > I32_MAX then return "tokens x used is more than 2^31 - 1 pairs" end
     if q.tokens * q.used * q.out_dim > U32_MAX then return "pairs x out_dim is more than 2^32 - 1 outputs" end
-    return tile_refusal(tile, M.expert_share(q), "an expert's expected tokens", q, "tile_k")
+    return tile_refusal(tile, M.expert_share(q), "an expert's expected tokens", q, part)
   end
 end
 
--- The kernel of a row: <fmt>_q8k_gemm_t<tile>, <fmt>_q8k_gemm_id_t<tile> (grouped), or the
--- tensor-core form <fmt>_q8k_gemm_mma_t<tile> (kind "mma").
+-- The kernel of a row: <fmt>_q8k_gemm_t<tile>, <fmt>_q8k_gemm_id_t<tile> (kind "id": grouped),
+-- or the tensor-core forms <fmt>_q8k_gemm_mma_t<tile> (kind "mma") and
+-- <fmt>_q8k_gemm_id_mma_t<tile> (kind "id_mma").
+local STEMS = { mma = "gemm_mma", id = "gemm_id", id_mma = "gemm_id_mma" }
 function M.kernel_name(fmt, tile, kind)
-  local stem = kind == "mma" and "gemm_mma" or kind and "gemm_id" or "gemm"
-  return ("%s_q8k_%s_t%d"):format(fmt, stem, tile)
+  return ("%s_q8k_%s_t%d"):format(fmt, kind and STEMS[kind] or "gemm", tile)
 end
 
 -- The formats with a tensor-core form (kernels/gemm.h's XPU_GEMM_MMA_FORMATS), read from the
@@ -113,13 +114,18 @@ function M.mma_rows_per_group(tile) return 2048 // tile end
 
 -- The rows: for each format and tile, gemm.<fmt>.t<tile> and gemm_id.<fmt>.t<tile>, the
 -- 128-token tile first where it admits (priority 20 over 10); where a format has a
--- tensor-core form, gemm.<fmt>.mma.t<tile> ahead of them (40, 30) on a device with mma_int8.
+-- tensor-core form, gemm.<fmt>.mma.t<tile> and gemm_id.<fmt>.mma.t<tile> ahead of them (40,
+-- 30) on a device with mma_int8.
 function M.rows(t)
   for _, f in ipairs(M.MMA_FORMATS) do
     for _, tile in ipairs(M.TILES) do
-      t:register { name = ("gemm.%s.mma.t%d"):format(f, tile), regime = "prefill", format = f,
-                   priority = tile == 128 and 40 or 30, facts = FACTS, needs = { "mma_int8" },
-                   kernel = M.kernel_name(f, tile, "mma"), shape = gemm_shape(f, tile, "mma_tile_k") }
+      local pri = tile == 128 and 40 or 30
+      t:register { name = ("gemm.%s.mma.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
+                   facts = FACTS, needs = { "mma_int8" }, kernel = M.kernel_name(f, tile, "mma"),
+                   shape = gemm_shape(f, tile, "mma_tile_k") }
+      t:register { name = ("gemm_id.%s.mma.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
+                   facts = ID_FACTS, needs = { "mma_int8" }, kernel = M.kernel_name(f, tile, "id_mma"),
+                   shape = gemm_id_shape(f, tile, "mma_tile_k") }
     end
   end
   for _, f in ipairs(M.formats) do
@@ -128,7 +134,7 @@ function M.rows(t)
       t:register { name = ("gemm.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
                    facts = FACTS, kernel = M.kernel_name(f, tile), shape = gemm_shape(f, tile, "tile_k") }
       t:register { name = ("gemm_id.%s.t%d"):format(f, tile), regime = "prefill", format = f, priority = pri,
-                   facts = ID_FACTS, kernel = M.kernel_name(f, tile, "id"), shape = gemm_id_shape(f, tile) }
+                   facts = ID_FACTS, kernel = M.kernel_name(f, tile, "id"), shape = gemm_id_shape(f, tile, "tile_k") }
     end
   end
   return t
@@ -148,19 +154,22 @@ end
 -- 0 (default) when a token's one row serves all its slots (gate / up).
 function M.id_query(fmt, tokens, rows, cols, experts, used, per_slot, part)
   return xpu.query { regime = "prefill", format = fmt, tokens = tokens, out_dim = rows, in_dim = cols,
-                     experts = experts, used = used, per_slot = per_slot or 0, tile_k = part and part.id_tile_k }
+                     experts = experts, used = used, per_slot = per_slot or 0, tile_k = part and part.id_tile_k,
+                     mma_tile_k = part and part.id_mma_tile_k }
 end
 
 -- ---- the tile partition, measured -----------------------------------------------------------
 
--- The Autotune keys of a format's three partitions (the dp4a rows, the tensor-core rows, the
--- grouped rows), each the K from which the 128-token tile runs, or M.NEVER.
+-- The Autotune keys of a format's four partitions (the dp4a rows, the tensor-core rows, the
+-- grouped rows and the grouped tensor-core rows), each the K from which the 128-token tile runs,
+-- or M.NEVER.
 function M.partition_keys(fmt)
-  return { tile_k = "gemm.tile_k." .. fmt, mma_tile_k = "gemm.mma.tile_k." .. fmt, id_tile_k = "gemm_id.tile_k." .. fmt }
+  return { tile_k = "gemm.tile_k." .. fmt, mma_tile_k = "gemm.mma.tile_k." .. fmt, id_tile_k = "gemm_id.tile_k." .. fmt,
+           id_mma_tile_k = "gemm_id.mma.tile_k." .. fmt }
 end
 
 -- The partition of fmt on dev as scripts/tune-gemm.lua measured it and Autotune keeps it:
--- { tile_k =, mma_tile_k =, id_tile_k = }, each nil where not measured (the padding rule alone
+-- { tile_k =, mma_tile_k =, id_tile_k =, id_mma_tile_k = }, each nil where not measured (the padding rule alone
 -- chooses there). Read once per device and format in a process.
 local partitions = {}
 function M.partition(dev, fmt)
@@ -200,7 +209,7 @@ function M.best_split(ks, t64, t128)
   return best
 end
 
--- The workgroups the launcher makes for a query at `tile` (kind "mma": the tensor-core form;
+-- The workgroups the launcher makes for a query at `tile` (kind "mma": a tensor-core form;
 -- src/ops/gemm/launch.c); for a
 -- bank, the most any split of the pairs needs (the groups past the listed tiles end at once).
 function M.groups(q, tile, kind)

@@ -22,10 +22,6 @@ static int fact(const struct xpu_call *c, const char *kernel, const char *key, i
 	return 0;
 }
 
-static uint64_t row_tiles(uint64_t rows)
-{
-	return (rows + XPU_GEMM_ROWS - 1) / XPU_GEMM_ROWS;
-}
 
 /* Operands y, w, x; facts out_dim, in_dim, tokens. A group is rows_per_group rows x tile tokens. */
 static int launch_gemm(struct xpu_kernel *k, const struct xpu_call *c, uint64_t tile, uint64_t rows_per_group)
@@ -46,8 +42,9 @@ static int launch_gemm(struct xpu_kernel *k, const struct xpu_call *c, uint64_t 
 }
 
 /* Operands y, slab, x, counts, offsets, list_tokens, list_slots (expert_map's outputs); facts
- * out_dim, in_dim, experts, used, tokens [, per_slot]. */
-static int launch_gemm_id(struct xpu_kernel *k, const struct xpu_call *c, uint64_t tile)
+ * out_dim, in_dim, experts, used, tokens [, per_slot]. A group is rows_per_group rows x tile
+ * list entries. */
+static int launch_gemm_id(struct xpu_kernel *k, const struct xpu_call *c, uint64_t tile, uint64_t rows_per_group)
 {
 	static const char *const names[7] = { "y", "slab", "x", "counts", "offsets", "list_tokens", "list_slots" };
 	const char *kn = k->def->name;
@@ -77,7 +74,8 @@ static int launch_gemm_id(struct xpu_kernel *k, const struct xpu_call *c, uint64
 	args[11] = xpu_u32(cols);
 	args[12] = xpu_u32((uint64_t)per_slot);
 	/* sum over experts of ceil(count / tile) <= floor(pairs / tile) + the experts with a token */
-	return xpu_launch_1d(c, k, row_tiles(rows) * (pairs / tile + busy), XPU_GEMM_BLOCK, args, 13);
+	const uint64_t row_tiles = (rows + rows_per_group - 1) / rows_per_group;
+	return xpu_launch_1d(c, k, row_tiles * (pairs / tile + busy), XPU_GEMM_BLOCK, args, 13);
 }
 
 int xpu_launch_gemm_t64(struct xpu_kernel *k, const struct xpu_call *c)
@@ -92,12 +90,12 @@ int xpu_launch_gemm_t128(struct xpu_kernel *k, const struct xpu_call *c)
 
 int xpu_launch_gemm_id_t64(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_gemm_id(k, c, 64);
+	return launch_gemm_id(k, c, 64, XPU_GEMM_ROWS);
 }
 
 int xpu_launch_gemm_id_t128(struct xpu_kernel *k, const struct xpu_call *c)
 {
-	return launch_gemm_id(k, c, 128);
+	return launch_gemm_id(k, c, 128, XPU_GEMM_ROWS);
 }
 
 int xpu_launch_gemm_mma_t64(struct xpu_kernel *k, const struct xpu_call *c)
@@ -108,4 +106,14 @@ int xpu_launch_gemm_mma_t64(struct xpu_kernel *k, const struct xpu_call *c)
 int xpu_launch_gemm_mma_t128(struct xpu_kernel *k, const struct xpu_call *c)
 {
 	return launch_gemm(k, c, 128, XPU_GEMM_MMA_ROWS(128));
+}
+
+int xpu_launch_gemm_id_mma_t64(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	return launch_gemm_id(k, c, 64, XPU_GEMM_MMA_ROWS(64));
+}
+
+int xpu_launch_gemm_id_mma_t128(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	return launch_gemm_id(k, c, 128, XPU_GEMM_MMA_ROWS(128));
 }

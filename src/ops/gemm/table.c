@@ -16,6 +16,8 @@ int xpu_launch_gemm_id_t64(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_id_t128(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_mma_t64(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_mma_t128(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_gemm_id_mma_t64(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_gemm_id_mma_t128(struct xpu_kernel *k, const struct xpu_call *c);
 
 #define U32_LIMIT 0xffffffffull
 
@@ -106,18 +108,25 @@ XPU_FORMAT_LIST(FORMAT_EXTENTS)
 	GEMM_KERNEL(fmt, gemm_id, 64, GEMM_ID_SIG) GEMM_KERNEL(fmt, gemm_id, 128, GEMM_ID_SIG)
 
 /* The tensor-core forms, which only the CUDA backend builds (elsewhere kernel_available says
- * no); the same signature and outputs as <fmt>_q8k_gemm_t<tile>, bit for bit. */
+ * no); the same signatures and outputs as <fmt>_q8k_gemm_t<tile> and <fmt>_q8k_gemm_id_t<tile>,
+ * bit for bit. */
 #define MMA_EXTENT(fmt)                                                                          \
 	static int fmt##_gemm_mma_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS]) \
 	{                                                                                        \
 		return gemm_extent(xpu_format_find(#fmt)->type, a, need);                        \
+	}                                                                                        \
+	static int fmt##_gemm_id_mma_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS]) \
+	{                                                                                        \
+		return gemm_id_extent(xpu_format_find(#fmt)->type, a, need);                     \
 	}
 XPU_GEMM_MMA_FORMATS(MMA_EXTENT)
 #undef MMA_EXTENT
-#define MMA_KERNEL(fmt, tile)                                                                    \
-	{ .name = #fmt "_q8k_gemm_mma_t" #tile, .signature = GEMM_SIG, .extent = fmt##_gemm_mma_extent, \
-	  .launch = xpu_launch_gemm_mma_t##tile, .block = XPU_GEMM_BLOCK, .format = #fmt, .waves_max = WAVES },
-#define MMA_KERNELS(fmt) MMA_KERNEL(fmt, 64) MMA_KERNEL(fmt, 128)
+#define MMA_KERNEL(fmt, kind, tile, sig)                                                         \
+	{ .name = #fmt "_q8k_" #kind "_t" #tile, .signature = sig, .extent = fmt##_##kind##_extent, \
+	  .launch = xpu_launch_##kind##_t##tile, .block = XPU_GEMM_BLOCK, .format = #fmt, .waves_max = WAVES },
+#define MMA_KERNELS(fmt)                                                                         \
+	MMA_KERNEL(fmt, gemm_mma, 64, GEMM_SIG) MMA_KERNEL(fmt, gemm_mma, 128, GEMM_SIG)         \
+	MMA_KERNEL(fmt, gemm_id_mma, 64, GEMM_ID_SIG) MMA_KERNEL(fmt, gemm_id_mma, 128, GEMM_ID_SIG)
 
 const struct xpu_kernel_def xpu_kernel_defs_gemm[] = {
 	XPU_FORMAT_LIST(FORMAT_KERNELS)
