@@ -20,4 +20,11 @@
  * sub-block of 32 a step) and q6_K (a sub-block of 16 a k = 16 step). */
 #define XPU_GEMM_MMA_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0) X(q4_K) X(q5_K) X(q6_K)
 
+/* The staged tensor-core form <fmt>_q8k_gemm_mmas_t64 (CUDA, mma_int8): a group of 8 warps is 64
+ * rows x 64 tokens, group g row tile g % ceil(rows / 64) of token tile g / ceil(rows / 64), each
+ * block step's operands copied to shared memory ahead of the warps (kernels/cuda/
+ * gemm_mma_staged.cu). The formats it serves: */
+#define XPU_GEMM_MMAS_ROWS 64
+#define XPU_GEMM_MMAS_FORMATS(X) X(q4_0) X(q8_0) X(iq4_nl) X(q5_0)
+
 #endif

@@ -136,7 +136,8 @@ for _, fmt in ipairs(formats) do
   for _, row in ipairs(cands) do
     local verdict = gate(fmt, row)
     local tile = tonumber(row.kernel:match("_t(%d+)$"))
-    local groups = G.groups(case.query, tile, row.kernel:find("_mma_", 1, true) and "mma")
+    local groups = G.groups(case.query, tile, row.kernel:find("_mmas_", 1, true) and "mmas"
+      or row.kernel:find("_mma_", 1, true) and "mma")
     local warn = G.fill_refusal(groups, units)
     local st = time_row(row, case)
     local tflops = G.flops(case.query) / st.median / 1e12

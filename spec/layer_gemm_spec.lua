@@ -220,6 +220,15 @@ describe("prefill rows", function()
       assert.equal("gemm_id." .. f .. ".t64", routes:candidates(G.id_query(f, 512, 64, 512, 128, 8), cpu)[1].name)
     end
     assert.is_true(#G.MMA_FORMATS >= 4, "the tensor-core formats: " .. table.concat(G.MMA_FORMATS, ","))
+    -- the staged rows: mma_int8 too, under the tensor-core rows until measured faster
+    for _, f in ipairs(G.MMAS_FORMATS) do
+      local staged = routes:row("gemm." .. f .. ".mmas.t64")
+      assert.same({ "mma_int8" }, staged.needs)
+      assert.is_true(staged.priority < routes:row("gemm." .. f .. ".mma.t64").priority)
+      assert.is_true(staged.priority > routes:row("gemm." .. f .. ".t128").priority)
+      assert.equal("gemm." .. f .. ".t64", routes:candidates(G.query(f, 65, 64, 512), cpu)[1].name)
+    end
+    assert.is_true(#G.MMAS_FORMATS >= 4, "the staged formats: " .. table.concat(G.MMAS_FORMATS, ","))
   end)
 
   it("the 128-token tiles are refused where the 64-token tile pads less, in their own words", function()

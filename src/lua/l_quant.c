@@ -104,6 +104,12 @@ static void push_prefill_names(lua_State *L, const struct xpu_format *f, bool mm
 	}
 	XPU_GEMM_MMA_FORMATS(MMA_NAME)
 #undef MMA_NAME
+#define MMAS_NAME(fmt) if (mma && strcmp(f->name, #fmt) == 0) {                                   \
+		lua_pushfstring(L, "%s_q8k_gemm_mmas_t64", f->name);                             \
+		lua_rawseti(L, -2, ++n);                                                         \
+	}
+	XPU_GEMM_MMAS_FORMATS(MMAS_NAME)
+#undef MMAS_NAME
 }
 
 /* prefill = { cpu = {names}, cuda = {... and the tensor-core forms}, hip = {...}, vulkan = {...} } */

@@ -93,30 +93,39 @@ local function gemm_id_shape(fmt, tile, part)
 end
 
 -- The kernel of a row: <fmt>_q8k_gemm_t<tile>, <fmt>_q8k_gemm_id_t<tile> (kind "id": grouped),
--- or the tensor-core forms <fmt>_q8k_gemm_mma_t<tile> (kind "mma") and
--- <fmt>_q8k_gemm_id_mma_t<tile> (kind "id_mma").
-local STEMS = { mma = "gemm_mma", id = "gemm_id", id_mma = "gemm_id_mma" }
+-- or the tensor-core forms <fmt>_q8k_gemm_mma_t<tile> (kind "mma"),
+-- <fmt>_q8k_gemm_id_mma_t<tile> (kind "id_mma") and the staged <fmt>_q8k_gemm_mmas_t64 (kind "mmas").
+local STEMS = { mma = "gemm_mma", id = "gemm_id", id_mma = "gemm_id_mma", mmas = "gemm_mmas" }
 function M.kernel_name(fmt, tile, kind)
   return ("%s_q8k_%s_t%d"):format(fmt, kind and STEMS[kind] or "gemm", tile)
 end
 
 -- The formats with a tensor-core form (kernels/gemm.h's XPU_GEMM_MMA_FORMATS), read from the
 -- kernel table, and the rows a group of it covers (XPU_GEMM_MMA_ROWS).
-M.MMA_FORMATS = {}
+M.MMA_FORMATS, M.MMAS_FORMATS = {}, {}
 do
   local have = {}
   for _, k in ipairs(xpu.kernels()) do have[k.name] = true end
   for _, f in ipairs(M.formats) do
     if have[M.kernel_name(f, 64, "mma")] then M.MMA_FORMATS[#M.MMA_FORMATS + 1] = f end
+    if have[M.kernel_name(f, 64, "mmas")] then M.MMAS_FORMATS[#M.MMAS_FORMATS + 1] = f end
   end
 end
+M.MMAS_ROWS = 64 -- kernels/gemm.h's XPU_GEMM_MMAS_ROWS: a staged group's rows
 function M.mma_rows_per_group(tile) return 2048 // tile end
 
 -- The rows: for each format and tile, gemm.<fmt>.t<tile> and gemm_id.<fmt>.t<tile>, the
 -- 128-token tile first where it admits (priority 20 over 10); where a format has a
 -- tensor-core form, gemm.<fmt>.mma.t<tile> and gemm_id.<fmt>.mma.t<tile> ahead of them (40,
--- 30) on a device with mma_int8.
+-- 30) on a device with mma_int8. The staged tensor-core row gemm.<fmt>.mmas.t64 (25) sits under
+-- the tensor-core rows until a side-by-side run on the device says which is faster: until then
+-- it is picked only when named (bench-prefill and layer_gemm_spec run every admitted row).
 function M.rows(t)
+  for _, f in ipairs(M.MMAS_FORMATS) do
+    t:register { name = ("gemm.%s.mmas.t64"):format(f), regime = "prefill", format = f, priority = 25,
+                 facts = FACTS, needs = { "mma_int8" }, kernel = M.kernel_name(f, 64, "mmas"),
+                 shape = gemm_shape(f, 64, "mma_tile_k") }
+  end
   for _, f in ipairs(M.MMA_FORMATS) do
     for _, tile in ipairs(M.TILES) do
       local pri = tile == 128 and 40 or 30
@@ -209,11 +218,13 @@ function M.best_split(ks, t64, t128)
   return best
 end
 
--- The workgroups the launcher makes for a query at `tile` (kind "mma": a tensor-core form;
+-- The workgroups the launcher makes for a query at `tile` (kind "mma": a tensor-core form, "mmas"
+-- the staged one;
 -- src/ops/gemm/launch.c); for a
 -- bank, the most any split of the pairs needs (the groups past the listed tiles end at once).
 function M.groups(q, tile, kind)
-  local row_tiles = ceil_div(q.out_dim, kind == "mma" and M.mma_rows_per_group(tile) or M.ROWS_PER_GROUP)
+  local per = kind == "mmas" and M.MMAS_ROWS or kind == "mma" and M.mma_rows_per_group(tile) or M.ROWS_PER_GROUP
+  local row_tiles = ceil_div(q.out_dim, per)
   if not q.experts then return row_tiles * ceil_div(q.tokens, tile) end
   local pairs = q.tokens * q.used
   return row_tiles * (pairs // tile + math.min(pairs, q.experts))

@@ -117,3 +117,8 @@ int xpu_launch_gemm_id_mma_t128(struct xpu_kernel *k, const struct xpu_call *c)
 {
 	return launch_gemm_id(k, c, 128, XPU_GEMM_MMA_ROWS(128));
 }
+
+int xpu_launch_gemm_mmas_t64(struct xpu_kernel *k, const struct xpu_call *c)
+{
+	return launch_gemm(k, c, 64, XPU_GEMM_MMAS_ROWS);
+}

@@ -18,6 +18,7 @@ int xpu_launch_gemm_mma_t64(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_mma_t128(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_id_mma_t64(struct xpu_kernel *k, const struct xpu_call *c);
 int xpu_launch_gemm_id_mma_t128(struct xpu_kernel *k, const struct xpu_call *c);
+int xpu_launch_gemm_mmas_t64(struct xpu_kernel *k, const struct xpu_call *c);
 
 #define U32_LIMIT 0xffffffffull
 
@@ -128,8 +129,19 @@ XPU_GEMM_MMA_FORMATS(MMA_EXTENT)
 	MMA_KERNEL(fmt, gemm_mma, 64, GEMM_SIG) MMA_KERNEL(fmt, gemm_mma, 128, GEMM_SIG)         \
 	MMA_KERNEL(fmt, gemm_id_mma, 64, GEMM_ID_SIG) MMA_KERNEL(fmt, gemm_id_mma, 128, GEMM_ID_SIG)
 
+/* The staged tensor-core form (CUDA only, as above): <fmt>_q8k_gemm_t64's signature and outputs. */
+#define MMAS_EXTENT(fmt)                                                                         \
+	static int fmt##_gemm_mmas_extent(const struct xpu_karg *a, uint64_t need[XPU_MAX_ARGS]) \
+	{                                                                                        \
+		return gemm_extent(xpu_format_find(#fmt)->type, a, need);                        \
+	}
+XPU_GEMM_MMAS_FORMATS(MMAS_EXTENT)
+#undef MMAS_EXTENT
+#define MMAS_KERNEL(fmt) MMA_KERNEL(fmt, gemm_mmas, 64, GEMM_SIG)
+
 const struct xpu_kernel_def xpu_kernel_defs_gemm[] = {
 	XPU_FORMAT_LIST(FORMAT_KERNELS)
 	XPU_GEMM_MMA_FORMATS(MMA_KERNELS)
+	XPU_GEMM_MMAS_FORMATS(MMAS_KERNEL)
 	{ .name = NULL },
 };
