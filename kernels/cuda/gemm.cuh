@@ -1,5 +1,6 @@
-/* gemm.cuh — what the grouped prefill GEMMs share (gemm.cu's gemm_id on dp4a, gemm_mma.cu's on
- * the tensor cores): the launch's arguments and the walk from a token tile to its expert. */
+/* gemm.cuh — what the prefill GEMMs share: the grouped forms' arguments and the walk from a token
+ * tile to its expert (gemm.cu's gemm_id on dp4a, gemm_mma.cu's on the tensor cores), and the
+ * tensor cores' int8 step (gemm_mma.cu, gemm_mma_staged.cu). */
 #ifndef XPU_GEMM_CUH
 #define XPU_GEMM_CUH
 
@@ -29,5 +30,18 @@ struct gemm_id_args {
 	const int32_t *counts, *offsets, *ltok, *lslot;
 	uint32_t experts, used, tokens, rows, cols, per_slot;
 };
+
+#ifndef XPU_HIP /* PTX: the HIP build of these files has no such form */
+/* mma.m16n8k32 s8, accumulating from 0: A rows g, g + 8 at k 4c.. (a0, a1) and 16 + 4c.. (a2,
+ * a3), B token g at k 4c.. (b0) and 16 + 4c.. (b1). */
+static __device__ __forceinline__ void mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+					      uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		     "{%10,%11,%12,%13};"
+		     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+#endif
 
 #endif

@@ -18,15 +18,6 @@
 
 #define MMA_NT 2 /* n-tiles of 8 tokens a warp */
 
-static __device__ __forceinline__ void mma_s8(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-					      uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-		     "{%10,%11,%12,%13};"
-		     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
-}
-
 /* A 32-element format's A fragment: lane (g, c) holds of one row's block elements 4c..4c+3
  * (lo) and 16+4c..16+4c+3 (hi) as signed bytes; BIAS is what the format subtracts through
  * the activation's sub-block sum (q4_0 8, q5_0 16). */
@@ -100,6 +91,25 @@ static __device__ __forceinline__ void mma_fold(float level[5][MMA_NT][4], float
 	}
 }
 
+/* The walk every tile takes: for i = 0 .. 31, accumulator l = rev5(i) takes blocks l, l + 32,
+ * ... below bpr in increasing b (block(b) adds each block's value into v), then is folded as it
+ * finishes; i = 31 leaves the whole tree in v. */
+template <class Block>
+static __device__ __forceinline__ void mma_leaves(float v[MMA_NT][4], uint32_t bpr, const Block &block)
+{
+	float level[5][MMA_NT][4];
+	for (uint32_t i = 0; i < 32; i++) {
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				v[j][k] = 0.0f;
+		for (uint32_t b = rev5(i); b < bpr; b += 32)
+			block(b);
+		mma_fold(level, v, i);
+	}
+}
+
 /* A lane's outputs: rows r + 8 (q / 2), tokens t + 8 j + (q & 1), those inside the matrix. */
 static __device__ __forceinline__ void mma_store(float *y, const float v[MMA_NT][4], uint32_t rows, uint32_t tokens,
 						 uint32_t r, uint32_t t)
@@ -144,36 +154,26 @@ static __device__ void mma_tile(float v[MMA_NT][4], const uint8_t *wa, const uin
 	const int c = (int)(xpu_thread() % 4);
 	const uint32_t bpr = cols / 32;
 	const uint64_t prefix = mma_prefix(bpr);
-	float level[5][MMA_NT][4];
-	for (uint32_t i = 0; i < 32; i++) {
-		const uint32_t l = rev5(i);
+	mma_leaves(v, bpr, [&](uint32_t b) {
+		uint32_t a0, a1, a2, a3;
+		F::load(wa + prefix, b, c, a0, a2);
+		F::load(wb + prefix, b, c, a1, a3);
+		const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
+		const uint32_t xoff = b / 8 * Q8K_BYTES, aoff = xoff + 32 * (b % 8);
 #pragma unroll
-		for (int j = 0; j < MMA_NT; j++)
+		for (int j = 0; j < MMA_NT; j++) {
+			int acc[4];
+			mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xa[j] + aoff + 4 * c), xpu_ld32(xa[j] + aoff + 16 + 4 * c));
 #pragma unroll
-			for (int k = 0; k < 4; k++)
-				v[j][k] = 0.0f;
-		for (uint32_t b = l; b < bpr; b += 32) {
-			uint32_t a0, a1, a2, a3;
-			F::load(wa + prefix, b, c, a0, a2);
-			F::load(wb + prefix, b, c, a1, a3);
-			const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
-			const uint32_t xoff = b / 8 * Q8K_BYTES, aoff = xoff + 32 * (b % 8);
-#pragma unroll
-			for (int j = 0; j < MMA_NT; j++) {
-				int acc[4];
-				mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xa[j] + aoff + 4 * c), xpu_ld32(xa[j] + aoff + 16 + 4 * c));
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					const uint8_t *xb = xo[j][e] + xoff;
-					const int corr = F::BIAS * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
-					const float xs = xpu_ldf(xb + Q8K_SCALE);
-					v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)(acc[e] - corr)));
-					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)(acc[2 + e] - corr)));
-				}
+			for (int e = 0; e < 2; e++) {
+				const uint8_t *xb = xo[j][e] + xoff;
+				const int corr = F::BIAS * (int)xpu_ld32(xb + Q8K_SUMS + 4 * (b % 8));
+				const float xs = xpu_ldf(xb + Q8K_SCALE);
+				v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)(acc[e] - corr)));
+				v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)(acc[2 + e] - corr)));
 			}
 		}
-		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
-	}
+	});
 }
 
 /* Q4_K and Q5_K on the tensor cores: a 256-element block is eight k = 32 steps, one a
@@ -227,64 +227,54 @@ static __device__ void mma_tile_k(float v[MMA_NT][4], const uint8_t *wa, const u
 {
 	const int c = (int)(xpu_thread() % 4);
 	const uint32_t bpr = cols / 256;
-	float level[5][MMA_NT][4];
-	for (uint32_t i = 0; i < 32; i++) {
-		const uint32_t l = rev5(i);
+	mma_leaves(v, bpr, [&](uint32_t b) {
+		const uint8_t *ba = wa + (uint64_t)b * K::PAY, *bb = wb + (uint64_t)b * K::PAY;
+		k4_head ha, hb;
+		ha.load(ba);
+		hb.load(bb);
+		const uint32_t xoff = b * Q8K_BYTES;
+		int isum[MMA_NT][4];
 #pragma unroll
 		for (int j = 0; j < MMA_NT; j++)
 #pragma unroll
 			for (int k = 0; k < 4; k++)
-				v[j][k] = 0.0f;
-		for (uint32_t b = l; b < bpr; b += 32) {
-			const uint8_t *ba = wa + (uint64_t)b * K::PAY, *bb = wb + (uint64_t)b * K::PAY;
-			k4_head ha, hb;
-			ha.load(ba);
-			hb.load(bb);
-			const uint32_t xoff = b * Q8K_BYTES;
-			int isum[MMA_NT][4];
+				isum[j][k] = 0;
 #pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
+		for (int s = 0; s < 8; s++) {
+			uint32_t a0, a1, a2, a3;
+			K::frag(ba, s, c, a0, a2);
+			K::frag(bb, s, c, a1, a3);
+			const int sa = ha.sc(s), sb = hb.sc(s);
 #pragma unroll
-				for (int k = 0; k < 4; k++)
-					isum[j][k] = 0;
-#pragma unroll
-			for (int s = 0; s < 8; s++) {
-				uint32_t a0, a1, a2, a3;
-				K::frag(ba, s, c, a0, a2);
-				K::frag(bb, s, c, a1, a3);
-				const int sa = ha.sc(s), sb = hb.sc(s);
-#pragma unroll
-				for (int j = 0; j < MMA_NT; j++) {
-					int acc[4];
-					const uint8_t *xs = xa[j] + xoff + 32 * s;
-					mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xs + 4 * c), xpu_ld32(xs + 16 + 4 * c));
-					isum[j][0] += sa * acc[0];
-					isum[j][1] += sa * acc[1];
-					isum[j][2] += sb * acc[2];
-					isum[j][3] += sb * acc[3];
-				}
+			for (int j = 0; j < MMA_NT; j++) {
+				int acc[4];
+				const uint8_t *xs = xa[j] + xoff + 32 * s;
+				mma_s8(acc, a0, a1, a2, a3, xpu_ld32(xs + 4 * c), xpu_ld32(xs + 16 + 4 * c));
+				isum[j][0] += sa * acc[0];
+				isum[j][1] += sa * acc[1];
+				isum[j][2] += sb * acc[2];
+				isum[j][3] += sb * acc[3];
 			}
-#pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					const uint8_t *xb = xo[j][e] + xoff;
-					int ma = 0, mb = 0;
-#pragma unroll
-					for (int s = 0; s < 8; s++) {
-						const int bs = (int)xpu_ld32(xb + Q8K_SUMS + 4 * s);
-						ma += ha.m(s) * bs;
-						mb += hb.m(s) * bs;
-					}
-					const float xs = xpu_ldf(xb + Q8K_SCALE);
-					v[j][e] = xpu_add(v[j][e], xpu_sub(xpu_mul(xpu_mul(ha.d, xs), (float)isum[j][e]),
-									  xpu_mul(xpu_mul(ha.dmin, xs), (float)ma)));
-					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_sub(xpu_mul(xpu_mul(hb.d, xs), (float)isum[j][2 + e]),
-										  xpu_mul(xpu_mul(hb.dmin, xs), (float)mb)));
-				}
 		}
-		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
-	}
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				const uint8_t *xb = xo[j][e] + xoff;
+				int ma = 0, mb = 0;
+#pragma unroll
+				for (int s = 0; s < 8; s++) {
+					const int bs = (int)xpu_ld32(xb + Q8K_SUMS + 4 * s);
+					ma += ha.m(s) * bs;
+					mb += hb.m(s) * bs;
+				}
+				const float xs = xpu_ldf(xb + Q8K_SCALE);
+				v[j][e] = xpu_add(v[j][e], xpu_sub(xpu_mul(xpu_mul(ha.d, xs), (float)isum[j][e]),
+								  xpu_mul(xpu_mul(ha.dmin, xs), (float)ma)));
+				v[j][2 + e] = xpu_add(v[j][2 + e], xpu_sub(xpu_mul(xpu_mul(hb.d, xs), (float)isum[j][2 + e]),
+									  xpu_mul(xpu_mul(hb.dmin, xs), (float)mb)));
+			}
+	});
 }
 
 /* mma.m16n8k16 s8: A rows g, g + 8 at k = 4c..4c+3 (a0, a1), B token g at the same k. */
@@ -320,50 +310,40 @@ static __device__ void mma_tile_k6(float v[MMA_NT][4], const uint8_t *wa, const 
 	const int c = (int)(xpu_thread() % 4);
 	const uint32_t bpr = cols / 256;
 	const uint64_t prefix = mma_prefix(bpr);
-	float level[5][MMA_NT][4];
-	for (uint32_t i = 0; i < 32; i++) {
-		const uint32_t l = rev5(i);
+	mma_leaves(v, bpr, [&](uint32_t b) {
+		const uint8_t *ba = wa + prefix + (uint64_t)b * mma_q6_K::PAY, *bb = wb + prefix + (uint64_t)b * mma_q6_K::PAY;
+		const uint32_t xoff = b * Q8K_BYTES;
+		int isum[MMA_NT][4];
 #pragma unroll
 		for (int j = 0; j < MMA_NT; j++)
 #pragma unroll
 			for (int k = 0; k < 4; k++)
-				v[j][k] = 0.0f;
-		for (uint32_t b = l; b < bpr; b += 32) {
-			const uint8_t *ba = wa + prefix + (uint64_t)b * mma_q6_K::PAY, *bb = wb + prefix + (uint64_t)b * mma_q6_K::PAY;
-			const uint32_t xoff = b * Q8K_BYTES;
-			int isum[MMA_NT][4];
+				isum[j][k] = 0;
 #pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
+		for (int q = 0; q < 16; q++) {
+			const uint32_t a0 = k6_frag(ba, q, c), a1 = k6_frag(bb, q, c);
+			const int sa = (int8_t)ba[192 + q], sb = (int8_t)bb[192 + q];
+			const int h = q / 8, s = (q / 2) % 4, half = q % 2;
 #pragma unroll
-				for (int k = 0; k < 4; k++)
-					isum[j][k] = 0;
-#pragma unroll
-			for (int q = 0; q < 16; q++) {
-				const uint32_t a0 = k6_frag(ba, q, c), a1 = k6_frag(bb, q, c);
-				const int sa = (int8_t)ba[192 + q], sb = (int8_t)bb[192 + q];
-				const int h = q / 8, s = (q / 2) % 4, half = q % 2;
-#pragma unroll
-				for (int j = 0; j < MMA_NT; j++) {
-					int acc[4];
-					mma_s8_k16(acc, a0, a1, xpu_ld32(xa[j] + xoff + 128 * h + 32 * s + 16 * half + 4 * c));
-					isum[j][0] += sa * acc[0];
-					isum[j][1] += sa * acc[1];
-					isum[j][2] += sb * acc[2];
-					isum[j][3] += sb * acc[3];
-				}
+			for (int j = 0; j < MMA_NT; j++) {
+				int acc[4];
+				mma_s8_k16(acc, a0, a1, xpu_ld32(xa[j] + xoff + 128 * h + 32 * s + 16 * half + 4 * c));
+				isum[j][0] += sa * acc[0];
+				isum[j][1] += sa * acc[1];
+				isum[j][2] += sb * acc[2];
+				isum[j][3] += sb * acc[3];
 			}
-			const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
-#pragma unroll
-			for (int j = 0; j < MMA_NT; j++)
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					const float xs = xpu_ldf(xo[j][e] + xoff + Q8K_SCALE);
-					v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)isum[j][e]));
-					v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)isum[j][2 + e]));
-				}
 		}
-		mma_fold(level, v, i); /* i = 31 leaves the whole tree in v */
-	}
+		const float da = xpu_f16(xpu_ld16(wa + 2 * b)), db = xpu_f16(xpu_ld16(wb + 2 * b));
+#pragma unroll
+		for (int j = 0; j < MMA_NT; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				const float xs = xpu_ldf(xo[j][e] + xoff + Q8K_SCALE);
+				v[j][e] = xpu_add(v[j][e], xpu_mul(xpu_mul(da, xs), (float)isum[j][e]));
+				v[j][2 + e] = xpu_add(v[j][2 + e], xpu_mul(xpu_mul(db, xs), (float)isum[j][2 + e]));
+			}
+	});
 }
 
 /* The tile walk a format takes (the 32-element one, q4_K's and q5_K's, q6_K's) and its

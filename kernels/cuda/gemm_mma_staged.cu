@@ -11,6 +11,7 @@
  * block's dot is: at most 32 * 127 * 127), which is two full-rate operations where the
  * conversion instruction runs at a quarter of their rate. CUDA only, sm_80 and up. */
 #include "matvec.cuh"
+#include "gemm.cuh"
 #include "../gemm.h"
 
 #ifndef XPU_HIP
@@ -85,15 +86,6 @@ static __device__ __forceinline__ void mmas_commit()
 static __device__ __forceinline__ void mmas_wait()
 {
 	asm volatile("cp.async.wait_group %0;" ::"n"(MMAS_STAGES - 2));
-}
-
-static __device__ __forceinline__ void mma_s8_staged(int c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-						     uint32_t b0, uint32_t b1)
-{
-	asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-		     "{%10,%11,%12,%13};"
-		     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-		     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
 }
 
 /* The blocks in the walk's order: leaf i's blocks rev5(i) + 32 m below bpr, leaf after leaf. */
@@ -223,7 +215,7 @@ static __device__ __forceinline__ void mmas_step(float v[16], const mmas_stage<F
 #pragma unroll
 		for (int mt = 0; mt < 2; mt++) {
 			int acc[4];
-			mma_s8_staged(acc, a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
+			mma_s8(acc, a[mt][0], a[mt][1], a[mt][2], a[mt][3], b0, b1);
 #pragma unroll
 			for (int q = 0; q < 4; q++) {
 				const float dot = xpu_sub(__int_as_float(acc[q] + bias[nt][q & 1]), 12582912.0f);
