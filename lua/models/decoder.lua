@@ -356,8 +356,9 @@ function Session:next_norm(i)
   return i + 1 < m.h.n_layer and m.w[layer_tensor(i + 1, "attn_norm")] or m.w["output_norm.weight"]
 end
 
--- Whether the FFN's last add takes the next norm in (fused, and the family's FFN ends in a
--- plain add): then each layer leaves a.xq normed for the next, and the head reads it.
+-- Whether the FFN ends with the next layer's norm and pack (fused, in a family that has one:
+-- llama's last add, qwen3moe's tail): then each layer leaves a.xq normed for the next, and the
+-- head reads it.
 function Session:tail_fused() return self.m.fused and self.m.family.fused_tail end
 
 -- RoPE of layer calls into list: q and k in one launch over n_head + n_kv_head heads where
