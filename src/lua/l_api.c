@@ -669,7 +669,7 @@ static const struct api_entry model_entries[] = {
 	  "add_rms_norm_q8k: x = x + t in place, then the q8_K pack of rms_norm(x) * weight into xq, one launch" },
 	{ "models.decoder.Session.next_norm", "s:next_norm(i) -> Buffer", "the norm weight after layer i: the next attn_norm or the output norm" },
 	{ "models.decoder.Session.tail_fused", "s:tail_fused() -> boolean",
-	  "whether each layer's last add takes the next norm in (fused, and a family whose FFN ends in a plain add)" },
+	  "whether each layer's FFN ends with the next layer's norm and pack (fused, in a family that has one: llama's last add, qwen3moe's tail)" },
 	{ "models.decoder.Session.run_list", "s:run_list(list, activations, n, p0 [, i]) -> n",
 	  "runs a list's entries in order (timed by family where s.split is a table); how many ran" },
 	{ "models.decoder.Session.launches_per_token", "s:launches_per_token() -> {total, embed, layers, per_layer, head}",
