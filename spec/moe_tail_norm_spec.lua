@@ -58,19 +58,6 @@ local function pair(d, fmt, c, sel)
   return y:download(), xq:download()
 end
 
--- == as floats, NaN where the other has NaN; returns the NaN count.
-local function same_f32(want_s, got_s, what)
-  local want, got = fx.unf32(want_s), fx.unf32(got_s)
-  assert.equal(#want, #got, what)
-  local nan = 0
-  for i = 1, #want do
-    if got[i] ~= got[i] then nan = nan + 1 end
-    assert.is_true((want[i] ~= want[i] and got[i] ~= got[i]) or want[i] == got[i],
-      ("%s: element %d is %.9g, want %.9g"):format(what, i - 1, got[i], want[i]))
-  end
-  return nan
-end
-
 -- The first differing byte of two packs, or nil.
 local function first_diff(a, b)
   if #a ~= #b then return ("%d bytes, want %d"):format(#b, #a) end
@@ -80,7 +67,7 @@ local function first_diff(a, b)
 end
 
 local function check(want_y, want_xq, got_y, got_xq, count, sel, what)
-  local nan = same_f32(want_y, got_y, what .. ": the residual")
+  local nan = fx.same_or_nan(want_y, got_y, what .. ": the residual")
   assert.equal(sel[2] == 9 and ROWS or 0, nan, what .. ": NaN count")
   assert.is_nil(first_diff(want_xq, got_xq), what .. ": the pack")
   assert.equal(0, count, what .. ": the count after")

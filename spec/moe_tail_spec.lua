@@ -21,8 +21,6 @@ local others = fx.devices { "vulkan:0", "cuda:0" }
 local EXPERTS, ROWS, COLS = 9, 72, 512 -- 72 rows: nine groups of eight waves, the last one full
 local SELS = { { 4, 0, 5, 2 }, { 1, 3, 0, 5, 2, 4, 1, 3 }, { 2 }, { 4, 9, 5, 2 } } -- the last: expert 9 of 9 (0 .. 8)
 
-local function unf32(s) return fx.unf32(s) end
-
 -- A down bank of fmt: its slab, the slots' activations (slot kk at q8_K block kk * COLS / 256),
 -- the weights of the slots (magnitudes 2^-6 .. 2^6, both signs) and the residual.
 local function case(fmt, used, seed)
@@ -58,19 +56,6 @@ local function pair(d, fmt, c, sel)
   return y:download()
 end
 
--- == as floats, NaN where the other has NaN; returns the NaN count.
-local function same(want_s, got_s, what)
-  local want, got = unf32(want_s), unf32(got_s)
-  assert.equal(#want, #got, what)
-  local nan = 0
-  for i = 1, #want do
-    if got[i] ~= got[i] then nan = nan + 1 end
-    assert.is_true((want[i] ~= want[i] and got[i] ~= got[i]) or want[i] == got[i],
-      ("%s: element %d is %.9g, want %.9g"):format(what, i - 1, got[i], want[i]))
-  end
-  return nan
-end
-
 local function tail_query(fmt, used, extra)
   local spec = { regime = "moe_tail", format = fmt, in_dim = COLS, out_dim = ROWS, experts = EXPERTS, used = used,
                  x_row_blocks = COLS // 256 }
@@ -89,9 +74,9 @@ describe("the MoE tail (<fmt>_q8k_tail)", function()
         local c = case(fmt, #sel, 40 + si)
         local want = pair(cpu, fmt, c, sel)
         local what = ("%s sel {%s}"):format(fmt, table.concat(sel, ","))
-        local nan = same(want, tail(cpu, fmt .. "_q8k_tail", c, sel), what)
+        local nan = fx.same_or_nan(want, tail(cpu, fmt .. "_q8k_tail", c, sel), what)
         assert.equal(sel[2] == 9 and ROWS or 0, nan, what .. ": NaN count")
-        same(want, tail(cpu, fmt .. "_q8k_tail", c, sel, 2), what .. ", two groups")
+        fx.same_or_nan(want, tail(cpu, fmt .. "_q8k_tail", c, sel, 2), what .. ", two groups")
         assert.are_not.equal(c.y, want, what .. ": the residual did not change")
       end
     end)
@@ -108,9 +93,9 @@ describe("the MoE tail (<fmt>_q8k_tail)", function()
               local c = case(fmt, #sel, 40 + si)
               local what = ("%s %s sel {%s}"):format(e.id, name, table.concat(sel, ","))
               local want = tail(cpu, fmt .. "_q8k_tail", c, sel)
-              local nan = same(want, tail(d, name, c, sel), what .. " vs cpu:0")
+              local nan = fx.same_or_nan(want, tail(d, name, c, sel), what .. " vs cpu:0")
               assert.equal(sel[2] == 9 and ROWS or 0, nan, what .. ": NaN count")
-              same(pair(d, fmt, c, sel), tail(d, name, c, sel, 2), what .. ", two groups, vs its own pair")
+              fx.same_or_nan(pair(d, fmt, c, sel), tail(d, name, c, sel, 2), what .. ", two groups, vs its own pair")
             end
           end
         end
